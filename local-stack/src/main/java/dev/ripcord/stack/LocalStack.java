@@ -1,0 +1,7 @@
+package dev.ripcord.stack;
+
+/** Placeholder; replaced by the launcher. */
+public final class LocalStack {
+    public static void main(String[] args) {
+    }
+}
