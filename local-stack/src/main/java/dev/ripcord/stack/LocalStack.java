@@ -1,7 +1,183 @@
 package dev.ripcord.stack;
 
-/** Placeholder; replaced by the launcher. */
-public final class LocalStack {
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.stream.Stream;
+
+/**
+ * The whole Ripcord stack on one machine: a real KRaft Kafka broker in this JVM (unless an external one is
+ * given) and the gateway, prefill and decode services as child JVMs wired to it and to each other.
+ *
+ * <p>Used by {@code ./ripcord up} through {@link #main} and by end-to-end tests through {@link #start}, so that
+ * what a developer runs by hand and what the tests run are the same thing.
+ *
+ * <p>Lifecycle: {@link #start} returns once every service answers {@code UP} on {@code /actuator/health};
+ * {@link #close()} stops the services (SIGTERM, graceful drain, then SIGKILL), then the broker, and deletes the
+ * broker's storage. If anything fails while starting, what was started is stopped before the exception leaves.
+ */
+public final class LocalStack implements AutoCloseable {
+
+    private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(180);
+    private static final List<String> JVM_FLAGS =
+            List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED");
+
+    private final KraftBroker broker;
+    private final String bootstrapServers;
+    private final Map<Role, ServiceProcess> services;
+    private volatile boolean closed;
+
+    private LocalStack(KraftBroker broker, String bootstrapServers, Map<Role, ServiceProcess> services) {
+        this.broker = broker;
+        this.bootstrapServers = bootstrapServers;
+        this.services = services;
+    }
+
+    /**
+     * Starts the broker (unless external) and the three services, and waits until all are healthy.
+     *
+     * @param console where service output is relayed with a {@code [role]} prefix; {@code null} for log files only
+     */
+    public static LocalStack start(StackOptions options, PrintStream console) {
+        KraftBroker broker = null;
+        Map<Role, ServiceProcess> services = new EnumMap<>(Role.class);
+        try {
+            String bootstrap;
+            if (options.externalKafka() != null) {
+                bootstrap = options.externalKafka();
+            } else {
+                broker = KraftBroker.start(options.kafkaPort());
+                bootstrap = broker.bootstrapServers();
+            }
+            List<String> common = new ArrayList<>();
+            common.add("--spring.kafka.bootstrap-servers=" + bootstrap);
+            common.add("--spring.cloud.stream.kafka.binder.brokers=" + bootstrap);
+            common.add("--ripcord.gateway.prefill-workers=http://localhost:" + options.port(Role.PREFILL));
+            common.add("--ripcord.gateway.decode-workers=http://localhost:" + options.port(Role.DECODE));
+            options.properties().forEach((k, v) -> common.add("--" + k + "=" + v));
+            List<String> jvmFlags = new ArrayList<>(JVM_FLAGS);
+            jvmFlags.addAll(options.jvmFlags());
+
+            for (Role role : Role.values()) {
+                services.put(role, ServiceProcess.start(role, jar(options.root(), role), options.port(role),
+                        jvmFlags, common, options.logDir(), console));
+            }
+            // Health checks run concurrently: the services start in parallel, so wait for all at once.
+            CompletableFuture.allOf(services.values().stream()
+                    .map(s -> CompletableFuture.runAsync(() -> s.awaitHealthy(STARTUP_TIMEOUT)))
+                    .toArray(CompletableFuture[]::new)).join();
+            return new LocalStack(broker, bootstrap, services);
+        } catch (RuntimeException e) {
+            services.values().forEach(ServiceProcess::close);
+            if (broker != null) {
+                broker.close();
+            }
+            throw e instanceof CompletionException && e.getCause() instanceof RuntimeException cause ? cause : e;
+        }
+    }
+
+    /** The {@code <module>/target/<module>-*-exec.jar} that runs {@code role}. */
+    static Path jar(Path root, Role role) {
+        Path target = root.resolve(role.module()).resolve("target");
+        try (Stream<Path> files = Files.list(target)) {
+            return files.filter(p -> p.getFileName().toString().endsWith("-exec.jar")).findFirst()
+                    .orElseThrow(() -> new IllegalStateException("no executable jar in " + target
+                            + " (run ./ripcord build first)"));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot list " + target + " (run ./ripcord build first)", e);
+        }
+    }
+
+    public String bootstrapServers() {
+        return bootstrapServers;
+    }
+
+    public String url(Role role) {
+        return services.get(role).url();
+    }
+
+    public Path logFile(Role role) {
+        return services.get(role).logFile();
+    }
+
+    public boolean isAlive(Role role) {
+        return services.get(role).isAlive();
+    }
+
+    /** Stops the services in reverse dependency order (gateway first), then the broker. Idempotent. */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        ServiceProcess gateway = services.get(Role.GATEWAY);
+        gateway.close();
+        CompletableFuture.allOf(
+                CompletableFuture.runAsync(services.get(Role.PREFILL)::close),
+                CompletableFuture.runAsync(services.get(Role.DECODE)::close)).join();
+        if (broker != null) {
+            broker.close();
+        }
+    }
+
     public static void main(String[] args) {
+        StackOptions options;
+        try {
+            options = StackOptions.parse(args, Path.of("").toAbsolutePath());
+        } catch (IllegalArgumentException e) {
+            System.err.println("ripcord up: " + e.getMessage());
+            System.exit(2);
+            return;
+        }
+        PrintStream out = System.out;
+        out.println("ripcord: starting " + (options.externalKafka() == null
+                ? "embedded Kafka (KRaft) on localhost:" + options.kafkaPort()
+                : "against Kafka at " + options.externalKafka()) + " and the services...");
+        LocalStack stack;
+        try {
+            stack = start(options, out);
+        } catch (RuntimeException e) {
+            System.err.println("ripcord up: " + e.getMessage());
+            System.exit(1);
+            return;
+        }
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            out.println("ripcord: stopping...");
+            stack.close();
+            out.println("ripcord: stopped");
+        }, "ripcord-shutdown"));
+        out.println();
+        out.println("ripcord is up:");
+        out.println("  gateway  " + stack.url(Role.GATEWAY) + "   (OpenAI-compatible API under /v1)");
+        out.println("  prefill  " + stack.url(Role.PREFILL));
+        out.println("  decode   " + stack.url(Role.DECODE));
+        out.println("  kafka    " + stack.bootstrapServers() + "   (cancellations on ripcord.cancellations)");
+        out.println("  logs     " + options.logDir());
+        out.println("Press Ctrl-C to stop.");
+        // Keep running until a signal; if a service dies on its own, say so and stop the rest.
+        while (true) {
+            for (Role role : Role.values()) {
+                if (!stack.isAlive(role)) {
+                    System.err.println("ripcord: " + role.shortName() + " exited unexpectedly; see "
+                            + stack.logFile(role) + "; stopping the stack");
+                    System.exit(1);
+                }
+            }
+            try {
+                Thread.sleep(1000);
+            } catch (InterruptedException e) {
+                return;
+            }
+        }
     }
 }

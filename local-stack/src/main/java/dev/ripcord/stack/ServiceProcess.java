@@ -1,0 +1,170 @@
+package dev.ripcord.stack;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.io.Writer;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One service running as a child JVM: started from its executable jar, its output relayed line by line with a
+ * {@code [role]} prefix (and copied to a log file), stopped with SIGTERM so that Spring's graceful shutdown runs,
+ * then killed if it does not exit in time.
+ */
+final class ServiceProcess implements AutoCloseable {
+
+    private static final Duration GRACEFUL_STOP = Duration.ofSeconds(30);
+
+    private final Role role;
+    private final int port;
+    private final Process process;
+    private final Path logFile;
+    private final Thread relay;
+
+    private ServiceProcess(Role role, int port, Process process, Path logFile, Thread relay) {
+        this.role = role;
+        this.port = port;
+        this.process = process;
+        this.logFile = logFile;
+        this.relay = relay;
+    }
+
+    static ServiceProcess start(Role role, Path jar, int port, List<String> jvmFlags, List<String> args,
+                                Path logDir, PrintStream console) {
+        if (!Files.isRegularFile(jar)) {
+            throw new IllegalStateException("no executable jar for " + role.shortName() + " at " + jar
+                    + " (run ./ripcord build first)");
+        }
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.addAll(jvmFlags);
+        command.add("-jar");
+        command.add(jar.toString());
+        command.add("--server.port=" + port);
+        command.addAll(args);
+        Path logFile = logDir.resolve(role.shortName() + ".log");
+        try {
+            Files.createDirectories(logDir);
+            Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+            Writer log = Files.newBufferedWriter(logFile, StandardCharsets.UTF_8);
+            Thread relay = Thread.ofPlatform().daemon().name("relay-" + role.shortName()).start(() -> {
+                String prefix = "[" + role.shortName() + "] ";
+                try (BufferedReader in = new BufferedReader(
+                        new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)); log) {
+                    String line;
+                    while ((line = in.readLine()) != null) {
+                        if (console != null) {
+                            console.println(prefix + line);
+                        }
+                        log.write(line);
+                        log.write('\n');
+                        log.flush();
+                    }
+                } catch (IOException e) {
+                    // The child's stream closes when it exits; nothing more to relay.
+                }
+            });
+            return new ServiceProcess(role, port, process, logFile, relay);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot start " + role.shortName() + ": " + command, e);
+        }
+    }
+
+    Role role() {
+        return role;
+    }
+
+    int port() {
+        return port;
+    }
+
+    String url() {
+        return "http://localhost:" + port;
+    }
+
+    Path logFile() {
+        return logFile;
+    }
+
+    boolean isAlive() {
+        return process.isAlive();
+    }
+
+    long pid() {
+        return process.pid();
+    }
+
+    /**
+     * Polls {@code /actuator/health} until it answers {@code UP}.
+     *
+     * @throws IllegalStateException if the process exits or the deadline passes first
+     */
+    void awaitHealthy(Duration timeout) {
+        HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+        HttpRequest request = HttpRequest.newBuilder(URI.create(url() + "/actuator/health"))
+                .timeout(Duration.ofSeconds(5)).GET().build();
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (!process.isAlive()) {
+                throw new IllegalStateException(role.shortName() + " exited with status " + process.exitValue()
+                        + " before becoming healthy; see " + logFile);
+            }
+            try {
+                HttpResponse<String> response = client.send(request, HttpResponse.BodyHandlers.ofString());
+                if (response.statusCode() == 200 && response.body().contains("\"UP\"")) {
+                    return;
+                }
+            } catch (IOException e) {
+                // Not listening yet.
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while waiting for " + role.shortName(), e);
+            }
+            sleep(Duration.ofMillis(250));
+        }
+        throw new IllegalStateException(role.shortName() + " did not become healthy within " + timeout
+                + "; see " + logFile);
+    }
+
+    /** SIGTERM, wait for graceful shutdown, then SIGKILL. Idempotent. */
+    @Override
+    public void close() {
+        if (process.isAlive()) {
+            process.destroy();
+            try {
+                if (!process.waitFor(GRACEFUL_STOP.toMillis(), TimeUnit.MILLISECONDS)) {
+                    process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+                }
+            } catch (InterruptedException e) {
+                process.destroyForcibly();
+                Thread.currentThread().interrupt();
+            }
+        }
+        try {
+            relay.join(Duration.ofSeconds(2));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static void sleep(Duration d) {
+        try {
+            Thread.sleep(d);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+}

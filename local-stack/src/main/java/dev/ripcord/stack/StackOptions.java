@@ -1,0 +1,99 @@
+package dev.ripcord.stack;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What {@code ./ripcord up} was asked for.
+ *
+ * @param externalKafka bootstrap servers of a broker to use instead of the embedded one, or {@code null}
+ * @param kafkaPort     port of the embedded broker (default 9092)
+ * @param ports         HTTP port per service
+ * @param properties    Spring properties ({@code --key=value}) handed to every service, in order
+ * @param root          repository root, where {@code <module>/target/*-exec.jar} are found
+ * @param logDir        where each service's output is copied ({@code <role>.log})
+ * @param jvmFlags      extra JVM flags for every service
+ */
+public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Integer> ports,
+                           Map<String, String> properties, Path root, Path logDir, List<String> jvmFlags) {
+
+    public static final String USAGE = """
+            usage: ./ripcord up [options] [--any.spring.property=value ...]
+              --kafka=host:port        use this Kafka instead of starting the embedded KRaft broker
+                                       (--spring.kafka.bootstrap-servers=... works too)
+              --kafka-port=N           port of the embedded broker (default 9092)
+              --gateway-port=N         (default 8080)
+              --prefill-port=N         (default 8081)
+              --decode-port=N          (default 8082)
+              --jvm-flag=FLAG          extra JVM flag for every service (repeatable)
+              --log-dir=DIR            where service logs are copied (default .ripcord/logs)
+            Every other --key=value reaches all three services as a Spring property.""";
+
+    public StackOptions {
+        ports = Map.copyOf(ports);
+        properties = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(properties));
+        jvmFlags = List.copyOf(jvmFlags);
+    }
+
+    /** Laptop defaults: embedded broker on 9092, services on 8080–8082. */
+    public static StackOptions defaults(Path root) {
+        Map<Role, Integer> ports = new EnumMap<>(Role.class);
+        for (Role role : Role.values()) {
+            ports.put(role, role.defaultPort());
+        }
+        return new StackOptions(null, 9092, ports, Map.of(), root, root.resolve(".ripcord/logs"), List.of());
+    }
+
+    /** Parses command-line arguments on top of {@link #defaults}. */
+    public static StackOptions parse(String[] args, Path root) {
+        StackOptions d = defaults(root);
+        String kafka = null;
+        int kafkaPort = d.kafkaPort();
+        Map<Role, Integer> ports = new EnumMap<>(d.ports());
+        Map<String, String> props = new LinkedHashMap<>();
+        Path logDir = d.logDir();
+        List<String> jvmFlags = new ArrayList<>();
+        for (String arg : args) {
+            if (!arg.startsWith("--")) {
+                throw new IllegalArgumentException("unexpected argument '" + arg + "'\n" + USAGE);
+            }
+            int eq = arg.indexOf('=');
+            if (eq < 0) {
+                throw new IllegalArgumentException("expected --key=value, got '" + arg + "'\n" + USAGE);
+            }
+            String key = arg.substring(2, eq);
+            String value = arg.substring(eq + 1);
+            switch (key) {
+                case "kafka", "spring.kafka.bootstrap-servers" -> kafka = value;
+                case "kafka-port" -> kafkaPort = port(key, value);
+                case "gateway-port" -> ports.put(Role.GATEWAY, port(key, value));
+                case "prefill-port" -> ports.put(Role.PREFILL, port(key, value));
+                case "decode-port" -> ports.put(Role.DECODE, port(key, value));
+                case "jvm-flag" -> jvmFlags.add(value);
+                case "log-dir" -> logDir = Path.of(value);
+                default -> props.put(key, value);
+            }
+        }
+        return new StackOptions(kafka, kafkaPort, ports, props, root, logDir, jvmFlags);
+    }
+
+    public int port(Role role) {
+        return ports.get(role);
+    }
+
+    private static int port(String key, String value) {
+        try {
+            int p = Integer.parseInt(value);
+            if (p < 0 || p > 65535) {
+                throw new NumberFormatException();
+            }
+            return p;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--" + key + " must be a port number (0-65535), got '" + value + "'");
+        }
+    }
+}
