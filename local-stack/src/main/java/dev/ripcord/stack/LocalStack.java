@@ -29,7 +29,8 @@ public final class LocalStack implements AutoCloseable {
 
     private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(180);
     private static final List<String> JVM_FLAGS =
-            List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED");
+            List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
+                    "--sun-misc-unsafe-memory-access=allow");
 
     private final KraftBroker broker;
     private final String bootstrapServers;
