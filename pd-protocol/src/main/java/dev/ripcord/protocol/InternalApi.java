@@ -1,0 +1,19 @@
+package dev.ripcord.protocol;
+
+/** Paths and headers of the internal API. Worker endpoints live under {@code /internal}, apart from actuator. */
+public final class InternalApi {
+
+    /** Reserve KV pages and stream the decoded tokens back: {@link DecodeRequest} in, {@link DecodeEvent}s out. */
+    public static final String DECODE = "/internal/v1/decode";
+    /** Run chunked prefill and push KV to decode: {@link PrefillRequest} in, {@link PrefillEvent}s out. */
+    public static final String PREFILL = "/internal/v1/prefill";
+    /** A worker's live state: {@link WorkerStatus}. */
+    public static final String STATUS = "/internal/v1/status";
+    /** The request ID travels in this header on every internal call, as on the public API. */
+    public static final String REQUEST_ID_HEADER = "X-Request-Id";
+    /** Media type of every internal stream. */
+    public static final String NDJSON = "application/x-ndjson";
+
+    private InternalApi() {
+    }
+}
