@@ -18,8 +18,8 @@
  *    |<------------------------------------------------- {type:CHUNK}    |
  *    |                           |<===== ... chunk n, done(first token) ==|
  *    |<------------------------------------------------- {type:DONE}     |
- *    |<--- {type:TOKEN} x N      | join batch, decode                     |
- *    |<--- {type:FINISHED}       | free pages                             |
+ *    |<--- {type:TOKEN} x N      | join batch, decode; the last token     |
+ *    |                           | carries finishReason; free pages       |
  * </pre>
  */
 package dev.ripcord.protocol;

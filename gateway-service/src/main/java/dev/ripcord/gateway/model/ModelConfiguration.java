@@ -1,0 +1,17 @@
+package dev.ripcord.gateway.model;
+
+import dev.ripcord.gateway.openai.TextCodec;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/** The served model as the gateway knows it: tokenizer and limits. */
+@Configuration(proxyBeanMethods = false)
+@EnableConfigurationProperties(ModelProperties.class)
+public class ModelConfiguration {
+
+    @Bean
+    TextCodec textCodec(ModelProperties properties) {
+        return EngineTextCodec.from(properties);
+    }
+}

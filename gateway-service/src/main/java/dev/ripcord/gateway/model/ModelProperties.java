@@ -1,0 +1,30 @@
+package dev.ripcord.gateway.model;
+
+import java.nio.file.Path;
+
+import jakarta.validation.constraints.Min;
+import org.jspecify.annotations.Nullable;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.validation.annotation.Validated;
+
+/**
+ * The part of {@code ripcord.engine.*} the gateway reads: which model is served, so that it can tokenize, count
+ * and limit tokens without loading any weights. The workers read the same keys, so one
+ * {@code --ripcord.engine.preset=tiny} given to {@code ./ripcord up} configures all three services alike.
+ *
+ * @param preset     built-in model ({@code tiny} or {@code small}), used when no checkpoint is given
+ * @param checkpoint a llama2.c checkpoint; the gateway reads its header only (context length, vocabulary)
+ * @param tokenizer  a llama2.c {@code tokenizer.bin}; without one the byte-level tokenizer is used
+ * @param modelName  the model id clients send; default {@code ripcord-<preset>} or the checkpoint's file name
+ * @param maxTokens  the server's upper bound for {@code max_tokens}
+ */
+@Validated
+@ConfigurationProperties("ripcord.engine")
+public record ModelProperties(
+        @DefaultValue("small") String preset,
+        @Nullable Path checkpoint,
+        @Nullable Path tokenizer,
+        @Nullable String modelName,
+        @DefaultValue("4096") @Min(1) int maxTokens) {
+}

@@ -1,0 +1,49 @@
+package dev.ripcord.gateway.serving;
+
+import dev.ripcord.gateway.GatewayProperties;
+import dev.ripcord.gateway.openai.TokenGenerator;
+import dev.ripcord.gateway.routing.WorkerPool;
+import io.netty.channel.ChannelOption;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.http.client.reactive.ReactorClientHttpConnector;
+import org.springframework.web.reactive.function.client.WebClient;
+import reactor.netty.http.client.HttpClient;
+import reactor.netty.resources.ConnectionProvider;
+
+/** Wires the serving core: worker pools, the internal HTTP client and the {@link TokenGenerator}. */
+@Configuration(proxyBeanMethods = false)
+@EnableConfigurationProperties(GatewayProperties.class)
+public class ServingConfiguration {
+
+    @Bean
+    WorkerPool prefillPool(GatewayProperties properties) {
+        return new WorkerPool("prefill", properties.prefillWorkers());
+    }
+
+    @Bean
+    WorkerPool decodePool(GatewayProperties properties) {
+        return new WorkerPool("decode", properties.decodeWorkers());
+    }
+
+    /**
+     * The client for internal calls. Its own connection pool, sized for many concurrent long streams: each
+     * request holds one connection to a decode worker and one to a prefill worker for its whole life.
+     */
+    @Bean
+    WebClient internalWebClient(WebClient.Builder builder, GatewayProperties properties) {
+        ConnectionProvider pool = ConnectionProvider.builder("ripcord-internal")
+                .maxConnections(2048)
+                .pendingAcquireMaxCount(-1)
+                .build();
+        HttpClient http = HttpClient.create(pool)
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) properties.connectTimeout().toMillis());
+        return builder.clientConnector(new ReactorClientHttpConnector(http)).build();
+    }
+
+    @Bean
+    TokenGenerator tokenGenerator(WebClient internalWebClient, WorkerPool prefillPool, WorkerPool decodePool) {
+        return new DisaggregatedGenerator(internalWebClient, prefillPool, decodePool);
+    }
+}
