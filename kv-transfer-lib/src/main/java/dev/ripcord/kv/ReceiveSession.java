@@ -1,0 +1,482 @@
+package dev.ripcord.kv;
+
+import dev.ripcord.kv.shm.PeerProcess;
+import dev.ripcord.kv.wire.FrameDecoder;
+import io.netty.buffer.ByteBuf;
+import java.lang.foreign.MemorySegment;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ScheduledFuture;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The decode end of one request's KV transfer: a set of target pages in a region that one sender fills.
+ *
+ * <p>Contract.
+ * <ul>
+ *   <li>Hand {@link #descriptor()} to the sender (through the control plane); it attaches and pushes bytes.</li>
+ *   <li>{@link #completion()} completes with the sender's metadata once every byte it sent has landed, or fails
+ *   with {@link TransferAbortedException}.</li>
+ *   <li>{@link #abort(String)} may be called at any time from any thread, any number of times.</li>
+ *   <li>The target pages belong to the caller, but while the session is live a write may land in them. Reuse
+ *   them for anything else only after {@link #released()} completes: by then the session is terminal and drained
+ *   (no write of it can land any more) and its resources are given back, exactly once. A COMPLETED session is
+ *   released right after completion; the pages then simply hold the request's KV.</li>
+ * </ul>
+ *
+ * <p>Abort, drain, release. Abort first stops acceptance (state ABORTING: every later byte of the session is
+ * dropped, and with shared memory the fence slot is closed so no sender copy can start), then drains (waits for
+ * the copy landing right now, and with shared memory until the sender's writers left the fence bracket or its
+ * process is gone), then releases. See KV-TRANSFER.md.
+ */
+public final class ReceiveSession {
+    private static final Logger log = LoggerFactory.getLogger(ReceiveSession.class);
+
+    private final TransferAgent agent;
+    private final ReceiveDescriptor descriptor;
+    private final KvRegion region;
+    private final TargetMap targets;
+    private final ReceiveListener listener;
+    private final int fenceSlot;
+    private final long epoch;
+    private final CompletableFuture<byte[]> completion = new CompletableFuture<>();
+    private final CompletableFuture<SessionState> released = new CompletableFuture<>();
+    private final long trackingId;
+
+    // guarded by this
+    private SessionState state = SessionState.OPEN;
+    private ReceiverConnection connection;
+    private boolean sharedMemoryAttached;
+    private int landingsInProgress;
+    private long bytesLanded;
+    private AbortReason abortReason;
+    private long abortStartNanos;
+    private boolean releaseClaimed;
+    private boolean watched;
+    private ScheduledFuture<?> attachTimer;
+    private long writeStart = -1; // TCP: destination offset of the write whose pieces are arriving
+    private long writeBytes;
+
+    ReceiveSession(TransferAgent agent, ReceiveDescriptor descriptor, KvRegion region, TargetMap targets,
+                   ReceiveListener listener) {
+        this.agent = agent;
+        this.descriptor = descriptor;
+        this.region = region;
+        this.targets = targets;
+        this.listener = listener;
+        this.fenceSlot = descriptor.fenceSlot();
+        this.epoch = descriptor.epoch();
+        this.trackingId = LiveResources.track(LiveResources.Kind.SESSION, this::toString);
+    }
+
+    public String requestId() {
+        return descriptor.requestId();
+    }
+
+    public long sessionId() {
+        return descriptor.sessionId();
+    }
+
+    /** What the sender needs; serialise with {@link ReceiveDescriptor#encode()} or Jackson. */
+    public ReceiveDescriptor descriptor() {
+        return descriptor;
+    }
+
+    public KvRegion region() {
+        return region;
+    }
+
+    public synchronized SessionState state() {
+        return state;
+    }
+
+    /** Bytes that landed so far (all of them once COMPLETED). */
+    public synchronized long bytesReceived() {
+        return bytesLanded;
+    }
+
+    public synchronized Optional<AbortReason> abortReason() {
+        return Optional.ofNullable(abortReason);
+    }
+
+    /** Completes with the sender's metadata, or fails with {@link TransferAbortedException}. */
+    public CompletableFuture<byte[]> completion() {
+        return completion;
+    }
+
+    /**
+     * Completes, with the terminal state (COMPLETED or ABORTED), once the session is RELEASED: from then on no
+     * write of this session can land in its pages, so they may be freed or handed to another session.
+     */
+    public CompletableFuture<SessionState> released() {
+        return released;
+    }
+
+    /**
+     * Aborts the session and tells the sender. Idempotent: returns true only for the call that caused the abort;
+     * false when the session was already aborting, aborted, completed or released.
+     */
+    public boolean abort(String reason) {
+        return abort(new AbortReason(AbortReason.Cause.REQUESTED, Side.RECEIVER, reason), true);
+    }
+
+    // ---- transport side (package-private) ----------------------------------------------------------------------
+
+    void armAttachTimer(ScheduledFuture<?> timer) {
+        boolean cancel;
+        synchronized (this) {
+            cancel = state != SessionState.OPEN;
+            if (!cancel) {
+                attachTimer = timer;
+            }
+        }
+        if (cancel) {
+            timer.cancel(false);
+        }
+    }
+
+    /** ATTACH from a sender; returns null on success, else why the sender must abort. */
+    AbortReason attach(ReceiverConnection c, boolean sharedMemory) {
+        ScheduledFuture<?> timer;
+        synchronized (this) {
+            if (state != SessionState.OPEN) {
+                return abortReason != null ? abortReason
+                        : new AbortReason(AbortReason.Cause.PROTOCOL_ERROR, Side.RECEIVER, "session is " + state);
+            }
+            if (sharedMemory && fenceSlot < 0) {
+                return new AbortReason(AbortReason.Cause.PROTOCOL_ERROR, Side.RECEIVER,
+                        "shared memory was not offered for this session");
+            }
+            connection = c;
+            sharedMemoryAttached = sharedMemory;
+            transition(SessionState.TRANSFERRING);
+            c.bind(this);
+            timer = attachTimer;
+            attachTimer = null;
+        }
+        if (timer != null) {
+            timer.cancel(false);
+        }
+        log.debug("request={} session={} sender {} attached over {}", requestId(), sessionId(), c.peerName(),
+                sharedMemory ? "shm" : "tcp");
+        return null;
+    }
+
+    /** A DATA header for this session; returns where its payload lands, or null to drop it. */
+    FrameDecoder.DataSink landing(ReceiverConnection c, long writeId, long dstOffset, int length, boolean last) {
+        AbortReason violation = null;
+        synchronized (this) {
+            if (state != SessionState.TRANSFERRING || connection != c) {
+                return null;
+            }
+            if (sharedMemoryAttached || !targets.contains(dstOffset, length)) {
+                violation = new AbortReason(AbortReason.Cause.PROTOCOL_ERROR, Side.RECEIVER,
+                        "DATA [" + dstOffset + ", +" + length + ") outside the session's " + targets.totalBytes()
+                                + " bytes or on a shared-memory session");
+            } else if (writeStart < 0) {
+                writeStart = dstOffset;
+                writeBytes = 0;
+            }
+        }
+        if (violation != null) {
+            abort(violation, true);
+            return null;
+        }
+        return new Landing(c, writeId, dstOffset, last);
+    }
+
+    /** Lands the payload of one DATA piece, slice by slice, unless the session stops accepting. */
+    private final class Landing implements FrameDecoder.DataSink {
+        private final ReceiverConnection connection;
+        private final long writeId;
+        private final boolean last;
+        private long next;
+
+        Landing(ReceiverConnection connection, long writeId, long dstOffset, boolean last) {
+            this.connection = connection;
+            this.writeId = writeId;
+            this.next = dstOffset;
+            this.last = last;
+        }
+
+        @Override
+        public void accept(ByteBuf buffer, int index, int length) {
+            long at = next;
+            next += length;
+            synchronized (ReceiveSession.this) {
+                if (state != SessionState.TRANSFERRING) {
+                    return; // aborted: fenced, the bytes are dropped
+                }
+                landingsInProgress++;
+            }
+            boolean aborting;
+            try {
+                copy(buffer, index, length, at);
+            } finally {
+                synchronized (ReceiveSession.this) {
+                    landingsInProgress--;
+                    bytesLanded += length;
+                    writeBytes += length;
+                    aborting = state == SessionState.ABORTING;
+                }
+            }
+            agent.metrics().bytes(false, false, length);
+            if (aborting) {
+                maybeRelease();
+            }
+        }
+
+        @Override
+        public void finish() {
+            if (!last) {
+                return;
+            }
+            long start;
+            long bytes;
+            synchronized (ReceiveSession.this) {
+                if (state != SessionState.TRANSFERRING) {
+                    return;
+                }
+                start = writeStart;
+                bytes = writeBytes;
+                writeStart = -1;
+            }
+            landed(connection, writeId, start, bytes);
+        }
+    }
+
+    private void copy(ByteBuf buffer, int index, int length, long logicalOffset) {
+        MemorySegment dst = region.segment();
+        if (buffer.nioBufferCount() == 1) {
+            MemorySegment src = MemorySegment.ofBuffer(buffer.nioBuffer(index, length));
+            targets.forEach(logicalOffset, length, (at, rel, n) -> MemorySegment.copy(src, rel, dst, at, n));
+        } else {
+            targets.forEach(logicalOffset, length,
+                    (at, rel, n) -> buffer.getBytes(index + (int) rel, dst.asSlice(at, n).asByteBuffer()));
+        }
+    }
+
+    /** SHM_WRITTEN: the sender copied a write into the shared mapping. */
+    void onSharedMemoryWritten(ReceiverConnection c, long writeId, long dstOffset, long length) {
+        AbortReason violation = null;
+        synchronized (this) {
+            if (state != SessionState.TRANSFERRING || connection != c) {
+                return;
+            }
+            if (!sharedMemoryAttached || !targets.contains(dstOffset, length)) {
+                violation = new AbortReason(AbortReason.Cause.PROTOCOL_ERROR, Side.RECEIVER,
+                        "SHM_WRITTEN [" + dstOffset + ", +" + length + ") invalid");
+            } else {
+                bytesLanded += length;
+            }
+        }
+        if (violation != null) {
+            abort(violation, true);
+            return;
+        }
+        agent.metrics().bytes(false, true, length);
+        landed(c, writeId, dstOffset, length);
+    }
+
+    private void landed(ReceiverConnection c, long writeId, long dstOffset, long length) {
+        c.writeAck(sessionId(), writeId, length);
+        try {
+            listener.onChunkLanded(this, dstOffset, length);
+        } catch (RuntimeException e) {
+            log.warn("request={} session={} onChunkLanded listener failed", requestId(), sessionId(), e);
+        }
+    }
+
+    /** COMPLETE: the sender is done; verify the byte count and reach the verdict. */
+    void onComplete(ReceiverConnection c, long totalBytes, byte[] metadata) {
+        AbortReason violation = null;
+        synchronized (this) {
+            if (state != SessionState.TRANSFERRING || connection != c) {
+                return; // already aborting: the sender has or will have our ABORT
+            }
+            if (totalBytes != bytesLanded) {
+                violation = new AbortReason(AbortReason.Cause.PROTOCOL_ERROR, Side.RECEIVER,
+                        "sender sent " + totalBytes + " bytes but " + bytesLanded + " landed");
+            } else {
+                transition(SessionState.COMPLETED);
+            }
+        }
+        if (violation != null) {
+            abort(violation, true);
+            return;
+        }
+        if (fenceSlot >= 0) {
+            agent.fences().fence(fenceSlot, epoch);
+        }
+        c.writeCompleted(sessionId());
+        log.debug("request={} session={} completed, {} bytes", requestId(), sessionId(), totalBytes);
+        completion.complete(metadata);
+        try {
+            listener.onCompleted(this, metadata);
+        } catch (RuntimeException e) {
+            log.warn("request={} session={} onCompleted listener failed", requestId(), sessionId(), e);
+        }
+        maybeRelease();
+    }
+
+    /** ABORT from the sender: it has drained its writes, so this doubles as the acknowledgement. */
+    void onRemoteAbort(ReceiverConnection c, AbortReason reason) {
+        synchronized (this) {
+            if (connection != c) {
+                return;
+            }
+        }
+        abort(reason, false);
+        maybeRelease();
+    }
+
+    /** The connection this session is bound to died or its lease expired. */
+    void onConnectionLost(ReceiverConnection c, AbortReason reason) {
+        synchronized (this) {
+            if (connection != c) {
+                return;
+            }
+        }
+        abort(reason, false);
+        maybeRelease();
+    }
+
+    /** Stops acceptance, closes the fence, tells the sender (if asked and attached), then drains. */
+    boolean abort(AbortReason reason, boolean notifyPeer) {
+        ReceiverConnection c;
+        ScheduledFuture<?> timer;
+        synchronized (this) {
+            if (state != SessionState.OPEN && state != SessionState.TRANSFERRING) {
+                return false;
+            }
+            transition(SessionState.ABORTING);
+            abortReason = reason;
+            abortStartNanos = System.nanoTime();
+            c = connection;
+            timer = attachTimer;
+            attachTimer = null;
+        }
+        if (timer != null) {
+            timer.cancel(false);
+        }
+        if (fenceSlot >= 0) {
+            agent.fences().fence(fenceSlot, epoch);
+        }
+        if (notifyPeer && c != null) {
+            c.writeAbort(sessionId(), reason);
+        }
+        if (reason.cause() == AbortReason.Cause.REQUESTED) {
+            log.debug("request={} session={} aborting: {}", requestId(), sessionId(), reason);
+        } else {
+            log.info("request={} session={} aborting: {}", requestId(), sessionId(), reason);
+        }
+        completion.completeExceptionally(new TransferAbortedException(requestId(), reason));
+        try {
+            listener.onAborted(this, reason);
+        } catch (RuntimeException e) {
+            log.warn("request={} session={} onAborted listener failed", requestId(), sessionId(), e);
+        }
+        maybeRelease();
+        return true;
+    }
+
+    /** Releases once terminal and drained; otherwise asks the agent's watchdog to look again later. */
+    void maybeRelease() {
+        SessionState terminal = null;
+        boolean watch = false;
+        synchronized (this) {
+            if (releaseClaimed) {
+                return;
+            }
+            boolean drained = landingsInProgress == 0 && fenceDrainedLocked();
+            if (state == SessionState.ABORTING && drained) {
+                transition(SessionState.ABORTED);
+            }
+            if ((state == SessionState.ABORTED || state == SessionState.COMPLETED) && drained) {
+                releaseClaimed = true;
+                terminal = state;
+            } else if ((state == SessionState.ABORTING || state == SessionState.COMPLETED)
+                    && landingsInProgress == 0 && !watched) {
+                watched = true; // only a shared-memory writer can keep us here; poll for it
+                watch = true;
+            }
+        }
+        if (terminal != null) {
+            release(terminal);
+        } else if (watch) {
+            log.debug("request={} session={} waiting for {} shared-memory writer(s) to leave the fence",
+                    requestId(), sessionId(), agent.fences().writers(fenceSlot));
+            agent.watchDrain(this);
+        }
+    }
+
+    synchronized boolean isReleaseClaimed() {
+        return releaseClaimed;
+    }
+
+    /** Agent close, after transports stopped: nothing of ours can land any more (see TransferAgent#close). */
+    void forceRelease() {
+        SessionState terminal;
+        synchronized (this) {
+            if (releaseClaimed) {
+                return;
+            }
+            if (state == SessionState.OPEN || state == SessionState.TRANSFERRING) {
+                transition(SessionState.ABORTING);
+            }
+            if (state == SessionState.ABORTING) {
+                transition(SessionState.ABORTED);
+            }
+            releaseClaimed = true;
+            terminal = state;
+        }
+        log.warn("request={} session={} released by agent close before its sender drained", requestId(),
+                sessionId());
+        release(terminal);
+    }
+
+    private boolean fenceDrainedLocked() {
+        if (fenceSlot < 0 || agent.fences().writers(fenceSlot) == 0) {
+            return true;
+        }
+        // A copy is inside the bracket. Only a process that is gone can be ignored: it has no mappings left.
+        PeerProcess writer = connection == null ? null : connection.peerProcessIfSameHost();
+        return writer != null && writer.isGone();
+    }
+
+    private void release(SessionState terminal) {
+        ReceiverConnection c;
+        synchronized (this) {
+            c = connection;
+        }
+        if (c != null) {
+            c.unbind(this);
+        }
+        if (fenceSlot >= 0) {
+            agent.freeFenceSlot(fenceSlot);
+        }
+        long abortStart;
+        synchronized (this) {
+            abortStart = abortStartNanos;
+        }
+        agent.receiveReleased(this, terminal, abortStart);
+        LiveResources.untrack(trackingId);
+        region.unretain();
+        synchronized (this) {
+            transition(SessionState.RELEASED);
+        }
+        log.debug("request={} session={} released after {}", requestId(), sessionId(), terminal);
+        released.complete(terminal);
+    }
+
+    private void transition(SessionState next) {
+        state = state.transitionTo(next);
+    }
+
+    @Override
+    public String toString() {
+        return "ReceiveSession[request=" + requestId() + ", session=" + sessionId() + ", agent=" + agent.name()
+                + ", state=" + state() + ", " + descriptor.totalBytes() + " bytes]";
+    }
+}

@@ -1,0 +1,516 @@
+package dev.ripcord.kv;
+
+import dev.ripcord.kv.wire.Frames;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The prefill end of one request's KV transfer: pushes byte ranges of a local region into the receiver's target
+ * pages, then completes with small metadata (e.g. the first token), or aborts.
+ *
+ * <p>Contract.
+ * <ul>
+ *   <li>{@link #send} may be called as soon as a chunk's pages are computed, from any thread, any number of
+ *   times; destination offsets address the concatenation of the receiver's targets. Its future completes when the
+ *   receiver acknowledges that the bytes landed.</li>
+ *   <li>Source memory is pinned while a write may read it: the source region cannot be released, and this session
+ *   cannot be RELEASED, until every such write has finished or been dropped. With TCP the bytes go from the source
+ *   segment to the socket without a copy, so a write reads the source until the kernel has taken it; with shared
+ *   memory the copy into the receiver's mapping runs on the calling thread (or, before the receiver confirmed the
+ *   attach, on a virtual thread).</li>
+ *   <li>{@link #complete(byte[])} ends the session; the receiver's verdict decides the outcome (COMPLETED or
+ *   ABORTED).</li>
+ *   <li>{@link #abort(String)} may be called at any time from any thread, any number of times; after
+ *   {@code complete()} has handed COMPLETE to the transport it is too late and returns false: the verdict
+ *   follows.</li>
+ *   <li>{@link #released()} completes once the session is RELEASED: no write of it reads source memory any more.
+ *   If the connection dies after COMPLETE was sent, the sender reports ABORTED (PEER_LOST) even though the
+ *   receiver may have completed; the receiver's outcome is the authoritative one.</li>
+ * </ul>
+ */
+public final class SendSession {
+    private static final Logger log = LoggerFactory.getLogger(SendSession.class);
+
+    /** What the session tells the receiver once drained after an abort. */
+    enum Notice { ABORT, ABORT_ACK, NONE }
+
+    /** One {@link #send}: a source span that the transport reads, maybe in several pieces. */
+    static final class WriteOp {
+        final long writeId;
+        final KvRegion source;
+        final long srcOffset;
+        final long length;
+        final long dstOffset;
+        final CompletableFuture<Void> acked = new CompletableFuture<>();
+        // guarded by the session
+        long issuedBytes;
+        int issuedPieces;
+        int completedPieces;
+        boolean closed; // no more pieces will be issued
+
+        WriteOp(long writeId, KvRegion source, long srcOffset, long length, long dstOffset) {
+            this.writeId = writeId;
+            this.source = source;
+            this.srcOffset = srcOffset;
+            this.length = length;
+            this.dstOffset = dstOffset;
+        }
+    }
+
+    /** The next thing the TCP pump writes for this session: a piece of a write, or COMPLETE. */
+    record Piece(WriteOp op, long offset, long length, boolean last, long completeTotal, byte[] metadata) {
+        boolean isComplete() {
+            return op == null;
+        }
+    }
+
+    private static final WriteOp COMPLETE_MARKER = new WriteOp(-1, null, 0, 0, 0);
+
+    private final TransferAgent agent;
+    private final ReceiveDescriptor descriptor;
+    private final SenderConnection connection;
+    private final ShmMappings.Target shm; // null with TCP
+    private final CompletableFuture<Void> completion = new CompletableFuture<>();
+    private final CompletableFuture<SessionState> released = new CompletableFuture<>();
+    private final CompletableFuture<Void> attached = new CompletableFuture<>();
+    private final long trackingId;
+    private volatile boolean stopWrites;
+
+    // guarded by this
+    private SessionState state = SessionState.OPEN;
+    private AbortReason abortReason;
+    private long abortStartNanos;
+    private final ArrayDeque<WriteOp> queue = new ArrayDeque<>(); // TCP: writes (and COMPLETE) not fully issued
+    private final Map<Long, WriteOp> awaitingAck = new HashMap<>();
+    private int opsInFlight; // writes that may still read source memory
+    private long nextWriteId;
+    private long bytesSent; // TCP: accepted writes; shm: fully copied writes
+    private long bytesAcked;
+    private boolean completeSent;
+    private byte[] metadata;
+    private Notice notice = Notice.NONE;
+    private boolean releaseClaimed;
+
+    /** Event-loop confined: owned by the connection's pump. */
+    boolean inReadyQueue;
+
+    SendSession(TransferAgent agent, ReceiveDescriptor descriptor, SenderConnection connection,
+                ShmMappings.Target shm) {
+        this.agent = agent;
+        this.descriptor = descriptor;
+        this.connection = connection;
+        this.shm = shm;
+        this.trackingId = LiveResources.track(LiveResources.Kind.SESSION, this::toString);
+    }
+
+    public String requestId() {
+        return descriptor.requestId();
+    }
+
+    /** The receiver's session id. */
+    public long sessionId() {
+        return descriptor.sessionId();
+    }
+
+    public ReceiveDescriptor descriptor() {
+        return descriptor;
+    }
+
+    /** TCP or SHM: the backend chosen for this session. */
+    public Backend backend() {
+        return shm == null ? Backend.TCP : Backend.SHM;
+    }
+
+    public synchronized SessionState state() {
+        return state;
+    }
+
+    public synchronized long bytesAcknowledged() {
+        return bytesAcked;
+    }
+
+    public synchronized Optional<AbortReason> abortReason() {
+        return Optional.ofNullable(abortReason);
+    }
+
+    /** Completes when the receiver confirms COMPLETED; fails with {@link TransferAbortedException}. */
+    public CompletableFuture<Void> completion() {
+        return completion;
+    }
+
+    /** Completes with the terminal state once RELEASED: no write of this session reads source memory any more. */
+    public CompletableFuture<SessionState> released() {
+        return released;
+    }
+
+    /**
+     * Pushes {@code [srcOffset, srcOffset + length)} of {@code source} to {@code [dstOffset, dstOffset + length)}
+     * of the receiver's targets. Returns a future that completes when the receiver acknowledges the bytes landed,
+     * or fails with {@link TransferAbortedException} (the session aborted, or the receiver fenced it first).
+     *
+     * @throws IllegalArgumentException spans out of bounds, or a region of another agent
+     * @throws IllegalStateException    after {@code complete()}, or the source region is closed
+     */
+    public CompletableFuture<Void> send(KvRegion source, long srcOffset, long length, long dstOffset) {
+        Objects.requireNonNull(source, "source");
+        Checks.requireArgument(source.agent() == agent, "request %s: region %s belongs to another agent",
+                requestId(), source.id());
+        Checks.requireArgument(length > 0 && srcOffset >= 0 && srcOffset <= source.byteSize() - length,
+                "request %s: source span [%s, +%s) outside region of %s bytes", requestId(), srcOffset, length,
+                source.byteSize());
+        Checks.requireArgument(dstOffset >= 0 && dstOffset <= descriptor.totalBytes() - length,
+                "request %s: destination span [%s, +%s) outside the receiver's %s bytes", requestId(), dstOffset,
+                length, descriptor.totalBytes());
+        WriteOp op;
+        synchronized (this) {
+            if (state == SessionState.ABORTING || state == SessionState.ABORTED
+                    || state == SessionState.RELEASED) {
+                return CompletableFuture.failedFuture(new TransferAbortedException(requestId(), abortReason));
+            }
+            Checks.requireState(state == SessionState.OPEN || state == SessionState.TRANSFERRING,
+                    "request %s: send() after complete() (session is %s)", requestId(), state);
+            Checks.requireState(source.retain(), "request %s: source region %s is closed", requestId(),
+                    source.id());
+            op = new WriteOp(++nextWriteId, source, srcOffset, length, dstOffset);
+            opsInFlight++;
+            awaitingAck.put(op.writeId, op);
+            if (shm == null) {
+                queue.add(op);
+                bytesSent += length;
+            }
+        }
+        if (shm == null) {
+            connection.schedulePump(this);
+        } else if (attached.isDone()) {
+            copyShared(op);
+        } else {
+            // Shared-memory writes wait for ATTACHED: from then on the receiver knows which process writes, so it
+            // can tell a writer that died mid-copy from one that is merely slow.
+            attached.whenComplete((v, e) -> agent.copyExecutor().execute(() -> copyShared(op)));
+        }
+        return op.acked;
+    }
+
+    /**
+     * Like {@link #send(KvRegion, long, long, long)} for a slice of a registered region, e.g.
+     * {@code pool.asSlice(page * pageBytes, pages * pageBytes)}.
+     */
+    public CompletableFuture<Void> send(MemorySegment sourceSlice, long dstOffset) {
+        TransferAgent.RegionSpan span = agent.regionContaining(sourceSlice);
+        return send(span.region(), span.offset(), sourceSlice.byteSize(), dstOffset);
+    }
+
+    /**
+     * No more writes: once every write has been handed over, the receiver checks it has all bytes and answers.
+     * Returns {@link #completion()}.
+     */
+    public CompletableFuture<Void> complete(byte[] metadata) {
+        Objects.requireNonNull(metadata, "metadata");
+        Checks.requireArgument(metadata.length <= Frames.MAX_METADATA, "request %s: %s bytes of metadata (max %s)",
+                requestId(), metadata.length, Frames.MAX_METADATA);
+        boolean sendNow = false;
+        long total = 0;
+        synchronized (this) {
+            if (state == SessionState.ABORTING || state == SessionState.ABORTED
+                    || state == SessionState.RELEASED) {
+                return completion;
+            }
+            Checks.requireState(state == SessionState.OPEN || state == SessionState.TRANSFERRING,
+                    "request %s: complete() called twice (session is %s)", requestId(), state);
+            transition(SessionState.COMPLETING);
+            this.metadata = metadata.clone();
+            if (shm == null) {
+                queue.add(COMPLETE_MARKER);
+            } else if (opsInFlight == 0) {
+                completeSent = true;
+                sendNow = true;
+                total = bytesSent;
+            }
+        }
+        if (shm == null) {
+            connection.schedulePump(this);
+        } else if (sendNow) {
+            connection.writeComplete(sessionId(), total, this.metadata);
+        }
+        return completion;
+    }
+
+    /**
+     * Aborts the session and tells the receiver once this side's writes have drained. Idempotent: true only for
+     * the call that caused the abort.
+     */
+    public boolean abort(String reason) {
+        return abort(new AbortReason(AbortReason.Cause.REQUESTED, Side.SENDER, reason), Notice.ABORT, true);
+    }
+
+    // ---- shared memory ----------------------------------------------------------------------------------------
+
+    private void copyShared(WriteOp op) {
+        long done = 0;
+        boolean fenced = false;
+        RuntimeException failure = null;
+        MemorySegment src = op.source.segment();
+        int piece = agent.options().maxPieceBytes();
+        try {
+            while (done < op.length && !stopWrites) {
+                long n = Math.min(piece, op.length - done);
+                if (!shm.fences().tryBeginWrite(shm.slot(), shm.epoch())) {
+                    fenced = true; // the receiver aborted; its ABORT frame is on its way
+                    break;
+                }
+                try {
+                    long base = done;
+                    shm.targets().forEach(op.dstOffset + base, n,
+                            (at, rel, len) -> MemorySegment.copy(src, op.srcOffset + base + rel, shm.data(), at, len));
+                } finally {
+                    shm.fences().endWrite(shm.slot());
+                }
+                done += n;
+            }
+        } catch (RuntimeException e) {
+            failure = e;
+        }
+        boolean delivered = done == op.length && failure == null;
+        if (delivered) {
+            // Before finishOp: COMPLETE, sent when the last op finishes, must follow every SHM_WRITTEN.
+            connection.writeShmWritten(sessionId(), op.writeId, op.dstOffset, op.length);
+        }
+        finishOp(op, delivered);
+        if (failure != null) {
+            log.warn("request={} shared-memory copy failed", requestId(), failure);
+            abort(new AbortReason(AbortReason.Cause.PROTOCOL_ERROR, Side.SENDER,
+                    "shared-memory copy failed: " + failure), Notice.ABORT, false);
+        } else if (fenced) {
+            log.debug("request={} write {} stopped by the receiver's fence", requestId(), op.writeId);
+        }
+    }
+
+    // ---- TCP pump (event loop) ----------------------------------------------------------------------------------
+
+    /** The next piece to write, or null when nothing is ready (or the session stopped writing). */
+    Piece nextPiece(int maxPiece) {
+        synchronized (this) {
+            WriteOp op = queue.peek();
+            if (op == null || stopWrites) {
+                return null;
+            }
+            if (op == COMPLETE_MARKER) {
+                queue.poll();
+                completeSent = true;
+                return new Piece(null, 0, 0, true, bytesSent, metadata);
+            }
+            long offset = op.issuedBytes;
+            long n = Math.min(maxPiece, op.length - offset);
+            op.issuedBytes += n;
+            op.issuedPieces++;
+            boolean last = op.issuedBytes == op.length;
+            if (last) {
+                queue.poll();
+                op.closed = true;
+            }
+            return new Piece(op, offset, n, last, 0, null);
+        }
+    }
+
+    synchronized boolean hasPendingPieces() {
+        return !stopWrites && !queue.isEmpty();
+    }
+
+    /** A piece's bytes left the source segment (written to the socket), or the write failed. */
+    void pieceWritten(WriteOp op) {
+        boolean finished;
+        synchronized (this) {
+            op.completedPieces++;
+            finished = op.closed && op.completedPieces == op.issuedPieces;
+        }
+        if (finished) {
+            finishOp(op, true);
+        }
+    }
+
+    private void finishOp(WriteOp op, boolean delivered) {
+        boolean sendComplete = false;
+        boolean failOp = false;
+        long total = 0;
+        byte[] meta = null;
+        AbortReason reason;
+        synchronized (this) {
+            opsInFlight--;
+            if (shm != null && delivered) {
+                bytesSent += op.length;
+            }
+            if (!delivered) {
+                failOp = awaitingAck.remove(op.writeId) != null;
+            }
+            if (shm != null && state == SessionState.COMPLETING && !completeSent && opsInFlight == 0) {
+                completeSent = true;
+                sendComplete = true;
+                total = bytesSent;
+                meta = metadata;
+            }
+            reason = abortReason;
+        }
+        op.source.unretain();
+        if (failOp) {
+            op.acked.completeExceptionally(new TransferAbortedException(requestId(), reason != null ? reason
+                    : new AbortReason(AbortReason.Cause.REQUESTED, Side.RECEIVER, "fenced by the receiver")));
+        }
+        if (sendComplete) {
+            connection.writeComplete(sessionId(), total, meta);
+        }
+        maybeRelease();
+    }
+
+    // ---- frames from the receiver (event loop) ------------------------------------------------------------------
+
+    void onAttached() {
+        synchronized (this) {
+            if (state == SessionState.OPEN) {
+                transition(SessionState.TRANSFERRING);
+            }
+        }
+        attached.complete(null);
+    }
+
+    void onWriteAck(long writeId, long length) {
+        WriteOp op;
+        synchronized (this) {
+            op = awaitingAck.remove(writeId);
+            if (op != null) {
+                bytesAcked += length;
+            }
+        }
+        if (op != null) {
+            agent.metrics().bytes(true, shm != null, length);
+            op.acked.complete(null);
+        }
+    }
+
+    void onCompleted() {
+        synchronized (this) {
+            if (state != SessionState.COMPLETING) {
+                return;
+            }
+            transition(SessionState.COMPLETED);
+        }
+        log.debug("request={} session={} completed", requestId(), sessionId());
+        completion.complete(null);
+        maybeRelease();
+    }
+
+    void onRemoteAbort(AbortReason reason) {
+        abort(reason, Notice.ABORT_ACK, false);
+    }
+
+    void onConnectionLost(AbortReason reason) {
+        abort(reason, Notice.NONE, false);
+    }
+
+    /** Agent shutdown. */
+    void abortForClose() {
+        abort(new AbortReason(AbortReason.Cause.AGENT_CLOSED, Side.SENDER, "agent " + agent.name() + " closing"),
+                Notice.ABORT, false);
+    }
+
+    private boolean abort(AbortReason reason, Notice notice, boolean byUser) {
+        List<WriteOp> dropped = new ArrayList<>();
+        List<WriteOp> unacked;
+        synchronized (this) {
+            if (!state.isAbortable() || byUser && completeSent) {
+                return false;
+            }
+            transition(SessionState.ABORTING);
+            abortReason = reason;
+            abortStartNanos = System.nanoTime();
+            stopWrites = true;
+            this.notice = notice;
+            for (WriteOp op : queue) {
+                if (op == COMPLETE_MARKER) {
+                    continue;
+                }
+                op.closed = true;
+                if (op.completedPieces == op.issuedPieces) {
+                    dropped.add(op); // nothing of it is in the transport: unpin now
+                    opsInFlight--;
+                }
+            }
+            queue.clear();
+            unacked = new ArrayList<>(awaitingAck.values());
+            awaitingAck.clear();
+        }
+        dropped.forEach(op -> op.source.unretain());
+        if (reason.cause() == AbortReason.Cause.REQUESTED) {
+            log.debug("request={} session={} aborting: {}", requestId(), sessionId(), reason);
+        } else {
+            log.info("request={} session={} aborting: {}", requestId(), sessionId(), reason);
+        }
+        TransferAbortedException ex = new TransferAbortedException(requestId(), reason);
+        unacked.forEach(op -> op.acked.completeExceptionally(ex));
+        completion.completeExceptionally(ex);
+        attached.completeExceptionally(ex);
+        maybeRelease();
+        return true;
+    }
+
+    private void maybeRelease() {
+        SessionState terminal;
+        Notice n;
+        AbortReason reason;
+        long abortStart;
+        synchronized (this) {
+            if (releaseClaimed) {
+                return;
+            }
+            if (state == SessionState.ABORTING && opsInFlight == 0) {
+                transition(SessionState.ABORTED);
+            }
+            if (!(state == SessionState.ABORTED || state == SessionState.COMPLETED) || opsInFlight > 0) {
+                return;
+            }
+            releaseClaimed = true;
+            terminal = state;
+            n = notice;
+            reason = abortReason;
+            abortStart = abortStartNanos;
+        }
+        if (terminal == SessionState.ABORTED) {
+            // Sent only now: the receiver may take it as proof that no write of ours is still running.
+            switch (n) {
+                case ABORT -> connection.writeAbort(sessionId(), reason);
+                case ABORT_ACK -> connection.writeAbortAck(sessionId());
+                case NONE -> {
+                }
+            }
+        }
+        if (shm != null) {
+            shm.release();
+        }
+        connection.unbind(this);
+        agent.sendReleased(this, terminal, abortStart);
+        LiveResources.untrack(trackingId);
+        synchronized (this) {
+            transition(SessionState.RELEASED);
+        }
+        log.debug("request={} session={} sender released after {}", requestId(), sessionId(), terminal);
+        released.complete(terminal);
+    }
+
+    private void transition(SessionState next) {
+        state = state.transitionTo(next);
+    }
+
+    @Override
+    public String toString() {
+        return "SendSession[request=" + requestId() + ", session=" + sessionId() + ", agent=" + agent.name()
+                + ", to=" + descriptor.agentName() + ", " + backend() + ", state=" + state() + "]";
+    }
+}

@@ -1,0 +1,559 @@
+package dev.ripcord.kv;
+
+import dev.ripcord.kv.shm.FenceTable;
+import dev.ripcord.kv.shm.HostIdentity;
+import dev.ripcord.kv.shm.PeerProcess;
+import dev.ripcord.kv.shm.SharedRegionFile;
+import dev.ripcord.kv.shm.ShmFiles;
+import dev.ripcord.kv.wire.Frames;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.AdaptiveRecvByteBufAllocator;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.security.SecureRandom;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One per process: registers memory, opens receive sessions (decode) and connects send sessions (prefill), over
+ * TCP or same-host shared memory.
+ *
+ * <pre>{@code
+ * // decode
+ * KvRegion pool = agent.allocateRegion(pages * pageBytes);          // or registerRegion(engine's segment)
+ * ReceiveSession rx = agent.openReceive(requestId, pool, reservedPages, listener);
+ * String wire = rx.descriptor().encode();                          // to prefill via the control plane
+ * rx.released().thenRun(() -> { if aborted: free the pages });
+ *
+ * // prefill
+ * SendSession tx = agent.connect(ReceiveDescriptor.parse(wire));
+ * tx.send(pool, chunkOffset, chunkBytes, dstOffset);               // per computed chunk
+ * tx.complete(firstTokenBytes);                                    // or tx.abort("client went away")
+ * }</pre>
+ *
+ * <p>Closing the agent aborts every live session (cause AGENT_CLOSED), waits up to the close timeout for them to
+ * drain, releases every region and removes its shared-memory files. The agent is thread-safe.
+ */
+public final class TransferAgent implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(TransferAgent.class);
+
+    /** Where a slice lies: in which region, at which offset. */
+    record RegionSpan(KvRegion region, long offset) {
+    }
+
+    private final TransferAgentOptions options;
+    private final long incarnation;
+    private final KvMetrics metrics;
+    private final FenceTable fences;
+    private final Frames.Hello hello;
+    private final EventLoopGroup eventLoops;
+    private final Channel serverChannel;
+    private final InetSocketAddress listenAddress;
+    private final String advertisedHost;
+    private final ShmMappings shmMappings = new ShmMappings();
+    private final ExecutorService copyExecutor =
+            Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("kv-shm-copy-", 0).factory());
+    private final Map<Long, KvRegion> regions = new ConcurrentHashMap<>();
+    private final Map<Long, ReceiveSession> receiveSessions = new ConcurrentHashMap<>();
+    private final Set<SendSession> sendSessions = ConcurrentHashMap.newKeySet();
+    private final Map<String, SenderConnection> senderConnections = new ConcurrentHashMap<>();
+    private final Set<ReceiverConnection> receiverConnections = ConcurrentHashMap.newKeySet();
+    private final Object connectLock = new Object();
+    private final AtomicLong regionIds = new AtomicLong();
+    private final AtomicLong sessionIds = new AtomicLong();
+    private final ArrayDeque<Integer> freeSlots = new ArrayDeque<>(); // guarded by itself
+    private int freshSlots; // guarded by freeSlots
+    private final Map<ReceiveSession, Long> draining = new HashMap<>(); // guarded by itself
+    private ScheduledFuture<?> drainWatchdog; // guarded by draining
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final long trackingId;
+
+    private TransferAgent(TransferAgentOptions options) {
+        this.options = options;
+        long inc = 0;
+        SecureRandom random = new SecureRandom();
+        while (inc == 0) {
+            inc = random.nextLong();
+        }
+        this.incarnation = inc;
+        PeerProcess self = PeerProcess.current();
+        this.fences = options.backend() == Backend.TCP ? null : createFenceTable(options, self, inc);
+        this.hello = new Frames.Hello(inc, self.pid(), self.startMillis(), (int) options.lease().toMillis(),
+                HostIdentity.local(), options.name());
+        this.metrics = new KvMetrics(options.meterRegistry(), options.name());
+        this.eventLoops = new MultiThreadIoEventLoopGroup(options.ioThreads(),
+                new DefaultThreadFactory("kv-" + options.name(), true), NioIoHandler.newFactory());
+        try {
+            serverChannel = new ServerBootstrap().group(eventLoops).channel(NioServerSocketChannel.class)
+                    .childOption(ChannelOption.TCP_NODELAY, true)
+                    .childOption(ChannelOption.RCVBUF_ALLOCATOR,
+                            new AdaptiveRecvByteBufAllocator(4096, 64 * 1024, 1 << 20))
+                    .childHandler(new ChannelInitializer<SocketChannel>() {
+                        @Override
+                        protected void initChannel(SocketChannel ch) {
+                            ch.pipeline().addLast(new ReceiverConnection(TransferAgent.this));
+                        }
+                    })
+                    .bind(options.bindHost(), options.port()).syncUninterruptibly().channel();
+        } catch (RuntimeException e) {
+            eventLoops.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            if (fences != null) {
+                fences.close();
+            }
+            metrics.close();
+            throw new UncheckedIOException(new IOException("agent " + options.name() + " cannot listen on "
+                    + options.bindHost() + ":" + options.port(), e));
+        }
+        this.listenAddress = (InetSocketAddress) serverChannel.localAddress();
+        this.advertisedHost = options.advertisedHost() != null ? options.advertisedHost()
+                : listenAddress.getAddress().isAnyLocalAddress() ? HostIdentity.local().split("/")[0]
+                : listenAddress.getAddress().getHostAddress();
+        this.trackingId = LiveResources.track(LiveResources.Kind.AGENT, this::toString);
+        log.info("agent {} listening on {} (advertised {}), shared memory {}", options.name(), listenAddress,
+                advertisedHost, fences != null ? "offered in " + options.shmDirectory() : "off");
+    }
+
+    /** Starts an agent: binds its listen address and, unless the backend is TCP, creates its fence table. */
+    public static TransferAgent start(TransferAgentOptions options) {
+        return new TransferAgent(Objects.requireNonNull(options, "options"));
+    }
+
+    private static FenceTable createFenceTable(TransferAgentOptions options, PeerProcess self, long inc) {
+        try {
+            ShmFiles.sweepStale(options.shmDirectory());
+            return FenceTable.create(ShmFiles.fenceFile(options.shmDirectory(), self.pid(), inc), inc,
+                    options.fenceSlots());
+        } catch (IOException | RuntimeException e) {
+            if (options.backend() == Backend.SHM) {
+                throw new UncheckedIOException(new IOException("agent " + options.name()
+                        + ": shared memory required but " + options.shmDirectory() + " is unusable", e));
+            }
+            log.info("agent {}: shared memory unavailable in {} ({}); TCP only", options.name(),
+                    options.shmDirectory(), e.toString());
+            return null;
+        }
+    }
+
+    public String name() {
+        return options.name();
+    }
+
+    public TransferAgentOptions options() {
+        return options;
+    }
+
+    /** The bound TCP address (with the real port when the configured one was 0). */
+    public InetSocketAddress listenAddress() {
+        return listenAddress;
+    }
+
+    /** True when regions allocated by this agent are shared-memory files a same-host sender can write into. */
+    public boolean offersSharedMemory() {
+        return fences != null;
+    }
+
+    // ---- regions ----------------------------------------------------------------------------------------------
+
+    /**
+     * Allocates {@code bytes} of page-aligned memory owned by the agent: a shared-memory file when the agent offers
+     * that backend, else a shared arena. Use its {@link KvRegion#segment()} as the engine's page pool.
+     */
+    public KvRegion allocateRegion(long bytes) {
+        requireOpen();
+        Checks.requireArgument(bytes > 0, "region of %s bytes", bytes);
+        long id = regionIds.incrementAndGet();
+        KvRegion region = null;
+        if (fences != null) {
+            try {
+                SharedRegionFile file = SharedRegionFile.create(
+                        ShmFiles.regionFile(options.shmDirectory(), hello.pid(), incarnation, id), incarnation, id,
+                        bytes);
+                region = new KvRegion(this, id, file.data(), null, file);
+            } catch (IOException e) {
+                if (options.backend() == Backend.SHM) {
+                    throw new UncheckedIOException(e);
+                }
+                log.info("agent {}: region {} falls back to private memory: {}", name(), id, e.toString());
+            }
+        }
+        if (region == null) {
+            Arena arena = Arena.ofShared();
+            region = new KvRegion(this, id, arena.allocate(bytes, 4096), arena, null);
+        }
+        return registered(region);
+    }
+
+    /**
+     * Registers memory the caller owns (e.g. the engine's page pool). The segment must be native and accessible
+     * from any thread (a shared, auto or global arena). The caller must not free it before
+     * {@link KvRegion#released()} completes. Such regions travel over TCP only.
+     */
+    public KvRegion registerRegion(MemorySegment segment) {
+        requireOpen();
+        Objects.requireNonNull(segment, "segment");
+        Checks.requireArgument(segment.isNative() && segment.byteSize() > 0, "region segment must be native and "
+                + "non-empty");
+        Checks.requireArgument(segment.isAccessibleBy(Thread.ofVirtual().unstarted(() -> { })),
+                "region segment must be accessible from transport threads (Arena.ofShared, ofAuto or global)");
+        return registered(new KvRegion(this, regionIds.incrementAndGet(), segment, null, null));
+    }
+
+    private KvRegion registered(KvRegion region) {
+        regions.put(region.id(), region);
+        metrics.liveRegions.incrementAndGet();
+        metrics.liveRegionBytes.addAndGet(region.byteSize());
+        if (closed.get()) {
+            region.close();
+        }
+        return region;
+    }
+
+    RegionSpan regionContaining(MemorySegment slice) {
+        Checks.requireArgument(slice.isNative(), "source slice must be native memory");
+        for (KvRegion r : regions.values()) {
+            long offset = slice.address() - r.segment().address();
+            if (offset >= 0 && offset <= r.byteSize() - slice.byteSize()) {
+                return new RegionSpan(r, offset);
+            }
+        }
+        throw new IllegalArgumentException("slice at 0x" + Long.toHexString(slice.address())
+                + " lies in no region registered with agent " + name());
+    }
+
+    // ---- receive ----------------------------------------------------------------------------------------------
+
+    /** {@link #openReceive(String, KvRegion, List, ReceiveListener)} without a listener. */
+    public ReceiveSession openReceive(String requestId, KvRegion region, List<ByteRange> targets) {
+        return openReceive(requestId, region, targets, ReceiveListener.NONE);
+    }
+
+    /**
+     * Opens a receive session into {@code targets} of {@code region} (the request's reserved pages; the sender's
+     * offsets address their concatenation in list order). Hand {@link ReceiveSession#descriptor()} to the sender.
+     * If no sender attaches within the attach timeout the session aborts (ATTACH_TIMEOUT).
+     *
+     * @throws IllegalArgumentException targets out of the region or overlapping
+     * @throws IllegalStateException    the region or the agent is closed
+     */
+    public ReceiveSession openReceive(String requestId, KvRegion region, List<ByteRange> targets,
+                                      ReceiveListener listener) {
+        requireOpen();
+        Objects.requireNonNull(requestId, "requestId");
+        Objects.requireNonNull(listener, "listener");
+        Checks.requireArgument(region.agent() == this, "region %s belongs to agent %s", region.id(),
+                region.agent().name());
+        TargetMap map = new TargetMap(targets, region.byteSize());
+        Checks.requireState(region.retain(), "request %s: region %s is closed", requestId, region.id());
+        long sessionId = sessionIds.incrementAndGet();
+        int slot = region.isSharedMemory() ? allocateFenceSlot() : -1;
+        long epoch = slot >= 0 ? fences.openSlot(slot) : 0;
+        boolean shm = slot >= 0;
+        ReceiveDescriptor d = new ReceiveDescriptor(requestId, name(), incarnation, advertisedHost,
+                listenAddress.getPort(), shm ? HostIdentity.local() : null,
+                shm ? region.sharedFile().path().toString() : null, shm ? fences.path().toString() : null, slot,
+                epoch, sessionId, region.id(), targets, map.totalBytes());
+        ReceiveSession s = new ReceiveSession(this, d, region, map, listener);
+        receiveSessions.put(sessionId, s);
+        metrics.liveSessions.incrementAndGet();
+        metrics.liveSessionBytes.addAndGet(map.totalBytes());
+        long timeout = options.attachTimeout().toNanos();
+        s.armAttachTimer(eventLoops.next().schedule(() -> s.abort(new AbortReason(AbortReason.Cause.ATTACH_TIMEOUT,
+                Side.RECEIVER, "no sender attached within " + options.attachTimeout()), false), timeout,
+                TimeUnit.NANOSECONDS));
+        if (closed.get()) {
+            s.abort(new AbortReason(AbortReason.Cause.AGENT_CLOSED, Side.RECEIVER, "agent closing"), false);
+        }
+        log.debug("request={} session={} open: {}", requestId, sessionId, d);
+        return s;
+    }
+
+    ReceiveSession receiveSession(long sessionId) {
+        return receiveSessions.get(sessionId);
+    }
+
+    private int allocateFenceSlot() {
+        synchronized (freeSlots) {
+            Integer recycled = freeSlots.poll();
+            if (recycled != null) {
+                return recycled;
+            }
+            if (freshSlots < fences.slots()) {
+                return freshSlots++;
+            }
+        }
+        log.warn("agent {}: all {} fence slots in use; session falls back to TCP", name(), fences.slots());
+        return -1;
+    }
+
+    void freeFenceSlot(int slot) {
+        synchronized (freeSlots) {
+            freeSlots.add(slot);
+        }
+    }
+
+    FenceTable fences() {
+        return fences;
+    }
+
+    /** Polls a receive session whose drain waits on a shared-memory writer, until it releases. */
+    void watchDrain(ReceiveSession s) {
+        synchronized (draining) {
+            draining.putIfAbsent(s, System.nanoTime());
+            if (drainWatchdog == null && !eventLoops.isShuttingDown()) {
+                drainWatchdog = eventLoops.next().scheduleAtFixedRate(this::pollDrains, 1, 1, TimeUnit.MILLISECONDS);
+            }
+        }
+    }
+
+    private void pollDrains() {
+        List<Map.Entry<ReceiveSession, Long>> snapshot;
+        synchronized (draining) {
+            snapshot = new ArrayList<>(draining.entrySet());
+        }
+        long lease = options.lease().toNanos();
+        for (Map.Entry<ReceiveSession, Long> e : snapshot) {
+            ReceiveSession s = e.getKey();
+            s.maybeRelease();
+            if (!s.isReleaseClaimed() && System.nanoTime() - e.getValue() > lease) {
+                log.warn("request={} session={} quarantined: a shared-memory writer has been inside the fence for "
+                        + "longer than the lease and its process is alive; its pages stay pinned until it leaves or "
+                        + "dies", s.requestId(), s.sessionId());
+                synchronized (draining) {
+                    draining.put(s, Long.MAX_VALUE / 2); // warn once
+                }
+            }
+        }
+        synchronized (draining) {
+            draining.keySet().removeIf(ReceiveSession::isReleaseClaimed);
+            if (draining.isEmpty() && drainWatchdog != null) {
+                drainWatchdog.cancel(false);
+                drainWatchdog = null;
+            }
+        }
+    }
+
+    // ---- send -------------------------------------------------------------------------------------------------
+
+    /**
+     * Connects a send session to the receive session a descriptor names. Never blocks: the connection to the
+     * receiving agent (shared by all sessions to it) is made or reused in the background, and writes queue until
+     * it is up. If it cannot be made, the session aborts (PEER_UNREACHABLE). The backend is chosen here: see
+     * {@link Backend#AUTO}.
+     *
+     * @throws IllegalStateException    the agent is closed, or this descriptor is already connected
+     * @throws IllegalArgumentException the backend is SHM and the descriptor cannot be reached that way
+     */
+    public SendSession connect(ReceiveDescriptor descriptor) {
+        requireOpen();
+        Objects.requireNonNull(descriptor, "descriptor");
+        ShmMappings.Target shm = null;
+        boolean sameHost = descriptor.offersSharedMemory() && HostIdentity.local().equals(descriptor.shmHost());
+        if (options.backend() == Backend.SHM) {
+            Checks.requireArgument(sameHost, "request %s: backend SHM but the receiver offers no shared memory on "
+                    + "this host", descriptor.requestId());
+        }
+        if (sameHost && options.backend() != Backend.TCP) {
+            try {
+                shm = shmMappings.acquire(descriptor);
+            } catch (IOException | RuntimeException e) {
+                if (options.backend() == Backend.SHM) {
+                    throw new IllegalArgumentException("request " + descriptor.requestId()
+                            + ": cannot map the receiver's shared memory", e);
+                }
+                log.debug("request={} shared memory not usable ({}); using TCP", descriptor.requestId(),
+                        e.toString());
+            }
+        }
+        SenderConnection c = connectionTo(descriptor.tcpHost(), descriptor.tcpPort());
+        SendSession s = new SendSession(this, descriptor, c, shm);
+        sendSessions.add(s);
+        metrics.liveSessions.incrementAndGet();
+        metrics.liveSessionBytes.addAndGet(descriptor.totalBytes());
+        try {
+            c.attach(s);
+        } catch (IllegalStateException e) {
+            s.onConnectionLost(new AbortReason(AbortReason.Cause.PROTOCOL_ERROR, Side.SENDER, e.getMessage()));
+            throw e;
+        }
+        if (closed.get()) {
+            s.abortForClose();
+        }
+        log.debug("request={} session={} connecting to {} over {}", descriptor.requestId(),
+                descriptor.sessionId(), descriptor.agentName(), s.backend());
+        return s;
+    }
+
+    private SenderConnection connectionTo(String host, int port) {
+        String key = host + ":" + port;
+        SenderConnection c = senderConnections.get(key);
+        if (c != null && !c.isClosed()) {
+            return c;
+        }
+        synchronized (connectLock) {
+            c = senderConnections.get(key);
+            if (c == null || c.isClosed()) {
+                c = SenderConnection.open(this, key, host, port);
+                senderConnections.put(key, c);
+            }
+            return c;
+        }
+    }
+
+    // ---- bookkeeping called by sessions, regions and connections -----------------------------------------------
+
+    void receiveReleased(ReceiveSession s, SessionState terminal, long abortStartNanos) {
+        receiveSessions.remove(s.sessionId(), s);
+        metrics.liveSessions.decrementAndGet();
+        metrics.liveSessionBytes.addAndGet(-s.descriptor().totalBytes());
+        metrics.sessionReleased(Side.RECEIVER, terminal, abortStartNanos);
+    }
+
+    void sendReleased(SendSession s, SessionState terminal, long abortStartNanos) {
+        sendSessions.remove(s);
+        metrics.liveSessions.decrementAndGet();
+        metrics.liveSessionBytes.addAndGet(-s.descriptor().totalBytes());
+        metrics.sessionReleased(Side.SENDER, terminal, abortStartNanos);
+    }
+
+    void regionReleased(KvRegion r) {
+        regions.remove(r.id(), r);
+        metrics.liveRegions.decrementAndGet();
+        metrics.liveRegionBytes.addAndGet(-r.byteSize());
+        if (r.isSharedMemory()) {
+            receiverConnections.forEach(c -> c.writeRegionClosed(r.id()));
+        }
+    }
+
+    void receiverConnectionOpened(ReceiverConnection c) {
+        receiverConnections.add(c);
+        if (closed.get()) {
+            c.close(new AbortReason(AbortReason.Cause.AGENT_CLOSED, Side.RECEIVER, "agent closing"));
+        }
+    }
+
+    void receiverConnectionClosed(ReceiverConnection c) {
+        receiverConnections.remove(c);
+    }
+
+    void senderConnectionClosed(SenderConnection c) {
+        senderConnections.remove(c.key(), c);
+    }
+
+    KvMetrics metrics() {
+        return metrics;
+    }
+
+    Frames.Hello hello() {
+        return hello;
+    }
+
+    EventLoopGroup eventLoops() {
+        return eventLoops;
+    }
+
+    ShmMappings shmMappings() {
+        return shmMappings;
+    }
+
+    ExecutorService copyExecutor() {
+        return copyExecutor;
+    }
+
+    /** Live regions, sessions and bytes of this agent (also exported as gauges). */
+    public TransferStats stats() {
+        return new TransferStats(metrics.liveRegions.get(), metrics.liveRegionBytes.get(),
+                metrics.liveSessions.get(), metrics.liveSessionBytes.get(),
+                senderConnections.size() + receiverConnections.size());
+    }
+
+    private void requireOpen() {
+        Checks.requireState(!closed.get(), "agent %s is closed", name());
+    }
+
+    // ---- close ------------------------------------------------------------------------------------------------
+
+    /**
+     * Aborts every live session (AGENT_CLOSED), closes every region, waits up to the close timeout for them to
+     * drain and release, then closes connections and threads. A receive session still waiting on a live
+     * shared-memory writer at that point is released anyway: its memory is the agent's own mapping, which is
+     * unmapped, so a late write can only reach the (deleted) file's pages, never memory reused by anyone.
+     */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        log.info("agent {} closing: {} receive session(s), {} send session(s), {} region(s)", name(),
+                receiveSessions.size(), sendSessions.size(), regions.size());
+        sendSessions.forEach(SendSession::abortForClose);
+        receiveSessions.values().forEach(s -> s.abort(new AbortReason(AbortReason.Cause.AGENT_CLOSED,
+                Side.RECEIVER, "agent " + name() + " closing"), true));
+        regions.values().forEach(KvRegion::close);
+        awaitDrained(options.closeTimeout().toNanos());
+        AbortReason closing = new AbortReason(AbortReason.Cause.AGENT_CLOSED, Side.RECEIVER, "agent closing");
+        senderConnections.values().forEach(c -> c.close(closing));
+        receiverConnections.forEach(c -> c.close(closing));
+        awaitDrained(TimeUnit.SECONDS.toNanos(1)); // writes stuck on a dead socket fail on close
+        serverChannel.close().awaitUninterruptibly();
+        eventLoops.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly();
+        copyExecutor.close();
+        receiveSessions.values().forEach(ReceiveSession::forceRelease);
+        if (!sendSessions.isEmpty()) {
+            log.warn("agent {}: {} send session(s) still hold source pins after close: {}", name(),
+                    sendSessions.size(), sendSessions);
+        }
+        regions.values().forEach(KvRegion::close);
+        if (fences != null) {
+            fences.close();
+        }
+        shmMappings.closeAll();
+        metrics.close();
+        LiveResources.untrack(trackingId);
+        log.info("agent {} closed", name());
+    }
+
+    private void awaitDrained(long nanos) {
+        long deadline = System.nanoTime() + nanos;
+        while ((!sendSessions.isEmpty() || !receiveSessions.isEmpty() || !regions.isEmpty())
+                && System.nanoTime() < deadline) {
+            try {
+                Thread.sleep(2);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "TransferAgent[" + name() + " @ " + advertisedHost + ":" + listenAddress.getPort() + ", "
+                + (closed.get() ? "closed" : "open") + "]";
+    }
+}

@@ -1,0 +1,184 @@
+package dev.ripcord.kv.shm;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * Per-session fence words in a file both processes map: the single source of truth for "may a shared-memory write
+ * into this session's pages still start or still be running".
+ *
+ * <p>Design note. With the shared-memory backend the sender copies straight into the receiver's pages, so the
+ * receiver cannot simply stop landing bytes the way the TCP path does; it must know that no copy of the sender is
+ * running and that none can start. Each session owns one slot; its 64-bit word is
+ * {@code epoch (40 bits) | FENCED (1 bit) | writers (23 bits)}.
+ * <ul>
+ *   <li>The receiver opens a slot with a fresh epoch, writers 0, not fenced, and puts slot and epoch in the
+ *   descriptor.</li>
+ *   <li>Before each piece (at most one piece size long) the sender CASes {@code writers + 1}, only if the word still
+ *   has its epoch and no FENCED bit; after the piece it decrements. So a write is bracketed by the increment.</li>
+ *   <li>To abort or complete, the receiver CASes the FENCED bit in. From then on no increment can succeed, and the
+ *   receiver waits until writers reads 0 (or the writing process is gone: a dead process writes nothing).</li>
+ *   <li>Only then is the session released and its slot reopened, with epoch + 1, for a later session: a stale sender
+ *   still holding the old epoch can never increment again, and nobody was inside the bracket when the pages were
+ *   handed back.</li>
+ * </ul>
+ * CAS and volatile access on a shared mapping are atomic across processes on the hardware the JDK supports (the same
+ * physical cache lines). Slots are 64 bytes apart so sessions do not share a cache line.
+ *
+ * <p>Internal: not part of the library's API.
+ */
+public final class FenceTable implements AutoCloseable {
+    public static final int HEADER_BYTES = 4096;
+    public static final int SLOT_STRIDE = 64;
+    private static final long MAGIC = 0x524B5646454E4345L; // "RKVFENCE"
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    private static final int EPOCH_SHIFT = 24;
+    private static final long FENCED = 1L << 23;
+    private static final long WRITERS = FENCED - 1;
+    private static final long EPOCH_MASK = (1L << 40) - 1;
+
+    private final Path path;
+    private final Arena arena;
+    private final MemorySegment memory;
+    private final int slots;
+    private final boolean owner;
+
+    private FenceTable(Path path, Arena arena, MemorySegment memory, int slots, boolean owner) {
+        this.path = path;
+        this.arena = arena;
+        this.memory = memory;
+        this.slots = slots;
+        this.owner = owner;
+    }
+
+    /** Creates the table file (receiver side); it is deleted by {@link #close()}. */
+    public static FenceTable create(Path path, long incarnation, int slots) throws IOException {
+        long bytes = HEADER_BYTES + (long) slots * SLOT_STRIDE;
+        Arena arena = Arena.ofShared();
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                StandardOpenOption.WRITE)) {
+            ShmFiles.ownerOnly(path);
+            MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
+            m.set(ValueLayout.JAVA_LONG, 8, incarnation);
+            m.set(ValueLayout.JAVA_LONG, 16, slots);
+            LONG.setVolatile(m, 0L, MAGIC); // last: a mapper that sees the magic sees the rest
+            return new FenceTable(path, arena, m, slots, true);
+        } catch (IOException | RuntimeException e) {
+            arena.close();
+            Files.deleteIfExists(path);
+            throw e;
+        }
+    }
+
+    /** Maps an existing table (sender side) and checks that it belongs to the expected agent incarnation. */
+    public static FenceTable open(Path path, long expectedIncarnation) throws IOException {
+        Arena arena = Arena.ofShared();
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            long size = ch.size();
+            if (size < HEADER_BYTES) {
+                throw new IOException(path + " is not a fence table");
+            }
+            MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
+            long magic = (long) LONG.getVolatile(m, 0L);
+            long incarnation = m.get(ValueLayout.JAVA_LONG, 8);
+            long slots = m.get(ValueLayout.JAVA_LONG, 16);
+            if (magic != MAGIC || incarnation != expectedIncarnation
+                    || HEADER_BYTES + slots * SLOT_STRIDE > size) {
+                throw new IOException(path + " belongs to another agent incarnation");
+            }
+            return new FenceTable(path, arena, m, (int) slots, false);
+        } catch (IOException | RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    public int slots() {
+        return slots;
+    }
+
+    /** Receiver: starts a new session in a free slot; returns its epoch. */
+    public long openSlot(int slot) {
+        long off = offset(slot);
+        long w = (long) LONG.getVolatile(memory, off);
+        long epoch = ((w >>> EPOCH_SHIFT) + 1) & EPOCH_MASK;
+        if (epoch == 0) {
+            epoch = 1; // wrapped after 2^40 sessions in one slot; 0 is never handed out
+        }
+        LONG.setVolatile(memory, off, epoch << EPOCH_SHIFT);
+        return epoch;
+    }
+
+    /** Sender: enters the write bracket; false when the session was fenced or the slot moved to a later epoch. */
+    public boolean tryBeginWrite(int slot, long epoch) {
+        long off = offset(slot);
+        while (true) {
+            long w = (long) LONG.getVolatile(memory, off);
+            if ((w >>> EPOCH_SHIFT) != epoch || (w & FENCED) != 0) {
+                return false;
+            }
+            if ((w & WRITERS) == WRITERS) {
+                throw new IllegalStateException("too many concurrent writers in fence slot " + slot);
+            }
+            if (LONG.compareAndSet(memory, off, w, w + 1)) {
+                return true;
+            }
+        }
+    }
+
+    /** Sender: leaves the write bracket entered by a successful {@link #tryBeginWrite}. */
+    public void endWrite(int slot) {
+        LONG.getAndAdd(memory, offset(slot), -1L);
+    }
+
+    /** Receiver: forbids further writes in this epoch; returns the writers still inside the bracket. */
+    public int fence(int slot, long epoch) {
+        long off = offset(slot);
+        while (true) {
+            long w = (long) LONG.getVolatile(memory, off);
+            if ((w >>> EPOCH_SHIFT) != epoch) {
+                throw new IllegalStateException("fence slot " + slot + " is at epoch " + (w >>> EPOCH_SHIFT)
+                        + ", not " + epoch);
+            }
+            if ((w & FENCED) != 0 || LONG.compareAndSet(memory, off, w, w | FENCED)) {
+                return (int) (w & WRITERS);
+            }
+        }
+    }
+
+    /** Writers inside the bracket right now. */
+    public int writers(int slot) {
+        return (int) ((long) LONG.getVolatile(memory, offset(slot)) & WRITERS);
+    }
+
+    public boolean isFenced(int slot) {
+        return ((long) LONG.getVolatile(memory, offset(slot)) & FENCED) != 0;
+    }
+
+    private long offset(int slot) {
+        if (slot < 0 || slot >= slots) {
+            throw new IndexOutOfBoundsException("fence slot " + slot + " of " + slots);
+        }
+        return HEADER_BYTES + (long) slot * SLOT_STRIDE;
+    }
+
+    /** Unmaps; the owner also deletes the file. */
+    @Override
+    public void close() {
+        arena.close();
+        if (owner) {
+            ShmFiles.deleteQuietly(path);
+        }
+    }
+}

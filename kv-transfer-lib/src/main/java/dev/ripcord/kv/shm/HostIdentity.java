@@ -1,0 +1,47 @@
+package dev.ripcord.kv.shm;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * Who "this host" is, for choosing the shared-memory backend: the hostname plus the kernel's boot id, so two
+ * machines (or one machine before and after a reboot) never look alike. Two containers on one kernel may share
+ * both; they are told apart later, when the sender maps the receiver's files and checks the incarnation stored in
+ * them. Internal.
+ */
+public final class HostIdentity {
+    private static final String LOCAL = compute();
+
+    private HostIdentity() {
+    }
+
+    public static String local() {
+        return LOCAL;
+    }
+
+    private static String compute() {
+        return hostname() + "/" + read(Path.of("/proc/sys/kernel/random/boot_id"), "noboot");
+    }
+
+    private static String hostname() {
+        String h = read(Path.of("/proc/sys/kernel/hostname"), null);
+        if (h != null) {
+            return h;
+        }
+        try {
+            return InetAddress.getLocalHost().getHostName();
+        } catch (IOException e) {
+            return "localhost";
+        }
+    }
+
+    private static String read(Path p, String fallback) {
+        try {
+            return Files.readString(p).trim();
+        } catch (IOException | RuntimeException e) {
+            return fallback;
+        }
+    }
+}

@@ -1,0 +1,57 @@
+package dev.ripcord.kv.testing;
+
+import dev.ripcord.kv.LiveResources;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+
+/**
+ * Fails a test class that leaves any agent, region or transfer session of this library live.
+ *
+ * <pre>{@code
+ * @ExtendWith(KvLeakCheck.class)
+ * class DecodeTransferTest { ... }
+ * }</pre>
+ *
+ * Before the class runs it notes what is already live (so classes sharing a JVM do not blame each other); after
+ * the class it waits up to {@code ripcord.kv.leakCheck.timeoutMillis} (default 5000) for releases still in
+ * flight, then fails with the description of every resource the class created and did not release (request ids
+ * included). Ships in the main jar so services' tests can use it; JUnit Jupiter is an optional dependency.
+ */
+public final class KvLeakCheck implements BeforeAllCallback, AfterAllCallback {
+    private static final ExtensionContext.Namespace NS = ExtensionContext.Namespace.create(KvLeakCheck.class);
+    private static final String BASELINE = "baseline";
+
+    @Override
+    public void beforeAll(ExtensionContext context) {
+        Set<Long> ids = new HashSet<>();
+        LiveResources.snapshot().forEach(e -> ids.add(e.id()));
+        context.getStore(NS).put(BASELINE, ids);
+    }
+
+    @Override
+    public void afterAll(ExtensionContext context) throws InterruptedException {
+        @SuppressWarnings("unchecked")
+        Set<Long> baseline = (Set<Long>) context.getStore(NS).get(BASELINE, Set.class);
+        long timeout = Long.getLong("ripcord.kv.leakCheck.timeoutMillis", 5000);
+        long deadline = System.nanoTime() + timeout * 1_000_000;
+        List<LiveResources.Entry> leaked = leaked(baseline);
+        while (!leaked.isEmpty() && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+            leaked = leaked(baseline);
+        }
+        if (!leaked.isEmpty()) {
+            throw new AssertionError(context.getDisplayName() + " left " + leaked.size()
+                    + " KV transfer resource(s) live:\n  " + leaked.stream()
+                    .map(e -> e.kind() + " " + e.description()).collect(Collectors.joining("\n  ")));
+        }
+    }
+
+    private static List<LiveResources.Entry> leaked(Set<Long> baseline) {
+        return LiveResources.snapshot().stream().filter(e -> !baseline.contains(e.id())).toList();
+    }
+}

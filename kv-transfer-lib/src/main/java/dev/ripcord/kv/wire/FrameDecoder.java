@@ -1,0 +1,153 @@
+package dev.ripcord.kv.wire;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+
+/**
+ * Splits the inbound byte stream into frames without buffering payloads.
+ *
+ * <p>Design note: a DATA payload may be hundreds of MiB. A cumulating decoder (Netty's length-field decoder) would
+ * copy it into a cumulation buffer before anyone could copy it to its destination: two copies. Here only the small
+ * fixed-size headers and control frames are accumulated (when a read splits them); payload bytes are handed to a
+ * {@link DataSink} as they arrive, still inside Netty's read buffer, so the sink's copy into the destination segment
+ * is the only user-space copy on the receive path.
+ *
+ * <p>Subclasses are the connection handlers; they see control frames whole and DATA frames as a header plus a
+ * stream of payload slices. Everything runs on the channel's event loop. Internal.
+ */
+public abstract class FrameDecoder extends ChannelInboundHandlerAdapter {
+
+    /** Receives one DATA payload in order, in slices that are valid only during the call. */
+    public interface DataSink {
+        void accept(ByteBuf buffer, int index, int length);
+
+        /** All payload bytes were delivered. Not called when the connection dies mid-payload. */
+        void finish();
+    }
+
+    private ByteBuf partial;
+    private int frameLength = -1; // bytes after the length field; -1 while reading the prefix
+    private FrameType type;
+    private int payloadRemaining;
+    private DataSink sink;
+
+    /** A whole control frame; {@code body} is valid only during the call. */
+    protected abstract void onControlFrame(ChannelHandlerContext ctx, FrameType type, ByteBuf body);
+
+    /** A DATA header; returns where the payload goes, or {@code null} to discard it. */
+    protected abstract DataSink onDataFrame(ChannelHandlerContext ctx, long sessionId, long writeId, long dstOffset,
+                                            int length, boolean lastPiece);
+
+    /** Called before any frame of a read is decoded (liveness: any byte counts). */
+    protected void onBytesRead() {
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        partial = ctx.alloc().heapBuffer(256);
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        if (partial != null) {
+            partial.release();
+            partial = null;
+        }
+    }
+
+    @Override
+    public final void channelRead(ChannelHandlerContext ctx, Object msg) {
+        ByteBuf in = (ByteBuf) msg;
+        try {
+            onBytesRead();
+            decode(ctx, in);
+        } finally {
+            in.release();
+        }
+    }
+
+    private void decode(ChannelHandlerContext ctx, ByteBuf in) {
+        while (in.isReadable()) {
+            if (payloadRemaining > 0) {
+                int n = Math.min(payloadRemaining, in.readableBytes());
+                if (sink != null) {
+                    sink.accept(in, in.readerIndex(), n);
+                }
+                in.skipBytes(n);
+                payloadRemaining -= n;
+                if (payloadRemaining == 0) {
+                    DataSink done = sink;
+                    sink = null;
+                    if (done != null) {
+                        done.finish();
+                    }
+                }
+                continue;
+            }
+            if (frameLength < 0) {
+                ByteBuf prefix = take(in, 5);
+                if (prefix == null) {
+                    return;
+                }
+                frameLength = prefix.readInt();
+                byte code = prefix.readByte();
+                partial.clear();
+                type = FrameType.of(code);
+                if (type == null) {
+                    throw new ProtocolException("unknown frame type " + code);
+                }
+                int body = frameLength - 1;
+                boolean ok = type == FrameType.DATA
+                        ? body >= Frames.DATA_HEADER_BODY && body - Frames.DATA_HEADER_BODY <= Frames.MAX_PIECE
+                        : body >= 0 && body <= Frames.MAX_CONTROL_BODY;
+                if (!ok) {
+                    throw new ProtocolException(type + " frame of " + frameLength + " bytes");
+                }
+                continue;
+            }
+            boolean data = type == FrameType.DATA;
+            ByteBuf body = take(in, data ? Frames.DATA_HEADER_BODY : frameLength - 1);
+            if (body == null) {
+                return;
+            }
+            FrameType t = type;
+            int length = frameLength;
+            frameLength = -1;
+            type = null;
+            try {
+                if (data) {
+                    long sessionId = body.readLong();
+                    long writeId = body.readLong();
+                    long dstOffset = body.readLong();
+                    int n = body.readInt();
+                    boolean last = (body.readByte() & Frames.FLAG_LAST_PIECE) != 0;
+                    if (n != length - 1 - Frames.DATA_HEADER_BODY) {
+                        throw new ProtocolException("DATA length " + n + " disagrees with frame length " + length);
+                    }
+                    payloadRemaining = n;
+                    sink = onDataFrame(ctx, sessionId, writeId, dstOffset, n, last);
+                    if (n == 0 && sink != null) {
+                        DataSink done = sink;
+                        sink = null;
+                        done.finish();
+                    }
+                } else {
+                    onControlFrame(ctx, t, body);
+                }
+            } finally {
+                partial.clear();
+            }
+        }
+    }
+
+    /** {@code n} bytes as one buffer: a slice of {@code in} when it holds them all, else accumulated. */
+    private ByteBuf take(ByteBuf in, int n) {
+        if (!partial.isReadable() && in.readableBytes() >= n) {
+            return in.readSlice(n);
+        }
+        int k = Math.min(n - partial.readableBytes(), in.readableBytes());
+        partial.writeBytes(in, k);
+        return partial.readableBytes() < n ? null : partial;
+    }
+}
