@@ -1,0 +1,90 @@
+package dev.ripcord.gateway.openai;
+
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.OptionalLong;
+
+import org.jspecify.annotations.Nullable;
+
+/**
+ * What the serving core needs from a validated OpenAI request. Built only by this package, after every field has
+ * been checked: {@code maxTokens} already fits both the server's limit and the context window.
+ *
+ * <p>{@code promptTokens} is copied on construction and owned by this record; callers must not mutate the array
+ * returned by the accessor. {@link #toString()} prints sizes, never prompt content or stop strings.
+ *
+ * @param requestId    the client's {@code X-Request-Id} or a generated one; also the {@code id} of every response
+ * @param model        the served model id the client asked for
+ * @param promptTokens the prompt, tokenized (for chat: the rendered chat template), never empty
+ * @param maxTokens    how many tokens to generate at most, {@code >= 1}
+ * @param temperature  0..2
+ * @param topP         in (0, 1]
+ * @param seed         the sampling seed, empty when the client gave none
+ * @param stop         up to 4 non-empty stop strings; applied by the gateway on the detokenized text
+ * @param ignoreEos    keep generating past EOS until {@code maxTokens} (vLLM extension)
+ * @param stream       whether the client asked for server-sent events
+ * @param includeUsage whether a streamed response ends with a usage chunk
+ * @param user         the client's opaque end-user id, or null
+ * @param timeout      the client's deadline for the whole request ({@code timeout} field or {@code X-Ripcord-Timeout}
+ *                     header, the shorter of the two), or null for none; the serving core enforces it
+ * @param kind         which endpoint the request came through
+ */
+public record GenerationRequest(String requestId, String model, int[] promptTokens, int maxTokens,
+        double temperature, double topP, OptionalLong seed, List<String> stop,
+        boolean ignoreEos, boolean stream, boolean includeUsage, @Nullable String user, @Nullable Duration timeout,
+        Kind kind) {
+
+    /** The endpoint a request came through; decides the response shapes, not the generation. */
+    public enum Kind {
+        /** {@code POST /v1/completions}. */
+        COMPLETION,
+        /** {@code POST /v1/chat/completions}; the prompt is the rendered chat template. */
+        CHAT
+    }
+
+    public GenerationRequest {
+        Objects.requireNonNull(requestId, "requestId");
+        Objects.requireNonNull(model, "model");
+        Objects.requireNonNull(seed, "seed");
+        Objects.requireNonNull(kind, "kind");
+        stop = List.copyOf(stop);
+        promptTokens = promptTokens.clone();
+        if (promptTokens.length == 0) {
+            throw new IllegalArgumentException("promptTokens must not be empty");
+        }
+        if (maxTokens < 1) {
+            throw new IllegalArgumentException("maxTokens must be >= 1, got " + maxTokens);
+        }
+        if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
+            throw new IllegalArgumentException("timeout must be positive, got " + timeout);
+        }
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof GenerationRequest r && requestId.equals(r.requestId) && model.equals(r.model)
+                && Arrays.equals(promptTokens, r.promptTokens) && maxTokens == r.maxTokens
+                && Double.compare(temperature, r.temperature) == 0 && Double.compare(topP, r.topP) == 0
+                && seed.equals(r.seed) && stop.equals(r.stop) && ignoreEos == r.ignoreEos && stream == r.stream
+                && includeUsage == r.includeUsage && Objects.equals(user, r.user)
+                && Objects.equals(timeout, r.timeout) && kind == r.kind;
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(requestId, model, Arrays.hashCode(promptTokens), maxTokens, temperature, topP, seed, stop,
+                ignoreEos, stream, includeUsage, user, timeout, kind);
+    }
+
+    /** Sizes only: prompts and stop strings are user content and stay out of logs. */
+    @Override
+    public String toString() {
+        return "GenerationRequest[requestId=" + requestId + ", model=" + model + ", kind=" + kind
+                + ", promptTokens=" + promptTokens.length + ", maxTokens=" + maxTokens
+                + ", temperature=" + temperature + ", topP=" + topP + ", seed=" + seed
+                + ", stop=" + stop.size() + ", ignoreEos=" + ignoreEos + ", stream=" + stream
+                + ", includeUsage=" + includeUsage + ", timeout=" + timeout + "]";
+    }
+}

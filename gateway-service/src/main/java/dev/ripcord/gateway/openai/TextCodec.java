@@ -1,0 +1,39 @@
+package dev.ripcord.gateway.openai;
+
+/**
+ * The engine's tokenizer and model limits as the OpenAI surface sees them; bound by whoever owns the engine.
+ * Implementations must be thread-safe and must not block (calls happen on reactive worker threads).
+ */
+public interface TextCodec {
+
+    /** Prompt text to token ids; the codec decides about BOS and special tokens. */
+    int[] encode(String text);
+
+    /** Valid token ids are {@code 0 .. vocabularySize() - 1}. */
+    int vocabularySize();
+
+    /** The context window, in tokens: prompt plus completion must fit in it. */
+    int contextLength();
+
+    /** The one served model id, e.g. {@code "ripcord-small"}. */
+    String modelName();
+
+    /** The server's upper bound for {@code max_tokens}. */
+    int maxTokensLimit();
+
+    /** A fresh incremental detokenizer for one generation; not shared between requests. */
+    Detokenizer newDetokenizer();
+
+    /**
+     * Turns a token stream back into text, one token at a time, never splitting a UTF-8 sequence. Used by one
+     * request at a time; need not be thread-safe.
+     */
+    interface Detokenizer {
+
+        /** Text that became complete with this token and was not returned before; {@code ""} if none. */
+        String accept(int tokenId);
+
+        /** Whatever is still pending at the end of the generation (incomplete bytes rendered as U+FFFD). */
+        String flush();
+    }
+}
