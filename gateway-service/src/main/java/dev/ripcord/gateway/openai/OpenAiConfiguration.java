@@ -1,0 +1,56 @@
+package dev.ripcord.gateway.openai;
+
+import static org.springframework.web.reactive.function.server.RequestPredicates.path;
+
+import java.time.Clock;
+import java.util.Set;
+
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.http.HttpMethod;
+import org.springframework.web.reactive.function.server.RouterFunction;
+import org.springframework.web.reactive.function.server.RouterFunctions;
+import org.springframework.web.reactive.function.server.ServerRequest;
+import org.springframework.web.reactive.function.server.ServerResponse;
+import org.springframework.web.server.MethodNotAllowedException;
+import org.springframework.web.server.WebExceptionHandler;
+import reactor.core.publisher.Mono;
+
+/**
+ * Wires the OpenAI-compatible HTTP surface: the routes and the error handler that renders every {@code /v1/**}
+ * error as an OpenAI body.
+ *
+ * <p>Needs one {@link TokenGenerator} and one {@link TextCodec} bean, defined elsewhere. Uses a {@link Clock} bean
+ * for {@code created} if there is exactly one, else the system UTC clock. Reads {@link OpenAiProperties}.
+ */
+@Configuration(proxyBeanMethods = false)
+@EnableConfigurationProperties(OpenAiProperties.class)
+public class OpenAiConfiguration {
+
+    @Bean
+    RouterFunction<ServerResponse> openAiRoutes(TokenGenerator generator, TextCodec codec, OpenAiProperties properties,
+            ObjectProvider<Clock> clock) {
+        OpenAiHandler handler = new OpenAiHandler(generator, codec, properties, clock.getIfUnique(Clock::systemUTC));
+        return RouterFunctions.route()
+                .POST("/v1/completions", handler::completions)
+                .POST("/v1/chat/completions", handler::chatCompletions)
+                .GET("/v1/models", handler::models)
+                .GET("/v1/models/{model}", handler::model)
+                // the paths exist, so a wrong method is a 405 with Allow, not the 404 of an unknown path
+                .route(path("/v1/completions").or(path("/v1/chat/completions")), request -> notAllowed(request, HttpMethod.POST))
+                .route(path("/v1/models").or(path("/v1/models/{model}")), request -> notAllowed(request, HttpMethod.GET))
+                .build();
+    }
+
+    @Bean
+    WebExceptionHandler openAiErrorHandler() {
+        return new OpenAiErrorHandler();
+    }
+
+    private static Mono<ServerResponse> notAllowed(ServerRequest request,
+            HttpMethod allowed) {
+        return Mono.error(new MethodNotAllowedException(request.method(), Set.of(allowed)));
+    }
+}

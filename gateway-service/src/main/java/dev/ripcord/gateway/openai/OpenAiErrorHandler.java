@@ -1,0 +1,120 @@
+package dev.ripcord.gateway.openai;
+
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.core.Ordered;
+import org.springframework.core.io.buffer.DataBufferLimitException;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.MediaType;
+import org.springframework.http.server.reactive.ServerHttpRequest;
+import org.springframework.http.server.reactive.ServerHttpResponse;
+import org.springframework.web.ErrorResponse;
+import org.springframework.web.server.ServerWebExchange;
+import org.springframework.web.server.WebExceptionHandler;
+import reactor.core.publisher.Mono;
+
+/**
+ * Renders every error under {@code /v1/} as an OpenAI error body: {@link ApiException}s from the routes, framework
+ * errors (404 unknown path, 405, 406, 415, 413) and anything that escaped, which becomes a 500 whose message carries
+ * the request id and never a stack trace. Other paths are left to the next handler.
+ *
+ * <p>Runs before Spring Boot's {@code ErrorWebExceptionHandler} (order -1). Client mistakes are logged at DEBUG;
+ * 5xx at WARN, with the stack trace only when the failure is unexpected.
+ */
+final class OpenAiErrorHandler implements WebExceptionHandler, Ordered {
+
+    /** Ahead of Spring Boot's error handler (-1) and WebFlux's status handler (0). */
+    static final int ORDER = -2;
+
+    private static final Logger log = LoggerFactory.getLogger(OpenAiErrorHandler.class);
+
+    @Override
+    public int getOrder() {
+        return ORDER;
+    }
+
+    @Override
+    public Mono<Void> handle(ServerWebExchange exchange, Throwable failure) {
+        ServerHttpRequest request = exchange.getRequest();
+        if (!isOpenAiPath(request.getPath().pathWithinApplication().value())) {
+            return Mono.error(failure);
+        }
+        ServerHttpResponse response = exchange.getResponse();
+        HttpHeaders headers = response.getHeaders();
+        String requestId = headers.getFirst(RequestIds.HEADER);
+        if (requestId == null) {
+            requestId = RequestIds.generate("req-");
+        }
+        ApiException error = toApiException(failure, request, requestId);
+        logFailure(error, failure, requestId);
+        if (response.isCommitted()) {
+            return Mono.error(failure); // too late for a body; the server closes the connection
+        }
+        headers.remove(HttpHeaders.CONTENT_LENGTH);
+        headers.remove(HttpHeaders.CACHE_CONTROL);
+        if (failure instanceof ErrorResponse framework && !(failure instanceof ApiException)) {
+            headers.putAll(framework.getHeaders()); // e.g. Allow on 405, Accept on 415
+        }
+        headers.putAll(error.getHeaders());
+        headers.set(RequestIds.HEADER, requestId);
+        headers.setContentType(MediaType.APPLICATION_JSON);
+        response.setStatusCode(error.getStatusCode());
+        byte[] body = OpenAiJson.bytes(OpenAiJson.errorBody(error));
+        return response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(body)));
+    }
+
+    static boolean isOpenAiPath(String path) {
+        return path.equals("/v1") || path.startsWith("/v1/");
+    }
+
+    /** What the client is told about {@code failure}: itself if it is an {@link ApiException}, else a translation. */
+    static ApiException toApiException(Throwable failure, @Nullable ServerHttpRequest request, String requestId) {
+        if (failure instanceof ApiException api) {
+            return api;
+        }
+        if (failure instanceof DataBufferLimitException) {
+            return new ApiException(ErrorCode.REQUEST_TOO_LARGE, null, "The request body is too large.", null, failure);
+        }
+        if (failure instanceof ErrorResponse framework) {
+            int status = framework.getStatusCode().value();
+            ErrorCode code = ErrorCode.forStatus(status);
+            return new ApiException(code, null, frameworkMessage(code, framework, request, requestId), null, failure);
+        }
+        return new ApiException(ErrorCode.INTERNAL_ERROR, null, internalMessage(requestId), null, failure);
+    }
+
+    private static String frameworkMessage(ErrorCode code, ErrorResponse framework, @Nullable ServerHttpRequest request,
+            String requestId) {
+        String target = request == null ? "" : request.getMethod().name() + " " + request.getPath().value();
+        return switch (code) {
+            case UNKNOWN_URL -> "Unknown request URL: " + target + ".";
+            case METHOD_NOT_ALLOWED -> "Method not allowed: " + target + "; allowed: "
+                    + framework.getHeaders().getFirst(HttpHeaders.ALLOW) + ".";
+            case NOT_ACCEPTABLE -> "The Accept header rules out every media type this endpoint produces "
+                    + "(application/json, text/event-stream).";
+            case UNSUPPORTED_MEDIA_TYPE -> "Unsupported Content-Type; send application/json.";
+            case REQUEST_TOO_LARGE -> "The request body is too large.";
+            case INTERNAL_ERROR, SERVICE_UNAVAILABLE, TIMEOUT -> internalMessage(requestId);
+            default -> "The request could not be processed: " + framework.getStatusCode() + ".";
+        };
+    }
+
+    private static String internalMessage(String requestId) {
+        return "The server had an error while processing your request. Quote request id " + requestId
+                + " if you report it.";
+    }
+
+    private static void logFailure(ApiException error, Throwable failure, String requestId) {
+        int status = error.getStatusCode().value();
+        if (status < 500) {
+            log.debug("requestId={} rejected status={} code={} param={}: {}", requestId, status,
+                    error.errorCode().code(), error.param(), error.message());
+        } else if (error.errorCode() == ErrorCode.INTERNAL_ERROR) {
+            log.error("requestId={} failed status={}", requestId, status, failure);
+        } else {
+            log.warn("requestId={} failed status={} code={}: {}", requestId, status, error.errorCode().code(),
+                    error.message());
+        }
+    }
+}

@@ -1,0 +1,293 @@
+package dev.ripcord.gateway.openai;
+
+import java.nio.charset.IllegalCharsetNameException;
+import java.nio.charset.StandardCharsets;
+import java.nio.charset.UnsupportedCharsetException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.DataBufferLimitException;
+import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.InvalidMediaTypeException;
+import org.springframework.http.MediaType;
+import org.springframework.http.ReactiveHttpOutputMessage;
+import org.springframework.web.reactive.function.BodyExtractors;
+import org.springframework.web.reactive.function.BodyInserter;
+import org.springframework.web.reactive.function.server.ServerRequest;
+import org.springframework.web.reactive.function.server.ServerResponse;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+import reactor.util.context.Context;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
+
+import dev.ripcord.gateway.openai.GenerationRequest.Kind;
+
+/**
+ * The request lifecycle of the OpenAI surface, in order:
+ *
+ * <ol>
+ *   <li><b>Identify</b>: take the client's {@code X-Request-Id} or make one; set it on the response and in the
+ *       Reactor context ({@value RequestIds#CONTEXT_KEY}) before anything can fail, so every answer carries it.</li>
+ *   <li><b>Check headers</b>: {@code Content-Type} (415), {@code Accept} (406), {@code X-Ripcord-Timeout} (400).</li>
+ *   <li><b>Read</b> the body, at most {@code max-body-size} bytes (413), without blocking.</li>
+ *   <li><b>Parse and tokenize</b> on the parallel scheduler ({@link RequestParser}): any client mistake is a 4xx
+ *       {@link ApiException}.</li>
+ *   <li><b>Generate</b>: subscribe to {@link TokenGenerator#generate}; {@link TextDeltas} detokenizes, applies stop
+ *       strings and cancels the generation when one matches.</li>
+ *   <li><b>Answer</b>: SSE events, or one JSON body once the generation ends ({@link ResponseShapes}).</li>
+ * </ol>
+ *
+ * <p>Errors: anything raised before the first byte of the response (including a generator that fails before its
+ * first token) reaches {@link OpenAiErrorHandler} and becomes a proper status with an OpenAI body. A stream that
+ * fails after it started ends with an error event and {@code [DONE]}. If the client goes away, WebFlux cancels the
+ * response, which cancels the generation.
+ */
+final class OpenAiHandler {
+
+    private static final Logger log = LoggerFactory.getLogger(OpenAiHandler.class);
+
+    private final TokenGenerator generator;
+    private final TextCodec codec;
+    private final OpenAiProperties properties;
+    private final Clock clock;
+    private final RequestParser parser;
+    private final long startedAt;
+
+    OpenAiHandler(TokenGenerator generator, TextCodec codec, OpenAiProperties properties, Clock clock) {
+        this.generator = generator;
+        this.codec = codec;
+        this.properties = properties;
+        this.clock = clock;
+        this.parser = new RequestParser(codec, properties.maxTimeout());
+        this.startedAt = clock.instant().getEpochSecond();
+    }
+
+    Mono<ServerResponse> completions(ServerRequest http) {
+        return serve(http, Kind.COMPLETION);
+    }
+
+    Mono<ServerResponse> chatCompletions(ServerRequest http) {
+        return serve(http, Kind.CHAT);
+    }
+
+    private Mono<ServerResponse> serve(ServerRequest http, Kind kind) {
+        String requestId = identify(http, RequestIds.forCompletion(kind));
+        return Mono.fromCallable(() -> checkHeaders(http))
+                .flatMap(headerTimeout -> readBody(http)
+                        // parsing and tokenizing cost CPU in proportion to the body: keep them off the event loop
+                        .publishOn(Schedulers.parallel())
+                        .map(body -> parser.parse(kind, body, requestId, headerTimeout.orElse(null))))
+                .doOnNext(request -> log.debug("requestId={} accepted kind={} promptTokens={} maxTokens={} stream={}",
+                        requestId, kind, request.promptTokens().length, request.maxTokens(), request.stream()))
+                .flatMap(request -> request.stream() ? stream(request) : complete(request))
+                .contextWrite(Context.of(RequestIds.CONTEXT_KEY, requestId));
+    }
+
+    /** Validates the headers; returns the {@code X-Ripcord-Timeout} deadline if any. */
+    private Optional<Duration> checkHeaders(ServerRequest http) {
+        checkClientRequestId(http);
+        checkContentType(http);
+        checkAccept(http);
+        return Optional.ofNullable(parser.timeoutHeader(http.headers().firstHeader(RequestParser.TIMEOUT_HEADER)));
+    }
+
+    /**
+     * The id every answer carries: the client's {@code X-Request-Id} if valid, else {@code generated}. Set on the
+     * response first thing, so that even the 400 for an invalid client id carries a usable one.
+     */
+    private static String identify(ServerRequest http, String generated) {
+        String clientId = http.headers().firstHeader(RequestIds.HEADER);
+        String requestId = RequestIds.isValid(clientId) ? clientId : generated;
+        http.exchange().getResponse().getHeaders().set(RequestIds.HEADER, requestId);
+        return requestId;
+    }
+
+    private static void checkClientRequestId(ServerRequest http) {
+        String clientId = http.headers().firstHeader(RequestIds.HEADER);
+        if (clientId != null && !RequestIds.isValid(clientId)) {
+            throw ApiException.of(ErrorCode.INVALID_REQUEST_ID, RequestIds.HEADER,
+                    "Invalid X-Request-Id header: expected 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'.");
+        }
+    }
+
+    /** JSON in UTF-8; a request without {@code Content-Type} is read as JSON too (curl-style clients omit it). */
+    private static void checkContentType(ServerRequest http) {
+        String header = http.headers().firstHeader(HttpHeaders.CONTENT_TYPE);
+        if (header == null) {
+            return;
+        }
+        boolean supported;
+        try {
+            MediaType type = MediaType.parseMediaType(header);
+            supported = MediaType.APPLICATION_JSON.isCompatibleWith(type) && !type.isWildcardSubtype()
+                    && (type.getCharset() == null || type.getCharset().equals(StandardCharsets.UTF_8));
+        } catch (InvalidMediaTypeException | UnsupportedCharsetException | IllegalCharsetNameException e) {
+            supported = false;
+        }
+        if (!supported) {
+            throw ApiException.of(ErrorCode.UNSUPPORTED_MEDIA_TYPE, null,
+                    "Unsupported Content-Type; send application/json in UTF-8.");
+        }
+    }
+
+    /** 406 only when {@code Accept} rules out both JSON and SSE: OpenAI's SDKs send JSON even for streams. */
+    private static void checkAccept(ServerRequest http) {
+        boolean acceptable;
+        try {
+            List<MediaType> accepted = http.headers().accept();
+            acceptable = accepted.isEmpty() || accepted.stream().anyMatch(type ->
+                    type.isCompatibleWith(MediaType.APPLICATION_JSON) || type.isCompatibleWith(MediaType.TEXT_EVENT_STREAM));
+        } catch (InvalidMediaTypeException e) {
+            acceptable = false; // an unreadable Accept header names nothing we produce
+        }
+        if (!acceptable) {
+            throw ApiException.of(ErrorCode.NOT_ACCEPTABLE, null,
+                    "The Accept header rules out both application/json and text/event-stream.");
+        }
+    }
+
+    private Mono<byte[]> readBody(ServerRequest http) {
+        int limit = properties.maxBodyBytes();
+        long declared = http.headers().contentLength().orElse(-1);
+        if (declared > limit) {
+            return Mono.error(tooLarge(limit));
+        }
+        return DataBufferUtils.join(http.body(BodyExtractors.toDataBuffers()), limit)
+                .map(OpenAiHandler::drain)
+                .onErrorMap(DataBufferLimitException.class, e -> tooLarge(limit))
+                .defaultIfEmpty(new byte[0]);
+    }
+
+    private static byte[] drain(DataBuffer buffer) {
+        try {
+            byte[] bytes = new byte[buffer.readableByteCount()];
+            buffer.read(bytes);
+            return bytes;
+        } finally {
+            DataBufferUtils.release(buffer);
+        }
+    }
+
+    private static ApiException tooLarge(int limit) {
+        return ApiException.of(ErrorCode.REQUEST_TOO_LARGE, null,
+                "The request body is larger than the limit of %d bytes.", limit);
+    }
+
+    // --- answers ------------------------------------------------------------------------------------------------
+
+    private Flux<TextDelta> deltas(GenerationRequest request) {
+        return TextDeltas.decode(Flux.defer(() -> generator.generate(request)), codec::newDetokenizer, request.stop())
+                .doOnNext(delta -> {
+                    if (delta.isLast()) {
+                        log.info("requestId={} finished reason={} promptTokens={} completionTokens={}",
+                                request.requestId(), delta.finishReason(), request.promptTokens().length,
+                                delta.completionTokens());
+                    }
+                });
+    }
+
+    private Mono<ServerResponse> stream(GenerationRequest request) {
+        long created = clock.instant().getEpochSecond();
+        Flux<byte[]> events = Flux.defer(() -> {
+            ResponseShapes shapes = new ResponseShapes(request, created);
+            return deltas(request)
+                    .map(shapes::events)
+                    .concatWith(Mono.fromSupplier(shapes::tail))
+                    .onErrorResume(failure -> {
+                        if (!shapes.started()) {
+                            return Mono.error(failure); // nothing sent yet: the error handler sets the status
+                        }
+                        ApiException error = OpenAiErrorHandler.toApiException(failure, null, request.requestId());
+                        log.warn("requestId={} stream failed after it started; ending it with an error event",
+                                request.requestId(), failure);
+                        return Mono.just(shapes.errorEvents(error));
+                    });
+        }).doOnCancel(() -> log.debug("requestId={} cancelled by the client", request.requestId()))
+                .contextWrite(Context.of(RequestIds.CONTEXT_KEY, request.requestId()));
+        return ServerResponse.ok()
+                .contentType(MediaType.TEXT_EVENT_STREAM)
+                .header(HttpHeaders.CACHE_CONTROL, "no-cache")
+                .body(flushEach(events));
+    }
+
+    private Mono<ServerResponse> complete(GenerationRequest request) {
+        long created = clock.instant().getEpochSecond();
+        return deltas(request)
+                .collectList()
+                .flatMap(deltas -> {
+                    StringBuilder text = new StringBuilder();
+                    deltas.forEach(delta -> text.append(delta.text()));
+                    TextDelta last = deltas.getLast();
+                    ObjectNode body = new ResponseShapes(request, created)
+                            .body(text.toString(), last.finishReason(), last.completionTokens());
+                    return json(HttpStatus.OK, body);
+                })
+                .doOnCancel(() -> log.debug("requestId={} cancelled by the client", request.requestId()));
+    }
+
+    // --- models -------------------------------------------------------------------------------------------------
+
+    Mono<ServerResponse> models(ServerRequest http) {
+        identify(http, RequestIds.generate("req-"));
+        return Mono.fromCallable(() -> {
+            checkClientRequestId(http);
+            checkAccept(http);
+            ObjectNode body = OpenAiJson.MAPPER.createObjectNode();
+            body.put("object", "list");
+            ArrayNode data = body.putArray("data");
+            data.add(model());
+            return body;
+        }).flatMap(body -> json(HttpStatus.OK, body));
+    }
+
+    Mono<ServerResponse> model(ServerRequest http) {
+        identify(http, RequestIds.generate("req-"));
+        return Mono.fromCallable(() -> {
+            checkClientRequestId(http);
+            checkAccept(http);
+            String id = http.pathVariable("model");
+            if (!id.equals(codec.modelName())) {
+                throw ApiException.of(ErrorCode.MODEL_NOT_FOUND, "model", "The model '%s' does not exist.", id);
+            }
+            return (JsonNode) model();
+        }).flatMap(body -> json(HttpStatus.OK, body));
+    }
+
+    /** One entry of {@code GET /v1/models}; {@code max_model_len} is vLLM's extension, handy for clients. */
+    private ObjectNode model() {
+        ObjectNode model = OpenAiJson.MAPPER.createObjectNode();
+        model.put("id", codec.modelName());
+        model.put("object", "model");
+        model.put("created", startedAt);
+        model.put("owned_by", properties.ownedBy());
+        model.put("max_model_len", codec.contextLength());
+        return model;
+    }
+
+    // --- writing ------------------------------------------------------------------------------------------------
+
+    private static Mono<ServerResponse> json(HttpStatus status, JsonNode body) {
+        byte[] bytes = OpenAiJson.bytes(body);
+        return ServerResponse.status(status).contentType(MediaType.APPLICATION_JSON)
+                .body((message, context) -> message.writeWith(Mono.fromSupplier(() -> message.bufferFactory().wrap(bytes))));
+    }
+
+    /**
+     * Writes each SSE event and flushes it, so a token reaches the client when it is generated. Buffers are made
+     * lazily from byte arrays, so nothing pooled is held if the client cancels in between.
+     */
+    private static BodyInserter<Flux<byte[]>, ReactiveHttpOutputMessage> flushEach(Flux<byte[]> events) {
+        return (message, context) -> message.writeAndFlushWith(
+                events.map(event -> Mono.fromSupplier(() -> message.bufferFactory().wrap(event))));
+    }
+}

@@ -1,0 +1,44 @@
+package dev.ripcord.gateway.openai;
+
+import java.time.Duration;
+
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.util.unit.DataSize;
+
+/**
+ * {@code ripcord.gateway.openai.*}: limits of the OpenAI-compatible HTTP surface. Defaults work on a laptop.
+ *
+ * @param maxBodySize largest accepted request body; larger ones get 413 without being parsed (default 1MB)
+ * @param maxTimeout  largest per-request deadline a client may ask for with {@code timeout} or
+ *                    {@code X-Ripcord-Timeout} (default 1h)
+ * @param ownedBy     the {@code owned_by} of the served model in {@code GET /v1/models} (default {@code ripcord})
+ */
+@ConfigurationProperties("ripcord.gateway.openai")
+public record OpenAiProperties(
+        @DefaultValue("1MB") DataSize maxBodySize,
+        @DefaultValue("1h") Duration maxTimeout,
+        @DefaultValue("ripcord") String ownedBy) {
+
+    public OpenAiProperties {
+        if (maxBodySize.toBytes() < 1 || maxBodySize.toBytes() > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException(
+                    "ripcord.gateway.openai.max-body-size must be between 1B and 2GB, got " + maxBodySize);
+        }
+        if (maxTimeout.isNegative() || maxTimeout.isZero()) {
+            throw new IllegalArgumentException("ripcord.gateway.openai.max-timeout must be positive, got " + maxTimeout);
+        }
+        if (ownedBy.isBlank()) {
+            throw new IllegalArgumentException("ripcord.gateway.openai.owned-by must not be blank");
+        }
+    }
+
+    /** The defaults, for tests and for wiring without a binder. */
+    public static OpenAiProperties defaults() {
+        return new OpenAiProperties(DataSize.ofMegabytes(1), Duration.ofHours(1), "ripcord");
+    }
+
+    int maxBodyBytes() {
+        return (int) maxBodySize.toBytes();
+    }
+}

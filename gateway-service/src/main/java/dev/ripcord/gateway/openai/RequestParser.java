@@ -1,0 +1,559 @@
+package dev.ripcord.gateway.openai;
+
+import java.math.BigDecimal;
+import java.math.BigInteger;
+import java.math.RoundingMode;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CharsetDecoder;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalDouble;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+import org.jspecify.annotations.Nullable;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.TokenStreamLocation;
+import tools.jackson.databind.JsonNode;
+
+import dev.ripcord.gateway.openai.GenerationRequest.Kind;
+
+/**
+ * Reads an OpenAI request body into a {@link GenerationRequest}, or fails with the first problem as an
+ * {@link ApiException} that names the offending field.
+ *
+ * <p>Design note: the body is walked as a JSON tree instead of being bound to a DTO, so every message can say
+ * exactly which field is wrong and how, in OpenAI's wording ({@code Invalid type for 'max_tokens': expected an
+ * integer, but got a string instead.}), and so unknown fields are caught by name. Checks run in a fixed order:
+ * encoding and syntax, unknown fields, {@code model}, the scalar fields, the prompt (tokenized here), and last the
+ * limits that need the prompt's length. {@code null} means "not given" for every optional field.
+ *
+ * <p>Tokenizing is CPU work proportional to the body: callers run this off the event loop.
+ */
+final class RequestParser {
+
+    /** Request header carrying a deadline in seconds, as an alternative to the {@code timeout} field. */
+    static final String TIMEOUT_HEADER = "X-Ripcord-Timeout";
+
+    static final int MAX_STOP_STRINGS = 4;
+
+    private static final Set<String> COMMON_FIELDS = Set.of("model", "stream", "stream_options", "max_tokens",
+            "temperature", "top_p", "seed", "stop", "user", "n", "ignore_eos", "timeout",
+            // accepted only with their neutral values
+            "logprobs", "presence_penalty", "frequency_penalty", "logit_bias");
+    private static final Set<String> COMPLETION_FIELDS = Set.of("prompt", "echo", "suffix", "best_of");
+    private static final Set<String> CHAT_FIELDS = Set.of("messages", "max_completion_tokens",
+            // accepted only with their neutral values, or ignored
+            "response_format", "parallel_tool_calls", "metadata", "store");
+    private static final Set<String> MESSAGE_FIELDS = Set.of("role", "content", "name");
+    private static final Set<String> CHAT_ROLES = Set.of("system", "user", "assistant");
+    private static final Set<String> UNSUPPORTED_ROLES = Set.of("developer", "tool", "function");
+    private static final Pattern SECONDS = Pattern.compile("[0-9]{1,10}(\\.[0-9]{1,9})?");
+    private static final BigInteger NANOS_PER_SECOND = BigInteger.valueOf(1_000_000_000L);
+    private static final int MAX_ECHOED_VALUE = 40;
+
+    private final TextCodec codec;
+    private final Duration maxTimeout;
+
+    RequestParser(TextCodec codec, Duration maxTimeout) {
+        this.codec = codec;
+        this.maxTimeout = maxTimeout;
+    }
+
+    GenerationRequest parse(Kind kind, byte[] body, String requestId, @Nullable Duration headerTimeout) {
+        JsonNode root = readObject(body);
+        rejectUnknownFields(root, kind);
+
+        String model = model(root.get("model"));
+        boolean stream = bool(root.get("stream"), "stream", false);
+        boolean includeUsage = includeUsage(root.get("stream_options"), stream);
+        MaxTokens maxTokens = maxTokens(root, kind);
+        double temperature = number(root.get("temperature"), "temperature").orElse(1.0);
+        require(Double.isFinite(temperature) && temperature >= 0 && temperature <= 2, ErrorCode.INVALID_VALUE,
+                "temperature", "'temperature' must be between 0 and 2, got %s.", temperature);
+        double topP = number(root.get("top_p"), "top_p").orElse(1.0);
+        require(Double.isFinite(topP) && topP > 0 && topP <= 1, ErrorCode.INVALID_VALUE,
+                "top_p", "'top_p' must be greater than 0 and at most 1, got %s.", topP);
+        OptionalLong seed = integer(root.get("seed"), "seed");
+        List<String> stop = stop(root.get("stop"));
+        String user = string(root.get("user"), "user");
+        requireSingleChoice(root.get("n"));
+        boolean ignoreEos = bool(root.get("ignore_eos"), "ignore_eos", false);
+        Duration timeout = shorter(timeout(root.get("timeout")), headerTimeout);
+        checkNeutralFields(root, kind);
+
+        String promptParam = kind == Kind.CHAT ? "messages" : "prompt";
+        int[] promptTokens = kind == Kind.CHAT ? chatPrompt(root.get("messages")) : completionPrompt(root.get("prompt"));
+        int limit = checkContext(promptTokens.length, maxTokens, promptParam);
+        return new GenerationRequest(requestId, model, promptTokens, limit, temperature, topP, seed, stop,
+                ignoreEos, stream, includeUsage, user, timeout, kind);
+    }
+
+    /** Parses {@value #TIMEOUT_HEADER}: seconds, e.g. {@code 30} or {@code 2.5}; null when absent. */
+    @Nullable Duration timeoutHeader(@Nullable String value) {
+        if (value == null) {
+            return null;
+        }
+        require(SECONDS.matcher(value.strip()).matches(), ErrorCode.INVALID_VALUE, TIMEOUT_HEADER,
+                "Invalid %s header: expected a positive number of seconds such as 30 or 2.5.", TIMEOUT_HEADER);
+        return seconds(new BigDecimal(value.strip()), TIMEOUT_HEADER);
+    }
+
+    // --- body ---------------------------------------------------------------------------------------------------
+
+    private static JsonNode readObject(byte[] body) {
+        String text = utf8(body);
+        if (!text.isEmpty() && text.charAt(0) == '\uFEFF') {
+            text = text.substring(1); // a UTF-8 BOM is legal noise, not content
+        }
+        require(!text.isBlank(), ErrorCode.INVALID_JSON, null, "The request body is empty; expected a JSON object.");
+        JsonNode root;
+        try {
+            root = OpenAiJson.MAPPER.readTree(text);
+        } catch (JacksonException e) {
+            throw ApiException.of(ErrorCode.INVALID_JSON, null, "The request body is not valid JSON: %s%s",
+                    truncate(e.getOriginalMessage(), 200), location(e));
+        }
+        require(root != null && root.isObject(), ErrorCode.INVALID_JSON, null,
+                "The request body must be a JSON object, got %s.", root == null ? "nothing" : typeName(root));
+        return root;
+    }
+
+    private static String utf8(byte[] body) {
+        CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(CodingErrorAction.REPORT)
+                .onUnmappableCharacter(CodingErrorAction.REPORT);
+        ByteBuffer in = ByteBuffer.wrap(body);
+        try {
+            return decoder.decode(in).toString();
+        } catch (CharacterCodingException e) {
+            throw ApiException.of(ErrorCode.INVALID_ENCODING, null,
+                    "The request body is not valid UTF-8: bad byte sequence at offset %d.", in.position());
+        }
+    }
+
+    private static String location(JacksonException e) {
+        TokenStreamLocation at = e.getLocation();
+        return at == null || at.getLineNr() < 1 ? "" : " (line %d, column %d)".formatted(at.getLineNr(), at.getColumnNr());
+    }
+
+    private static void rejectUnknownFields(JsonNode root, Kind kind) {
+        Set<String> own = kind == Kind.CHAT ? CHAT_FIELDS : COMPLETION_FIELDS;
+        for (String name : root.propertyNames()) {
+            if (!COMMON_FIELDS.contains(name) && !own.contains(name)) {
+                throw ApiException.of(ErrorCode.UNKNOWN_PARAMETER, name,
+                        "Unrecognized request argument supplied: %s", truncate(name, 100));
+            }
+        }
+    }
+
+    // --- fields -------------------------------------------------------------------------------------------------
+
+    private String model(@Nullable JsonNode node) {
+        String model = string(node, "model");
+        require(model != null, ErrorCode.MISSING_REQUIRED_PARAMETER, "model", "Missing required parameter: 'model'.");
+        if (!model.equals(codec.modelName())) {
+            throw ApiException.of(ErrorCode.MODEL_NOT_FOUND, "model", "The model '%s' does not exist; this server serves '%s'.",
+                    truncate(model, 100), codec.modelName());
+        }
+        return model;
+    }
+
+    private static boolean includeUsage(@Nullable JsonNode options, boolean stream) {
+        if (!present(options)) {
+            return false;
+        }
+        if (!options.isObject()) {
+            throw wrongType("stream_options", "an object", options);
+        }
+        require(stream, ErrorCode.INVALID_VALUE, "stream_options",
+                "'stream_options' is only allowed when 'stream' is true.");
+        // other keys (e.g. vLLM's continuous_usage_stats) are ignored on purpose
+        return bool(options.get("include_usage"), "stream_options.include_usage", false);
+    }
+
+    /** {@code max_tokens} (or chat's {@code max_completion_tokens}), checked against the server's limit. */
+    private MaxTokens maxTokens(JsonNode root, Kind kind) {
+        JsonNode legacy = root.get("max_tokens");
+        JsonNode modern = kind == Kind.CHAT ? root.get("max_completion_tokens") : null;
+        String param = "max_tokens";
+        JsonNode node = legacy;
+        if (present(modern)) {
+            require(!present(legacy) || legacy.equals(modern), ErrorCode.INVALID_VALUE, "max_completion_tokens",
+                    "Set only one of 'max_tokens' and 'max_completion_tokens'.");
+            param = "max_completion_tokens";
+            node = modern;
+        }
+        if (!present(node)) {
+            return new MaxTokens(null, param);
+        }
+        if (!node.isIntegralNumber()) {
+            throw wrongType(param, "an integer", node);
+        }
+        int serverMax = codec.maxTokensLimit();
+        require(node.canConvertToInt() && node.intValue() >= 1 && node.intValue() <= serverMax,
+                ErrorCode.INVALID_VALUE, param, "'%s' must be between 1 and %d, got %s.", param, serverMax,
+                truncate(node.toString(), MAX_ECHOED_VALUE));
+        return new MaxTokens(node.intValue(), param);
+    }
+
+    private static List<String> stop(@Nullable JsonNode node) {
+        if (!present(node)) {
+            return List.of();
+        }
+        if (node.isString()) {
+            return List.of(stopString(node, "stop"));
+        }
+        if (!node.isArray()) {
+            throw wrongType("stop", "a string or an array of strings", node);
+        }
+        require(node.size() <= MAX_STOP_STRINGS, ErrorCode.INVALID_VALUE, "stop",
+                "'stop' takes at most %d strings, got %d.", MAX_STOP_STRINGS, node.size());
+        List<String> stops = new ArrayList<>(node.size());
+        for (int i = 0; i < node.size(); i++) {
+            stops.add(stopString(node.get(i), "stop[" + i + "]"));
+        }
+        return stops;
+    }
+
+    private static String stopString(JsonNode node, String param) {
+        if (!node.isString()) {
+            throw wrongType(param, "a string", node);
+        }
+        String stop = node.stringValue();
+        require(!stop.isEmpty(), ErrorCode.INVALID_VALUE, param, "'%s' must not be an empty string.", param);
+        requireWellFormed(stop, param);
+        return stop;
+    }
+
+    private static void requireSingleChoice(@Nullable JsonNode node) {
+        OptionalLong n = integer(node, "n");
+        if (n.isPresent()) {
+            require(n.getAsLong() >= 1, ErrorCode.INVALID_VALUE, "n", "'n' must be at least 1, got %d.", n.getAsLong());
+            require(n.getAsLong() == 1, ErrorCode.UNSUPPORTED_VALUE, "n", "Only n=1 is supported, got %d.",
+                    n.getAsLong());
+        }
+    }
+
+    private @Nullable Duration timeout(@Nullable JsonNode node) {
+        if (!present(node)) {
+            return null;
+        }
+        if (!node.isNumber()) {
+            throw wrongType("timeout", "a number of seconds", node);
+        }
+        require(!node.isFloatingPointNumber() || Double.isFinite(node.doubleValue()), ErrorCode.INVALID_VALUE,
+                "timeout", "'timeout' must be a finite number of seconds.");
+        return seconds(node.decimalValue(), "timeout");
+    }
+
+    private Duration seconds(BigDecimal seconds, String param) {
+        BigDecimal max = BigDecimal.valueOf(maxTimeout.toMillis()).movePointLeft(3);
+        require(seconds.signum() > 0 && seconds.compareTo(max) <= 0, ErrorCode.INVALID_VALUE, param,
+                "'%s' must be more than 0 and at most %s seconds, got %s.", param, max.stripTrailingZeros().toPlainString(),
+                truncate(seconds.toString(), MAX_ECHOED_VALUE));
+        BigInteger[] split = seconds.movePointRight(9).setScale(0, RoundingMode.CEILING).toBigIntegerExact()
+                .divideAndRemainder(NANOS_PER_SECOND);
+        return Duration.ofSeconds(split[0].longValueExact(), split[1].longValue());
+    }
+
+    private static @Nullable Duration shorter(@Nullable Duration a, @Nullable Duration b) {
+        if (a == null) {
+            return b;
+        }
+        return b == null || a.compareTo(b) <= 0 ? a : b;
+    }
+
+    /** The common fields a client may send as long as they ask for nothing this server does not do. */
+    private static void checkNeutralFields(JsonNode root, Kind kind) {
+        JsonNode logprobs = root.get("logprobs");
+        if (present(logprobs)) {
+            if (!logprobs.isBoolean() && !logprobs.isIntegralNumber()) {
+                throw wrongType("logprobs", kind == Kind.CHAT ? "a boolean" : "an integer", logprobs);
+            }
+            require(logprobs.isBoolean() && !logprobs.booleanValue(), ErrorCode.UNSUPPORTED_VALUE, "logprobs",
+                    "'logprobs' is not supported; omit it or send false or null.");
+        }
+        for (String penalty : List.of("presence_penalty", "frequency_penalty")) {
+            OptionalDouble value = number(root.get(penalty), penalty);
+            require(value.isEmpty() || value.getAsDouble() == 0, ErrorCode.UNSUPPORTED_VALUE, penalty,
+                    "'%s' is not supported; omit it or send 0.", penalty);
+        }
+        JsonNode logitBias = root.get("logit_bias");
+        if (present(logitBias)) {
+            if (!logitBias.isObject()) {
+                throw wrongType("logit_bias", "an object", logitBias);
+            }
+            require(logitBias.isEmpty(), ErrorCode.UNSUPPORTED_VALUE, "logit_bias",
+                    "'logit_bias' is not supported; omit it or send an empty object.");
+        }
+        if (kind == Kind.COMPLETION) {
+            require(!bool(root.get("echo"), "echo", false), ErrorCode.UNSUPPORTED_VALUE, "echo",
+                    "'echo' is not supported; omit it or send false.");
+            JsonNode suffix = root.get("suffix");
+            require(!present(suffix), ErrorCode.UNSUPPORTED_VALUE, "suffix",
+                    "'suffix' is not supported; omit it or send null.");
+            OptionalLong bestOf = integer(root.get("best_of"), "best_of");
+            require(bestOf.isEmpty() || bestOf.getAsLong() == 1, ErrorCode.UNSUPPORTED_VALUE, "best_of",
+                    "Only best_of=1 is supported.");
+        } else {
+            JsonNode format = root.get("response_format");
+            if (present(format)) {
+                if (!format.isObject()) {
+                    throw wrongType("response_format", "an object", format);
+                }
+                String type = string(format.get("type"), "response_format.type");
+                require(type != null, ErrorCode.MISSING_REQUIRED_PARAMETER, "response_format.type",
+                        "Missing required parameter: 'response_format.type'.");
+                require(type.equals("text"), ErrorCode.UNSUPPORTED_VALUE, "response_format.type",
+                        "Only response_format {\"type\": \"text\"} is supported.");
+            }
+            bool(root.get("parallel_tool_calls"), "parallel_tool_calls", false); // type-checked, then ignored
+            bool(root.get("store"), "store", false);
+            JsonNode metadata = root.get("metadata");
+            if (present(metadata) && !metadata.isObject()) {
+                throw wrongType("metadata", "an object", metadata);
+            }
+        }
+    }
+
+    // --- prompt -------------------------------------------------------------------------------------------------
+
+    private int[] completionPrompt(@Nullable JsonNode node) {
+        require(present(node), ErrorCode.MISSING_REQUIRED_PARAMETER, "prompt", "Missing required parameter: 'prompt'.");
+        if (node.isString()) {
+            return encode(node.stringValue(), "prompt");
+        }
+        if (!node.isArray()) {
+            throw wrongType("prompt", "a string, an array of token ids or an array of one string", node);
+        }
+        require(!node.isEmpty(), ErrorCode.INVALID_VALUE, "prompt", "'prompt' must not be empty.");
+        JsonNode first = node.get(0);
+        if (first.isString() || first.isArray()) {
+            require(node.size() == 1 && first.isString(), ErrorCode.UNSUPPORTED_VALUE, "prompt",
+                    "Batched prompts are not supported; send one prompt per request.");
+            return encode(first.stringValue(), "prompt[0]");
+        }
+        int vocabulary = codec.vocabularySize();
+        int[] tokens = new int[node.size()];
+        for (int i = 0; i < tokens.length; i++) {
+            JsonNode token = node.get(i);
+            if (!token.isIntegralNumber()) {
+                throw wrongType("prompt[" + i + "]", "an integer token id", token);
+            }
+            require(token.canConvertToInt() && token.intValue() >= 0 && token.intValue() < vocabulary,
+                    ErrorCode.INVALID_VALUE, "prompt[" + i + "]", "'prompt[%d]' must be a token id between 0 and %d, got %s.",
+                    i, vocabulary - 1, truncate(token.toString(), MAX_ECHOED_VALUE));
+            tokens[i] = token.intValue();
+        }
+        return tokens;
+    }
+
+    private int[] chatPrompt(@Nullable JsonNode node) {
+        require(present(node), ErrorCode.MISSING_REQUIRED_PARAMETER, "messages",
+                "Missing required parameter: 'messages'.");
+        if (!node.isArray()) {
+            throw wrongType("messages", "an array", node);
+        }
+        require(!node.isEmpty(), ErrorCode.INVALID_VALUE, "messages", "'messages' must contain at least one message.");
+        List<ChatTemplate.Message> messages = new ArrayList<>(node.size());
+        for (int i = 0; i < node.size(); i++) {
+            messages.add(message(node.get(i), "messages[" + i + "]"));
+        }
+        return encode(ChatTemplate.render(messages), "messages");
+    }
+
+    private static ChatTemplate.Message message(JsonNode node, String param) {
+        if (!node.isObject()) {
+            throw wrongType(param, "an object", node);
+        }
+        for (String name : node.propertyNames()) {
+            require(MESSAGE_FIELDS.contains(name), ErrorCode.UNKNOWN_PARAMETER, param + "." + name,
+                    "Unrecognized argument in '%s': %s", param, truncate(name, 100));
+        }
+        String role = string(node.get("role"), param + ".role");
+        require(role != null, ErrorCode.MISSING_REQUIRED_PARAMETER, param + ".role",
+                "Missing required parameter: '%s.role'.", param);
+        require(!UNSUPPORTED_ROLES.contains(role), ErrorCode.UNSUPPORTED_VALUE, param + ".role",
+                "Role '%s' is not supported; use system, user or assistant.", role);
+        require(CHAT_ROLES.contains(role), ErrorCode.INVALID_VALUE, param + ".role",
+                "Invalid value for '%s.role': '%s'. Supported roles: system, user, assistant.", param,
+                truncate(role, MAX_ECHOED_VALUE));
+        string(node.get("name"), param + ".name"); // type-checked, then ignored: the template has no names
+        String content = content(node.get("content"), param + ".content");
+        return new ChatTemplate.Message(role, content);
+    }
+
+    private static String content(@Nullable JsonNode node, String param) {
+        require(present(node), ErrorCode.MISSING_REQUIRED_PARAMETER, param, "Missing required parameter: '%s'.", param);
+        if (node.isString()) {
+            requireWellFormed(node.stringValue(), param);
+            return node.stringValue();
+        }
+        if (!node.isArray()) {
+            throw wrongType(param, "a string or an array of text parts", node);
+        }
+        List<String> texts = new ArrayList<>(node.size());
+        for (int i = 0; i < node.size(); i++) {
+            JsonNode part = node.get(i);
+            String partParam = param + "[" + i + "]";
+            if (!part.isObject()) {
+                throw wrongType(partParam, "an object", part);
+            }
+            for (Map.Entry<String, JsonNode> field : part.properties()) {
+                require(field.getKey().equals("type") || field.getKey().equals("text"), ErrorCode.UNKNOWN_PARAMETER,
+                        partParam + "." + field.getKey(), "Unrecognized argument in '%s': %s", partParam,
+                        truncate(field.getKey(), 100));
+            }
+            String type = string(part.get("type"), partParam + ".type");
+            require(type != null, ErrorCode.MISSING_REQUIRED_PARAMETER, partParam + ".type",
+                    "Missing required parameter: '%s.type'.", partParam);
+            require(type.equals("text"), ErrorCode.UNSUPPORTED_VALUE, partParam + ".type",
+                    "Content part type '%s' is not supported; only 'text' parts are.", truncate(type, MAX_ECHOED_VALUE));
+            String text = string(part.get("text"), partParam + ".text");
+            require(text != null, ErrorCode.MISSING_REQUIRED_PARAMETER, partParam + ".text",
+                    "Missing required parameter: '%s.text'.", partParam);
+            requireWellFormed(text, partParam + ".text");
+            texts.add(text);
+        }
+        return String.join("\n", texts);
+    }
+
+    private int[] encode(String text, String param) {
+        requireWellFormed(text, param);
+        int[] tokens = codec.encode(text);
+        require(tokens.length > 0, ErrorCode.INVALID_VALUE, param, "'%s' must not be empty.", param);
+        return tokens;
+    }
+
+    /** Returns the effective {@code max_tokens} once the prompt's length is known. */
+    private int checkContext(int promptTokens, MaxTokens maxTokens, String promptParam) {
+        int context = codec.contextLength();
+        require(promptTokens < context, ErrorCode.CONTEXT_LENGTH_EXCEEDED, promptParam,
+                "This model's maximum context length is %d tokens, but the prompt is %d tokens, which leaves no room "
+                        + "for a completion. Please shorten the prompt.", context, promptTokens);
+        int room = context - promptTokens;
+        if (maxTokens.value() == null) {
+            return Math.min(codec.maxTokensLimit(), room);
+        }
+        int requested = maxTokens.value();
+        require(requested <= room, ErrorCode.CONTEXT_LENGTH_EXCEEDED, maxTokens.param(),
+                "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the "
+                        + "prompt, %d for the completion). Please reduce the prompt or '%s'.",
+                context, promptTokens + requested, promptTokens, requested, maxTokens.param());
+        return requested;
+    }
+
+    private record MaxTokens(@Nullable Integer value, String param) {
+    }
+
+    // --- typed readers: null or absent means "not given" ----------------------------------------------------------
+
+    private static boolean present(@Nullable JsonNode node) {
+        return node != null && !node.isNull();
+    }
+
+    private static @Nullable String string(@Nullable JsonNode node, String param) {
+        if (!present(node)) {
+            return null;
+        }
+        if (!node.isString()) {
+            throw wrongType(param, "a string", node);
+        }
+        return node.stringValue();
+    }
+
+    private static boolean bool(@Nullable JsonNode node, String param, boolean absent) {
+        if (!present(node)) {
+            return absent;
+        }
+        if (!node.isBoolean()) {
+            throw wrongType(param, "a boolean", node);
+        }
+        return node.booleanValue();
+    }
+
+    private static OptionalLong integer(@Nullable JsonNode node, String param) {
+        if (!present(node)) {
+            return OptionalLong.empty();
+        }
+        if (!node.isIntegralNumber()) {
+            throw wrongType(param, "an integer", node);
+        }
+        require(node.canConvertToLong(), ErrorCode.INVALID_VALUE, param,
+                "'%s' must fit in a signed 64-bit integer, got %s.", param, truncate(node.toString(), MAX_ECHOED_VALUE));
+        return OptionalLong.of(node.longValue());
+    }
+
+    private static OptionalDouble number(@Nullable JsonNode node, String param) {
+        if (!present(node)) {
+            return OptionalDouble.empty();
+        }
+        if (!node.isNumber()) {
+            throw wrongType(param, "a number", node);
+        }
+        return OptionalDouble.of(node.doubleValue());
+    }
+
+    // --- preconditions --------------------------------------------------------------------------------------------
+
+    private static void require(boolean condition, ErrorCode code, @Nullable String param, String template,
+            Object... args) {
+        if (!condition) {
+            throw ApiException.of(code, param, template, args);
+        }
+    }
+
+    private static ApiException wrongType(String param, String expected, JsonNode actual) {
+        return ApiException.of(ErrorCode.INVALID_TYPE, param, "Invalid type for '%s': expected %s, but got %s instead.",
+                param, expected, typeName(actual));
+    }
+
+    private static String typeName(JsonNode node) {
+        if (node.isString()) {
+            return "a string";
+        }
+        if (node.isIntegralNumber()) {
+            return "an integer";
+        }
+        if (node.isNumber()) {
+            return "a decimal";
+        }
+        if (node.isBoolean()) {
+            return "a boolean";
+        }
+        if (node.isArray()) {
+            return "an array";
+        }
+        if (node.isObject()) {
+            return "an object";
+        }
+        return "null";
+    }
+
+    /** Jackson turns {@code "\ud800"} escapes into lone surrogates; no tokenizer can encode those. */
+    private static void requireWellFormed(String text, String param) {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                throw ApiException.of(ErrorCode.INVALID_ENCODING, param,
+                        "'%s' contains an unpaired UTF-16 surrogate at index %d.", param, i);
+            }
+        }
+    }
+
+    private static String truncate(@Nullable String value, int max) {
+        if (value == null) {
+            return "";
+        }
+        return value.length() <= max ? value : value.substring(0, max) + "...";
+    }
+}

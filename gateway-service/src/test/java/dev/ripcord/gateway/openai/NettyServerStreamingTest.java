@@ -1,0 +1,98 @@
+package dev.ripcord.gateway.openai;
+
+import static dev.ripcord.gateway.openai.ScriptedTokenGenerator.unfinished;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.time.Duration;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.http.MediaType;
+import org.springframework.http.server.reactive.ReactorHttpHandlerAdapter;
+import org.springframework.web.reactive.function.client.WebClient;
+import org.springframework.web.server.adapter.WebHttpHandlerBuilder;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Sinks;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.server.HttpServer;
+import reactor.test.StepVerifier;
+
+/**
+ * The same context behind a real Reactor Netty server on a random port: what the in-memory client cannot show,
+ * that every token is flushed to the socket as it is generated and that a client closing its connection cancels
+ * the generation.
+ */
+class NettyServerStreamingTest extends OpenAiEndpointTest {
+
+    private DisposableServer server;
+    private WebClient webClient;
+
+    @BeforeEach
+    void startServer() {
+        server = HttpServer.create().host("127.0.0.1").port(0)
+                .handle(new ReactorHttpHandlerAdapter(WebHttpHandlerBuilder.applicationContext(context).build()))
+                .bindNow(Duration.ofSeconds(10));
+        webClient = WebClient.create("http://127.0.0.1:" + server.port());
+    }
+
+    @AfterEach
+    void stopServer() {
+        server.disposeNow(Duration.ofSeconds(10));
+    }
+
+    @Test
+    void eachTokenReachesTheClientBeforeTheNextIsGenerated() {
+        Sinks.Many<GeneratedToken> tokens = Sinks.many().unicast().onBackpressureBuffer();
+        generator.script(request -> tokens.asFlux());
+
+        Flux<String> events = webClient.post().uri("/v1/completions").contentType(MediaType.APPLICATION_JSON)
+                .bodyValue("{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"stream\":true}")
+                .retrieve().bodyToFlux(String.class);
+
+        StepVerifier.create(events)
+                .then(() -> tokens.tryEmitNext(new GeneratedToken(0, 'a', null)))
+                .assertNext(data -> assertThat(json(data).get("choices").get(0).get("text").stringValue()).isEqualTo("a"))
+                .then(() -> {
+                    tokens.tryEmitNext(new GeneratedToken(1, 'b', GeneratedToken.LENGTH));
+                    tokens.tryEmitComplete();
+                })
+                .assertNext(data -> assertThat(json(data).get("choices").get(0).get("text").stringValue()).isEqualTo("b"))
+                .assertNext(data -> assertThat(json(data).get("choices").get(0).get("finish_reason").stringValue())
+                        .isEqualTo("length"))
+                .expectNext("[DONE]")
+                .expectComplete()
+                .verify(Duration.ofSeconds(10));
+    }
+
+    @Test
+    void closingTheConnectionCancelsTheGeneration() {
+        generator.replayThenHang(unfinished("abc"));
+
+        Flux<String> events = webClient.post().uri("/v1/chat/completions").contentType(MediaType.APPLICATION_JSON)
+                .bodyValue("{\"model\":\"ripcord-small\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                        + "\"stream\":true}")
+                .retrieve().bodyToFlux(String.class);
+
+        StepVerifier.create(events)
+                .assertNext(data -> assertThat(data).contains("\"role\":\"assistant\""))
+                .thenCancel()
+                .verify(Duration.ofSeconds(10));
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(generator.cancellations()).isEqualTo(1));
+    }
+
+    @Test
+    void bodyArrivingInPooledBuffersIsReadWhole() {
+        generator.replay(ScriptedTokenGenerator.tokensThenEos("ok"));
+        String prompt = "z".repeat(200);
+
+        String body = webClient.post().uri("/v1/completions").contentType(MediaType.APPLICATION_JSON)
+                .bodyValue("{\"model\":\"ripcord-small\",\"prompt\":\"" + prompt + "\",\"max_tokens\":5,"
+                        + "\"user\":\"" + "u".repeat(12_000) + "\"}")
+                .retrieve().bodyToMono(String.class).block(Duration.ofSeconds(10));
+
+        assertThat(json(body).get("choices").get(0).get("text").stringValue()).isEqualTo("ok");
+        assertThat(generator.lastRequest().promptTokens()).hasSize(200);
+    }
+}
