@@ -462,7 +462,7 @@ public final class ReceiveSession {
         }
         agent.receiveReleased(this, terminal, abortStart);
         LiveResources.untrack(trackingId);
-        region.unretain();
+        region.unretain(); // a closing region is released by this, just before the session
         synchronized (this) {
             transition(SessionState.RELEASED);
         }

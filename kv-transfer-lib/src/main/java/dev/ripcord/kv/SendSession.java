@@ -95,6 +95,7 @@ public final class SendSession {
     private long nextWriteId;
     private long bytesSent; // TCP: accepted writes; shm: fully copied writes
     private long bytesAcked;
+    private long bytesIssued; // TCP: handed to the transport
     private boolean completeSent;
     private byte[] metadata;
     private Notice notice = Notice.NONE;
@@ -312,6 +313,7 @@ public final class SendSession {
             long n = Math.min(maxPiece, op.length - offset);
             op.issuedBytes += n;
             op.issuedPieces++;
+            bytesIssued += n;
             boolean last = op.issuedBytes == op.length;
             if (last) {
                 queue.poll();
@@ -319,6 +321,16 @@ public final class SendSession {
             }
             return new Piece(op, offset, n, last, 0, null);
         }
+    }
+
+    /** TCP: true while the connection's outbound buffer is over its high-water mark (tests of source pinning). */
+    boolean transportBackedUp() {
+        return !connection.isWritable();
+    }
+
+    /** TCP: bytes handed to the transport so far (for tests of source pinning). */
+    synchronized long bytesIssued() {
+        return bytesIssued;
     }
 
     synchronized boolean hasPendingPieces() {

@@ -90,6 +90,11 @@ final class SenderConnection extends FrameDecoder {
         return closed;
     }
 
+    boolean isWritable() {
+        Channel ch = channel;
+        return ch != null && ch.isWritable();
+    }
+
     /** Registers a session and sends its ATTACH (after the handshake). */
     void attach(SendSession s) {
         Checks.requireState(sessions.putIfAbsent(s.sessionId(), s) == null,

@@ -321,6 +321,15 @@ public final class TransferAgent implements AutoCloseable {
         return fences;
     }
 
+    /** Fence slots held by sessions; with a consistency check that no slot was freed twice. */
+    int fenceSlotsInUse() {
+        synchronized (freeSlots) {
+            Checks.requireState(new java.util.HashSet<>(freeSlots).size() == freeSlots.size(),
+                    "a fence slot was freed twice");
+            return freshSlots - freeSlots.size();
+        }
+    }
+
     /** Polls a receive session whose drain waits on a shared-memory writer, until it releases. */
     void watchDrain(ReceiveSession s) {
         synchronized (draining) {

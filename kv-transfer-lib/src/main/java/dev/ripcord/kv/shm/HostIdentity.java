@@ -39,7 +39,10 @@ public final class HostIdentity {
 
     private static String read(Path p, String fallback) {
         try {
-            return Files.readString(p).trim();
+            // Not Files.readString: it trusts the size /proc reports and can return a truncated value.
+            try (var in = Files.newInputStream(p)) {
+                return new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim();
+            }
         } catch (IOException | RuntimeException e) {
             return fallback;
         }

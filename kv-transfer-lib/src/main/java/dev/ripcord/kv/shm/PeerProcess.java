@@ -33,7 +33,10 @@ public record PeerProcess(long pid, long startMillis) {
 
     private boolean isZombie() {
         try {
-            String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+            String stat;
+            try (var in = Files.newInputStream(Path.of("/proc/" + pid + "/stat"))) {
+                stat = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            }
             int close = stat.lastIndexOf(')');
             return close > 0 && close + 2 < stat.length() && stat.charAt(close + 2) == 'Z';
         } catch (Exception e) {
