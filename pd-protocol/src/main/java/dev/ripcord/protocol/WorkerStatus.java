@@ -8,7 +8,7 @@ package dev.ripcord.protocol;
  * @param queued             requests admitted but not started (prefill's FIFO; decode: waiting for KV)
  * @param running            requests being computed (prefill: in chunked prefill; decode: in the batch)
  * @param livePages          KV pages allocated from the engine's pool
- * @param liveRegions        registered transfer regions beyond the pool's own
+ * @param liveRegions        registered transfer regions (the engine page pool is one, for as long as it lives)
  * @param liveSessions       open transfer sessions
  * @param liveRegistrations  requests registered in the cancellation registry
  * @param aborts             aborts performed since start

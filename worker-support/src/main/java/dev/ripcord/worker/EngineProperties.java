@@ -1,0 +1,38 @@
+package dev.ripcord.worker;
+
+import java.nio.file.Path;
+
+import jakarta.validation.constraints.Min;
+import org.jspecify.annotations.Nullable;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.validation.annotation.Validated;
+
+/**
+ * {@code ripcord.engine.*}: the model a worker serves and how its engine runs. Prefill and decode must serve the
+ * same model with the same seed (the KV cache one computes is read by the other), so give these to
+ * {@code ./ripcord up}, which hands them to every service.
+ *
+ * @param preset         built-in model, {@code tiny} (tests) or {@code small} (default), used without a checkpoint
+ * @param seed           seed of the preset's deterministic random weights
+ * @param checkpoint     a llama2.c checkpoint file to serve instead of a preset
+ * @param tokenizer      a llama2.c {@code tokenizer.bin}; without one the byte-level tokenizer is used
+ * @param threads        compute threads; 0 means all available processors
+ * @param pageTokens     positions per KV page (a multiple of 16)
+ * @param kvPages        pages in the KV pool; 0 means enough for two full-context sequences
+ * @param maxChunkTokens the largest prefill chunk the engine sizes its scratch memory for
+ * @param maxBatch       the largest decode batch the engine sizes its scratch memory for
+ */
+@Validated
+@ConfigurationProperties("ripcord.engine")
+public record EngineProperties(
+        @DefaultValue("small") String preset,
+        @DefaultValue("42") long seed,
+        @Nullable Path checkpoint,
+        @Nullable Path tokenizer,
+        @DefaultValue("0") @Min(0) int threads,
+        @DefaultValue("64") @Min(16) int pageTokens,
+        @DefaultValue("0") @Min(0) int kvPages,
+        @DefaultValue("2048") @Min(1) int maxChunkTokens,
+        @DefaultValue("16") @Min(1) int maxBatch) {
+}

@@ -1,0 +1,85 @@
+package dev.ripcord.worker;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+
+import dev.ripcord.engine.EngineOptions;
+import dev.ripcord.engine.InferenceEngine;
+import dev.ripcord.engine.Preset;
+import dev.ripcord.kv.KvRegion;
+import dev.ripcord.kv.TransferAgent;
+import dev.ripcord.kv.TransferAgentOptions;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.DependsOn;
+
+/**
+ * What every worker has: an inference engine, a KV transfer agent and the engine's page pool registered with it.
+ *
+ * <p>Ownership and shutdown order: the engine owns the pool memory; the agent owns the region that names it.
+ * Spring destroys beans in reverse dependency order, so the region is closed (its transfers drained) before the
+ * agent closes, and the agent before the engine frees the memory; a late write can never land in freed memory.
+ */
+@AutoConfiguration
+@EnableConfigurationProperties({EngineProperties.class, TransferProperties.class})
+public class WorkerAutoConfiguration {
+
+    private static final Logger log = LoggerFactory.getLogger(WorkerAutoConfiguration.class);
+
+    @Bean(destroyMethod = "close")
+    InferenceEngine inferenceEngine(EngineProperties p) {
+        EngineOptions options = EngineOptions.defaults()
+                .withPageTokens(p.pageTokens())
+                .withKvPages(p.kvPages())
+                .withMaxChunkTokens(p.maxChunkTokens())
+                .withMaxBatch(p.maxBatch());
+        if (p.threads() > 0) {
+            options = options.withThreads(p.threads());
+        }
+        InferenceEngine engine;
+        if (p.checkpoint() != null) {
+            try {
+                engine = InferenceEngine.load(p.checkpoint(), p.tokenizer(), options);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot load checkpoint " + p.checkpoint(), e);
+            }
+        } else {
+            engine = InferenceEngine.create(Preset.byName(p.preset()), p.seed(), options);
+        }
+        log.info("engine ready: {}", engine.describe());
+        return engine;
+    }
+
+    /** Depends on the engine so that it closes (draining every transfer) before the engine frees its memory. */
+    @Bean(destroyMethod = "close")
+    @DependsOn("inferenceEngine")
+    TransferAgent transferAgent(TransferProperties p, ObjectProvider<MeterRegistry> meters,
+                                @Value("${spring.application.name:worker}") String service) {
+        TransferAgentOptions options = TransferAgentOptions.defaults(service + "-" + ProcessHandle.current().pid())
+                .withBindHost(p.bindHost())
+                .withPort(p.port())
+                .withBackend(p.backend())
+                .withLease(p.lease())
+                .withAttachTimeout(p.attachTimeout())
+                .withMeterRegistry(meters.getIfAvailable(SimpleMeterRegistry::new));
+        if (p.advertisedHost() != null) {
+            options = options.withAdvertisedHost(p.advertisedHost());
+        }
+        TransferAgent agent = TransferAgent.start(options);
+        log.info("transfer agent {} listening on {}", agent.name(), agent.listenAddress());
+        return agent;
+    }
+
+    /** The engine's whole page pool as one transfer region: page {@code p} is at offset {@code p * pageBytes}. */
+    @Bean(destroyMethod = "close")
+    KvRegion kvPoolRegion(TransferAgent agent, InferenceEngine engine) {
+        return agent.registerRegion(engine.pagePool().segment());
+    }
+}
