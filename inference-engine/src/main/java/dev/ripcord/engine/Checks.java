@@ -1,0 +1,19 @@
+package dev.ripcord.engine;
+
+/** Precondition helpers with message templates; the message is only formatted when the check fails. */
+final class Checks {
+    private Checks() {
+    }
+
+    static void requireArgument(boolean condition, String template, Object... args) {
+        if (!condition) {
+            throw new IllegalArgumentException(template.formatted(args));
+        }
+    }
+
+    static void requireState(boolean condition, String template, Object... args) {
+        if (!condition) {
+            throw new IllegalStateException(template.formatted(args));
+        }
+    }
+}

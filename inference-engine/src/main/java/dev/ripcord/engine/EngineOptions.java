@@ -1,0 +1,54 @@
+package dev.ripcord.engine;
+
+/**
+ * Runtime options of an engine (as opposed to the model's shape, {@link ModelConfig}).
+ *
+ * @param threads        compute threads including the caller; default: available processors
+ * @param pageTokens     positions per KV page, a multiple of 16; default 64
+ * @param kvPages        pages in the pool; 0 means enough for two full-context sequences
+ * @param maxChunkTokens the most tokens one {@code prefill} call may compute; scratch memory is sized for it;
+ *                       capped at the context length; default 2048
+ * @param maxBatch       the most sequences one {@code decodeStep} may advance; default 16
+ * @param kernels        vector or scalar kernels; default vector
+ */
+public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChunkTokens, int maxBatch,
+                            KernelMode kernels) {
+
+    public EngineOptions {
+        Checks.requireArgument(threads >= 1, "threads must be >= 1, got %s", threads);
+        Checks.requireArgument(pageTokens > 0 && pageTokens % 16 == 0,
+                "pageTokens must be a positive multiple of 16, got %s", pageTokens);
+        Checks.requireArgument(kvPages >= 0, "kvPages must be >= 0 (0 = automatic), got %s", kvPages);
+        Checks.requireArgument(maxChunkTokens >= 1, "maxChunkTokens must be >= 1, got %s", maxChunkTokens);
+        Checks.requireArgument(maxBatch >= 1, "maxBatch must be >= 1, got %s", maxBatch);
+        Checks.requireArgument(kernels != null, "kernels must not be null");
+    }
+
+    public static EngineOptions defaults() {
+        return new EngineOptions(Runtime.getRuntime().availableProcessors(), 64, 0, 2048, 16, KernelMode.VECTOR);
+    }
+
+    public EngineOptions withThreads(int n) {
+        return new EngineOptions(n, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels);
+    }
+
+    public EngineOptions withPageTokens(int n) {
+        return new EngineOptions(threads, n, kvPages, maxChunkTokens, maxBatch, kernels);
+    }
+
+    public EngineOptions withKvPages(int n) {
+        return new EngineOptions(threads, pageTokens, n, maxChunkTokens, maxBatch, kernels);
+    }
+
+    public EngineOptions withMaxChunkTokens(int n) {
+        return new EngineOptions(threads, pageTokens, kvPages, n, maxBatch, kernels);
+    }
+
+    public EngineOptions withMaxBatch(int n) {
+        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, n, kernels);
+    }
+
+    public EngineOptions withKernels(KernelMode mode) {
+        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, mode);
+    }
+}

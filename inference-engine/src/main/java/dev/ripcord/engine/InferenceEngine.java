@@ -1,0 +1,504 @@
+package dev.ripcord.engine;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import dev.ripcord.engine.kernel.Kernels;
+import dev.ripcord.engine.kernel.WorkerPool;
+import dev.ripcord.engine.model.ModelWeights;
+import dev.ripcord.engine.model.Transformer;
+import dev.ripcord.engine.weights.Llama2cCheckpoint;
+import dev.ripcord.engine.weights.RandomWeights;
+import dev.ripcord.engine.weights.WeightSource;
+
+/**
+ * A Llama-style transformer on the CPU with a paged KV cache: the library both the prefill and the decode worker
+ * embed.
+ *
+ * <h2>Lifecycle and ownership</h2>
+ * An engine owns one shared {@link Arena} (weights, scratch and the {@link KvPagePool}) and a {@link WorkerPool}
+ * of {@link EngineOptions#threads()} - 1 threads; {@link #close()} releases both. Every {@link Sequence} belongs
+ * to the engine that created it and holds pages until {@link #free(Sequence)}.
+ *
+ * <h2>Threading</h2>
+ * One scheduler thread at a time may call the engine; a concurrent call fails fast with
+ * {@link IllegalStateException} rather than corrupting scratch memory. No lock is held while computing. The page
+ * pool and the accessors of {@link Sequence}, {@link KvPagePool} and {@link #stats()} may be read from other
+ * threads (e.g. a transfer library reading pages).
+ *
+ * <h2>Safe points</h2>
+ * {@link #prefill} computes exactly one chunk and returns: a chunk is the unit of interruption. A scheduler that
+ * cancels a request stops calling prefill between chunks and {@link #free frees} the sequence; the work already
+ * done is simply discarded.
+ *
+ * <h2>Prefill/decode disaggregation</h2>
+ * Prefill side: {@link #newSequence}, {@link #prefill} chunk by chunk, {@link #sample} the first token, ship
+ * {@link Sequence#pages()} (raw bytes, {@link KvLayout}) and the first token. Decode side, built from the same
+ * preset and seed (or checkpoint) and the same {@code pageTokens}: {@link #reserve} pages for the prompt before
+ * the bytes arrive, let the transfer write them at {@link KvPagePool#offsetOf}, then {@link #adopt} and
+ * {@link #decodeStep}. The decode side then produces exactly the tokens the prefill engine would have.
+ *
+ * <h2>Determinism</h2>
+ * FP32 with a fixed reduction order per kernel, so results are bit-identical for any thread count, chunking and
+ * batch composition, and between vector and scalar kernels of the same lane count.
+ */
+public final class InferenceEngine implements AutoCloseable {
+    private static final AtomicLong ENGINE_IDS = new AtomicLong();
+
+    private final long engineId = ENGINE_IDS.incrementAndGet();
+    private final ModelConfig config;
+    private final EngineOptions options;
+    private final String description;
+    private final Tokenizer tokenizer;
+    private final Arena arena;
+    private final WorkerPool workers;
+    private final KvLayout layout;
+    private final KvPagePool pagePool;
+    private final Transformer transformer;
+    private final Kernels kernels;
+    private final AtomicBoolean busy = new AtomicBoolean();
+    private final AtomicLong sequenceIds = new AtomicLong();
+    private final Map<Long, Sequence> live = new ConcurrentHashMap<>();
+    private final AtomicLong prefillChunks = new AtomicLong();
+    private final AtomicLong prefillTokens = new AtomicLong();
+    private final AtomicLong prefillNanos = new AtomicLong();
+    private final AtomicLong decodeSteps = new AtomicLong();
+    private final AtomicLong decodeTokens = new AtomicLong();
+    private final AtomicLong decodeNanos = new AtomicLong();
+    private final int[] batchTokens;
+    private final int[] batchPositions;
+    private final int[][] batchTables;
+    private volatile boolean closed;
+
+    private InferenceEngine(WeightSource source, Tokenizer tokenizer, EngineOptions options) {
+        Checks.requireState(ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN,
+                "the KV page format is little-endian; this platform is %s", ByteOrder.nativeOrder());
+        this.config = source.config();
+        Checks.requireArgument(tokenizer.vocabSize() <= config.vocabSize(),
+                "tokenizer vocabulary %s exceeds the model's %s", tokenizer.vocabSize(), config.vocabSize());
+        int maxChunk = Math.min(options.maxChunkTokens(), config.contextLength());
+        int kvPages = options.kvPages() > 0 ? options.kvPages()
+                : 2 * KvLayout.of(config, options.pageTokens()).pagesFor(config.contextLength());
+        this.options = new EngineOptions(options.threads(), options.pageTokens(), kvPages, maxChunk,
+                options.maxBatch(), options.kernels());
+        this.description = source.describe();
+        this.tokenizer = tokenizer;
+        this.kernels = options.kernels() == KernelMode.VECTOR ? Kernels.vector() : Kernels.scalar(vectorLanes());
+        this.layout = KvLayout.of(config, options.pageTokens());
+        this.arena = Arena.ofShared();
+        WorkerPool pool = null;
+        try {
+            pool = new WorkerPool(options.threads(), "ripcord-engine-" + engineId);
+            ModelWeights weights = ModelWeights.load(source, 4 * kernels.lanes(), arena);
+            this.pagePool = new KvPagePool(layout, kvPages, arena);
+            this.transformer = new Transformer(weights, layout, pagePool.segment(), kernels, pool, maxChunk,
+                    options.maxBatch(), arena);
+        } catch (RuntimeException | Error e) {
+            if (pool != null) {
+                pool.close();
+            }
+            arena.close();
+            throw e;
+        }
+        this.workers = pool;
+        this.batchTokens = new int[options.maxBatch()];
+        this.batchPositions = new int[options.maxBatch()];
+        this.batchTables = new int[options.maxBatch()][];
+    }
+
+    /** The lane count the vector kernels use, or 16 if the JVM was started without the Vector API module. */
+    private static int vectorLanes() {
+        try {
+            return Kernels.vector().lanes();
+        } catch (LinkageError noVectorModule) {
+            return 16;
+        }
+    }
+
+    /** An engine with {@code preset}'s shape and random weights from {@code seed}, default options. */
+    public static InferenceEngine create(Preset preset, long seed) {
+        return create(preset, seed, EngineOptions.defaults());
+    }
+
+    /** An engine with {@code preset}'s shape and random weights from {@code seed}. */
+    public static InferenceEngine create(Preset preset, long seed, EngineOptions options) {
+        return new InferenceEngine(new RandomWeights(preset.config(), seed, preset.id()),
+                new ByteTokenizer(preset.config().vocabSize()), options);
+    }
+
+    /** An engine of any shape with random weights from {@code seed} and the byte tokenizer (vocab >= 259). */
+    public static InferenceEngine create(ModelConfig config, long seed, EngineOptions options) {
+        return new InferenceEngine(new RandomWeights(config, seed, "custom"), new ByteTokenizer(config.vocabSize()),
+                options);
+    }
+
+    /**
+     * An engine serving a llama2.c checkpoint. The file is memory-mapped, repacked into the engine's memory and
+     * unmapped before this returns.
+     *
+     * @param checkpoint a legacy (version 0) llama2.c checkpoint
+     * @param tokenizer  the matching llama2.c {@code tokenizer.bin}, or {@code null} for the byte tokenizer
+     * @throws InvalidModelFileException if either file is malformed or truncated (the message names the file)
+     */
+    public static InferenceEngine load(Path checkpoint, Path tokenizer, EngineOptions options) throws IOException {
+        ModelConfig config = Llama2cCheckpoint.readHeader(checkpoint);
+        Tokenizer t = tokenizer == null ? new ByteTokenizer(Math.max(ByteTokenizer.VOCAB_SIZE, config.vocabSize()))
+                : BpeTokenizer.load(tokenizer, config.vocabSize());
+        if (tokenizer == null && config.vocabSize() < ByteTokenizer.VOCAB_SIZE) {
+            throw new InvalidModelFileException(checkpoint, "vocab_size %d is too small for the byte tokenizer; "
+                    .formatted(config.vocabSize()) + "pass the model's tokenizer.bin");
+        }
+        try (Llama2cCheckpoint source = Llama2cCheckpoint.open(checkpoint)) {
+            return new InferenceEngine(source, t, options);
+        }
+    }
+
+    public ModelConfig config() {
+        return config;
+    }
+
+    /** The effective options (automatic values resolved). */
+    public EngineOptions options() {
+        return options;
+    }
+
+    public Tokenizer tokenizer() {
+        return tokenizer;
+    }
+
+    public KvPagePool pagePool() {
+        return pagePool;
+    }
+
+    public KvLayout kvLayout() {
+        return layout;
+    }
+
+    /** Which weights and kernels this engine runs, for logs. */
+    public String describe() {
+        return "%s, %s kernels (%d lanes), %d threads, %d KV pages of %d tokens (%d bytes)".formatted(description,
+                kernels.name(), kernels.lanes(), workers.size(), pagePool.pageCount(), layout.pageTokens(),
+                layout.pageBytes());
+    }
+
+    // ------------------------------------------------------------------------------------------ sequences
+
+    /** A new, empty sequence ({@link SequenceState#ACTIVE}, length 0, no pages). */
+    public Sequence newSequence(SamplingParams sampling) {
+        requireOpen();
+        Sequence s = new Sequence(sequenceIds.incrementAndGet(), this, sampling, SequenceState.ACTIVE,
+                config.vocabSize());
+        live.put(s.id, s);
+        return s;
+    }
+
+    /**
+     * Receiving side of a transfer: a sequence in {@link SequenceState#AWAITING_KV} with the pages a prompt of
+     * {@code promptTokens} positions needs, allocated now so the sender can write into them. Call
+     * {@link #adopt} once the bytes have arrived, or {@link #free} if the transfer is abandoned.
+     *
+     * @throws KvPoolExhaustedException if the pool lacks the pages (nothing is allocated)
+     */
+    public Sequence reserve(int promptTokens, SamplingParams sampling) {
+        requireOpen();
+        Checks.requireArgument(promptTokens >= 1 && promptTokens < config.contextLength(),
+                "promptTokens %s must be in [1, %s)", promptTokens, config.contextLength());
+        int n = layout.pagesFor(promptTokens);
+        int[] pages = new int[n];
+        pagePool.allocate(n, pages);
+        Sequence s = new Sequence(sequenceIds.incrementAndGet(), this, sampling, SequenceState.AWAITING_KV,
+                config.vocabSize());
+        for (int p : pages) {
+            s.addPage(p);
+        }
+        live.put(s.id, s);
+        return s;
+    }
+
+    /**
+     * Marks a reserved sequence's pages as holding the KV of {@code promptTokens} positions (written by a
+     * transfer) and makes {@code firstToken} — sampled by the prefill side from the prompt's last logits — the
+     * token the next {@link #decodeStep} feeds. Sampling continues with the sequence's second random draw.
+     */
+    public void adopt(Sequence seq, int promptTokens, int firstToken) {
+        requireOwned(seq);
+        Checks.requireState(seq.state == SequenceState.AWAITING_KV, "sequence %s is %s, not AWAITING_KV", seq.id,
+                seq.state);
+        Checks.requireArgument(promptTokens >= 1 && promptTokens <= seq.capacity()
+                        && promptTokens < config.contextLength(),
+                "promptTokens %s must be in [1, %s] (the reserved capacity) and below the context %s", promptTokens,
+                seq.capacity(), config.contextLength());
+        requireToken(firstToken);
+        seq.state = seq.state.transitionTo(SequenceState.ACTIVE, seq.id);
+        seq.length = promptTokens;
+        seq.pendingToken = firstToken;
+        seq.sampled = 1;
+        seq.hasLogits = false;
+    }
+
+    /**
+     * A copy of an active sequence (its KV pages copied into fresh pages) with its own sampling parameters, e.g.
+     * for several completions of one prompt. The pending token and logits are copied too.
+     */
+    public Sequence fork(Sequence seq, SamplingParams sampling) {
+        requireActive(seq);
+        int n = seq.pageCount;
+        int[] pages = new int[n];
+        pagePool.allocate(n, pages);
+        Sequence copy = new Sequence(sequenceIds.incrementAndGet(), this, sampling, SequenceState.ACTIVE,
+                config.vocabSize());
+        for (int i = 0; i < n; i++) {
+            pagePool.page(pages[i]).copyFrom(pagePool.page(seq.pageTable[i]));
+            copy.addPage(pages[i]);
+        }
+        copy.length = seq.length;
+        copy.pendingToken = seq.pendingToken;
+        copy.sampled = seq.sampled;
+        copy.hasLogits = seq.hasLogits;
+        System.arraycopy(seq.logits, 0, copy.logits, 0, seq.logits.length);
+        live.put(copy.id, copy);
+        return copy;
+    }
+
+    /**
+     * Allocates pages now so the sequence can hold {@code tokens} positions (prefill otherwise allocates per
+     * chunk). Lets a scheduler fail before computing anything.
+     *
+     * @throws KvPoolExhaustedException if the pool lacks the pages (nothing is allocated)
+     */
+    public void ensureCapacity(Sequence seq, int tokens) {
+        requireActive(seq);
+        Checks.requireArgument(tokens <= config.contextLength(), "%s tokens exceed the context length %s", tokens,
+                config.contextLength());
+        int missing = layout.pagesFor(tokens) - seq.pageCount;
+        if (missing > 0) {
+            int[] pages = new int[missing];
+            pagePool.allocate(missing, pages);
+            for (int p : pages) {
+                seq.addPage(p);
+            }
+        }
+    }
+
+    /** Returns the sequence's pages to the pool. Freeing twice throws. */
+    public void free(Sequence seq) {
+        requireOwned(seq);
+        seq.state = seq.state.transitionTo(SequenceState.FREED, seq.id);
+        for (int i = 0; i < seq.pageCount; i++) {
+            pagePool.free(seq.pageTable[i]);
+        }
+        seq.pageCount = 0;
+        seq.pendingToken = -1;
+        seq.hasLogits = false;
+        live.remove(seq.id);
+    }
+
+    // ------------------------------------------------------------------------------------------ compute
+
+    /**
+     * Computes one prefill chunk: positions {@code [from, to)} of {@code tokens}, writing their keys and values
+     * into the sequence's pages (allocating pages as needed) and keeping the logits of position {@code to - 1} for
+     * {@link #sample}. {@code from} must equal {@link Sequence#length()}; afterwards the length is {@code to}.
+     * This is the unit of interruption: it returns after one chunk, and no lock is held while it computes.
+     *
+     * @throws KvPoolExhaustedException if the pool lacks the pages (nothing is computed or allocated)
+     */
+    public void prefill(Sequence seq, int[] tokens, int from, int to) {
+        requireActive(seq);
+        Checks.requireArgument(from == seq.length, "chunk starts at %s but sequence %s has length %s", from, seq.id,
+                seq.length);
+        Checks.requireArgument(to > from && to <= tokens.length, "chunk [%s, %s) is empty or beyond the %s tokens",
+                from, to, tokens.length);
+        Checks.requireArgument(to - from <= options.maxChunkTokens(), "chunk of %s tokens exceeds maxChunkTokens %s",
+                to - from, options.maxChunkTokens());
+        Checks.requireArgument(to <= config.contextLength(), "chunk end %s exceeds the context length %s", to,
+                config.contextLength());
+        for (int i = from; i < to; i++) {
+            requireToken(tokens[i]);
+        }
+        enter();
+        try {
+            ensureCapacity(seq, to);
+            long start = System.nanoTime();
+            transformer.prefill(tokens, from, to, seq.pageTable);
+            transformer.copyLogits(0, seq.logits);
+            seq.length = to;
+            seq.pendingToken = -1;
+            seq.hasLogits = true;
+            prefillNanos.addAndGet(System.nanoTime() - start);
+            prefillChunks.incrementAndGet();
+            prefillTokens.addAndGet(to - from);
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Samples the next token from the sequence's latest logits (after a prefill chunk, or as done by
+     * {@link #decodeStep}) with its {@link SamplingParams}, and makes it the token the next decode step feeds.
+     * Each logits vector can be sampled once.
+     */
+    public int sample(Sequence seq) {
+        requireActive(seq);
+        Checks.requireState(seq.hasLogits, "sequence %s has no unsampled logits", seq.id);
+        int token = Sampler.sample(seq.logits, config.vocabSize(), seq.sampling, seq.sampled);
+        seq.pendingToken = token;
+        seq.sampled++;
+        seq.hasLogits = false;
+        return token;
+    }
+
+    /**
+     * Advances every sequence of {@code batch} by one token with batched matmuls: feeds each sequence's pending
+     * token at position {@link Sequence#length()}, appends its KV, samples the next token (returned in batch
+     * order and left pending) and increments the length. The batch's results equal those of stepping each
+     * sequence alone.
+     *
+     * @throws KvPoolExhaustedException if the pool lacks a page some sequence needs (nothing is computed)
+     */
+    public int[] decodeStep(List<Sequence> batch) {
+        int n = batch.size();
+        Checks.requireArgument(n >= 1 && n <= options.maxBatch(), "batch of %s outside [1, maxBatch=%s]", n,
+                options.maxBatch());
+        Map<Sequence, Boolean> seen = new IdentityHashMap<>();
+        for (Sequence s : batch) {
+            requireActive(s);
+            Checks.requireArgument(seen.put(s, Boolean.TRUE) == null, "sequence %s appears twice in the batch", s.id);
+            Checks.requireState(s.pendingToken >= 0, "sequence %s has no pending token; sample or adopt first", s.id);
+            Checks.requireState(s.length < config.contextLength(), "sequence %s is at the context length %s", s.id,
+                    config.contextLength());
+        }
+        enter();
+        try {
+            allocateDecodePages(batch);
+            long start = System.nanoTime();
+            for (int r = 0; r < n; r++) {
+                Sequence s = batch.get(r);
+                batchTokens[r] = s.pendingToken;
+                batchPositions[r] = s.length;
+                batchTables[r] = s.pageTable;
+            }
+            transformer.decode(n, batchTokens, batchPositions, batchTables);
+            int[] next = new int[n];
+            for (int r = 0; r < n; r++) {
+                Sequence s = batch.get(r);
+                transformer.copyLogits(r, s.logits);
+                s.length++;
+                s.hasLogits = true;
+                next[r] = sample(s);
+                batchTables[r] = null;
+            }
+            decodeNanos.addAndGet(System.nanoTime() - start);
+            decodeSteps.incrementAndGet();
+            decodeTokens.addAndGet(n);
+            return next;
+        } finally {
+            exit();
+        }
+    }
+
+    /** Gives every sequence whose next position starts a page that page; all or nothing. */
+    private void allocateDecodePages(List<Sequence> batch) {
+        int needed = 0;
+        for (Sequence s : batch) {
+            if (s.length >= s.capacity()) {
+                needed++;
+            }
+        }
+        if (needed == 0) {
+            return;
+        }
+        int[] pages = new int[needed];
+        pagePool.allocate(needed, pages);
+        int i = 0;
+        for (Sequence s : batch) {
+            if (s.length >= s.capacity()) {
+                s.addPage(pages[i++]);
+            }
+        }
+    }
+
+    /** Copies the sequence's latest logits (from its last prefill chunk or decode step) into {@code dst}. */
+    public void logits(Sequence seq, float[] dst) {
+        requireOwned(seq);
+        Checks.requireArgument(dst.length >= config.vocabSize(), "dst holds %s floats, vocab is %s", dst.length,
+                config.vocabSize());
+        System.arraycopy(seq.logits, 0, dst, 0, config.vocabSize());
+    }
+
+    /** A copy of the sequence's latest logits. */
+    public float[] logits(Sequence seq) {
+        float[] copy = new float[config.vocabSize()];
+        logits(seq, copy);
+        return copy;
+    }
+
+    public EngineStats stats() {
+        return new EngineStats(pagePool.pageCount(), pagePool.pagesLive(), pagePool.bytesLive(), live.size(),
+                prefillChunks.get(), prefillTokens.get(), prefillNanos.get(),
+                decodeSteps.get(), decodeTokens.get(), decodeNanos.get());
+    }
+
+    /** Sequences created and not yet freed. */
+    public int sequencesLive() {
+        return live.size();
+    }
+
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /**
+     * Stops the worker threads and releases all memory (weights, scratch, every KV page, live sequences
+     * included). Must not be called while a call is computing or another thread reads page segments. Idempotent.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        Checks.requireState(busy.compareAndSet(false, true), "engine %s closed while computing", engineId);
+        closed = true;
+        workers.close();
+        arena.close();
+    }
+
+    // ------------------------------------------------------------------------------------------ checks
+
+    private void enter() {
+        requireOpen();
+        Checks.requireState(busy.compareAndSet(false, true),
+                "engine %s is used by two threads at once; it is single-caller", engineId);
+    }
+
+    private void exit() {
+        busy.set(false);
+    }
+
+    private void requireOpen() {
+        Checks.requireState(!closed, "engine %s is closed", engineId);
+    }
+
+    private void requireOwned(Sequence seq) {
+        requireOpen();
+        Checks.requireArgument(seq.owner == this, "sequence %s belongs to another engine", seq.id);
+    }
+
+    private void requireActive(Sequence seq) {
+        requireOwned(seq);
+        Checks.requireState(seq.state == SequenceState.ACTIVE, "sequence %s is %s, not ACTIVE", seq.id, seq.state);
+    }
+
+    private void requireToken(int token) {
+        Checks.requireArgument(token >= 0 && token < config.vocabSize(), "token %s outside vocabulary of %s", token,
+                config.vocabSize());
+    }
+}

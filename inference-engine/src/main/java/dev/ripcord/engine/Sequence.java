@@ -1,0 +1,103 @@
+package dev.ripcord.engine;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * A handle on one sequence's KV cache and sampling state inside an {@link InferenceEngine}.
+ *
+ * <p>The engine owns all mutation: a sequence is created by {@link InferenceEngine#newSequence} or
+ * {@link InferenceEngine#reserve}, advanced by {@code prefill}/{@code sample}/{@code decodeStep}, and must be
+ * released with {@link InferenceEngine#free} (its pages are otherwise leaked until the engine closes). Reading
+ * accessors is safe from any thread but only meaningful when the scheduler thread is not mid-call.
+ */
+public final class Sequence {
+    final long id;
+    final InferenceEngine owner;
+    final SamplingParams sampling;
+    final float[] logits;
+    SequenceState state;
+    int length;
+    int[] pageTable = new int[4];
+    int pageCount;
+    int pendingToken = -1;
+    int sampled;
+    boolean hasLogits;
+
+    Sequence(long id, InferenceEngine owner, SamplingParams sampling, SequenceState state, int vocab) {
+        this.id = id;
+        this.owner = owner;
+        this.sampling = sampling;
+        this.state = state;
+        this.logits = new float[vocab];
+    }
+
+    public long id() {
+        return id;
+    }
+
+    public SequenceState state() {
+        return state;
+    }
+
+    /** Positions whose keys and values are in the cache (prompt plus fed tokens). */
+    public int length() {
+        return length;
+    }
+
+    /** Positions the sequence's pages can hold: {@code pageCount · pageTokens}. */
+    public int capacity() {
+        return pageCount * owner.kvLayout().pageTokens();
+    }
+
+    public int pageCount() {
+        return pageCount;
+    }
+
+    /** Pool index of the sequence's {@code i}-th page. */
+    public int poolPage(int i) {
+        Checks.requireArgument(i >= 0 && i < pageCount, "page %s of sequence %s outside [0, %s)", i, id, pageCount);
+        return pageTable[i];
+    }
+
+    /** The token the next {@code decodeStep} will feed, or -1 if none has been sampled or adopted yet. */
+    public int pendingToken() {
+        return pendingToken;
+    }
+
+    /** Number of tokens sampled so far (also the index of the next random draw). */
+    public int sampledTokens() {
+        return sampled;
+    }
+
+    public SamplingParams sampling() {
+        return sampling;
+    }
+
+    /**
+     * The sequence's pages in order; page {@code i} holds positions {@code [i·pageTokens, (i+1)·pageTokens)}. The
+     * segments stay valid until the sequence is freed.
+     */
+    public List<KvPage> pages() {
+        KvPagePool pool = owner.pagePool();
+        List<KvPage> pages = new ArrayList<>(pageCount);
+        for (int i = 0; i < pageCount; i++) {
+            int p = pageTable[i];
+            pages.add(new KvPage(i, p, pool.offsetOf(p), pool.pageBytes(), pool.page(p)));
+        }
+        return List.copyOf(pages);
+    }
+
+    void addPage(int poolPage) {
+        if (pageCount == pageTable.length) {
+            pageTable = Arrays.copyOf(pageTable, pageTable.length * 2);
+        }
+        pageTable[pageCount++] = poolPage;
+    }
+
+    @Override
+    public String toString() {
+        return "Sequence[id=%d, state=%s, length=%d, pages=%d]".formatted(id, state, length, pageCount);
+    }
+}

@@ -1,0 +1,75 @@
+package dev.ripcord.engine.kernel;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The arithmetic the transformer needs, over little-endian FP32 data in {@link MemorySegment}s.
+ *
+ * <p>Two implementations exist: {@link #vector()} (Vector API body, scalar tail) and {@link #scalar(int)} (plain
+ * Java). For the same lane count they produce bit-identical results; see the package note for why that holds.
+ * Offsets and strides are in floats. Kernels allocate nothing and are safe to call from many threads at once on
+ * disjoint outputs.
+ */
+public sealed interface Kernels permits VectorKernels, ScalarKernels {
+
+    /** System property that overrides the vector width in bits (128, 256 or 512). */
+    String VECTOR_BITS_PROPERTY = "ripcord.engine.vectorBits";
+
+    /** The Vector API kernels at the preferred (or {@value #VECTOR_BITS_PROPERTY}-selected) width. */
+    static Kernels vector() {
+        return VectorKernels.INSTANCE;
+    }
+
+    /** The scalar twins, emulating {@code lanes} partial sums so that they match the vector kernels bit for bit. */
+    static Kernels scalar(int lanes) {
+        return new ScalarKernels(lanes);
+    }
+
+    /** Number of float lanes, i.e. the number of partial sums a horizontal reduction keeps. */
+    int lanes();
+
+    /** {@code "vector"} or {@code "scalar"}; for diagnostics. */
+    String name();
+
+    /**
+     * {@code C[r][j] = (accumulate ? C[r][j] : 0) + Σ_{i<k} A[r][i]·B[i][j]} for {@code r < rows}, {@code j < cols},
+     * as a chain of fused multiply-adds in increasing {@code i}. Element {@code (r, i)} of A lives at
+     * {@code aOff + r·lda + i}, B's {@code (i, j)} at {@code bOff + i·ldb + j}, C's {@code (r, j)} at
+     * {@code cOff + r·ldc + j}.
+     */
+    void gemm(MemorySegment a, long aOff, long lda, int rows, int k,
+              MemorySegment b, long bOff, long ldb, int cols,
+              MemorySegment c, long cOff, long ldc, boolean accumulate);
+
+    /** Σ x[i]² over {@code n} elements, with per-lane partial sums folded in lane order, then the tail. */
+    float sumOfSquares(MemorySegment x, long off, int n);
+
+    /** {@code out[i] = w[i] · (x[i] · 1/sqrt(Σx²/n + eps))}, the llama2.c RMSNorm. {@code out} may alias {@code x}. */
+    void rmsnorm(MemorySegment out, long outOff, MemorySegment x, long xOff, MemorySegment w, long wOff,
+                 int n, float eps);
+
+    /** Multiplies {@code n} elements by {@code scale} in place and returns their maximum. */
+    float scaleAndMax(MemorySegment x, long off, int n, float scale);
+
+    /** Replaces {@code x[i]} by {@code exp(x[i] - max)} in place and returns their sum (lane-partial order). */
+    float expAndSum(MemorySegment x, long off, int n, float max);
+
+    /** Divides {@code n} elements by {@code divisor} in place. */
+    void divide(MemorySegment x, long off, int n, float divisor);
+
+    /** {@code x[i] += y[i]}. */
+    void add(MemorySegment x, long xOff, MemorySegment y, long yOff, int n);
+
+    /** SwiGLU gate: {@code h[i] = silu(h[i]) · g[i]} with {@code silu(v) = v / (1 + exp(-v))}. */
+    void swiglu(MemorySegment h, long hOff, MemorySegment g, long gOff, int n);
+
+    /**
+     * Rotary embedding in llama2.c's layout (adjacent pairs rotate together) over {@code heads} heads of
+     * {@code headSize} floats each, in place. {@code cos}/{@code sin} hold one position's table of
+     * {@code headSize} floats starting at {@code tableOff}: {@code cos[2j] = cos[2j+1] = cos θ_j},
+     * {@code sin[2j] = -sin θ_j}, {@code sin[2j+1] = sin θ_j}, so that
+     * {@code out = x·cos + swapPairs(x)·sin}.
+     */
+    void rope(MemorySegment x, long off, int heads, int headSize, MemorySegment cos, MemorySegment sin,
+              long tableOff);
+}

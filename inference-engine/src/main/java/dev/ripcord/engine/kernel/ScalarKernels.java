@@ -1,0 +1,153 @@
+package dev.ripcord.engine.kernel;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * The scalar twins: the control every vector kernel is tested against, and a fallback where the Vector API is
+ * unwelcome. Reductions keep {@code lanes} partial sums exactly like {@link VectorKernels} does, so the two agree
+ * bit for bit; the only per-lane state is a small array allocated once per instance.
+ */
+final class ScalarKernels implements Kernels {
+    static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
+
+    private final int lanes;
+
+    ScalarKernels(int lanes) {
+        if (lanes < 1 || lanes > 64 || Integer.bitCount(lanes) != 1) {
+            throw new IllegalArgumentException("lanes must be a power of two in [1, 64], got " + lanes);
+        }
+        this.lanes = lanes;
+    }
+
+    @Override
+    public int lanes() {
+        return lanes;
+    }
+
+    @Override
+    public String name() {
+        return "scalar";
+    }
+
+    static float get(MemorySegment s, long index) {
+        return s.get(F, index << 2);
+    }
+
+    static void set(MemorySegment s, long index, float v) {
+        s.set(F, index << 2, v);
+    }
+
+    @Override
+    public void gemm(MemorySegment a, long aOff, long lda, int rows, int k,
+                     MemorySegment b, long bOff, long ldb, int cols,
+                     MemorySegment c, long cOff, long ldc, boolean accumulate) {
+        for (int r = 0; r < rows; r++) {
+            for (int j = 0; j < cols; j++) {
+                long ci = cOff + r * ldc + j;
+                float acc = accumulate ? get(c, ci) : 0f;
+                for (int i = 0; i < k; i++) {
+                    acc = Math.fma(get(a, aOff + r * lda + i), get(b, bOff + i * ldb + j), acc);
+                }
+                set(c, ci, acc);
+            }
+        }
+    }
+
+    @Override
+    public float sumOfSquares(MemorySegment x, long off, int n) {
+        // lanes partial sums, as the vector body keeps them, then the tail folded into the total.
+        int body = n - n % lanes;
+        float total = 0f;
+        for (int lane = 0; lane < lanes && body > 0; lane++) {
+            float partial = 0f;
+            for (int i = lane; i < body; i += lanes) {
+                float v = get(x, off + i);
+                partial = Math.fma(v, v, partial);
+            }
+            total += partial;
+        }
+        for (int i = body; i < n; i++) {
+            float v = get(x, off + i);
+            total = Math.fma(v, v, total);
+        }
+        return total;
+    }
+
+    @Override
+    public void rmsnorm(MemorySegment out, long outOff, MemorySegment x, long xOff, MemorySegment w, long wOff,
+                        int n, float eps) {
+        float inv = RmsNorm.inverseRms(sumOfSquares(x, xOff, n), n, eps);
+        for (int i = 0; i < n; i++) {
+            set(out, outOff + i, get(w, wOff + i) * (inv * get(x, xOff + i)));
+        }
+    }
+
+    @Override
+    public float scaleAndMax(MemorySegment x, long off, int n, float scale) {
+        float max = Float.NEGATIVE_INFINITY;
+        for (int i = 0; i < n; i++) {
+            float v = get(x, off + i) * scale;
+            set(x, off + i, v);
+            max = Math.max(max, v);
+        }
+        return max;
+    }
+
+    @Override
+    public float expAndSum(MemorySegment x, long off, int n, float max) {
+        int body = n - n % lanes;
+        for (int i = 0; i < n; i++) {
+            set(x, off + i, Exp.exp(get(x, off + i) - max));
+        }
+        float total = 0f;
+        for (int lane = 0; lane < lanes && body > 0; lane++) {
+            float partial = 0f;
+            for (int i = lane; i < body; i += lanes) {
+                partial += get(x, off + i);
+            }
+            total += partial;
+        }
+        for (int i = body; i < n; i++) {
+            total += get(x, off + i);
+        }
+        return total;
+    }
+
+    @Override
+    public void divide(MemorySegment x, long off, int n, float divisor) {
+        for (int i = 0; i < n; i++) {
+            set(x, off + i, get(x, off + i) / divisor);
+        }
+    }
+
+    @Override
+    public void add(MemorySegment x, long xOff, MemorySegment y, long yOff, int n) {
+        for (int i = 0; i < n; i++) {
+            set(x, xOff + i, get(x, xOff + i) + get(y, yOff + i));
+        }
+    }
+
+    @Override
+    public void swiglu(MemorySegment h, long hOff, MemorySegment g, long gOff, int n) {
+        for (int i = 0; i < n; i++) {
+            float v = get(h, hOff + i);
+            float silu = v / (Exp.exp(-v) + 1.0f);
+            set(h, hOff + i, silu * get(g, gOff + i));
+        }
+    }
+
+    @Override
+    public void rope(MemorySegment x, long off, int heads, int headSize, MemorySegment cos, MemorySegment sin,
+                     long tableOff) {
+        for (int h = 0; h < heads; h++) {
+            long base = off + (long) h * headSize;
+            for (int i = 0; i + 1 < headSize; i += 2) {
+                float x0 = get(x, base + i);
+                float x1 = get(x, base + i + 1);
+                set(x, base + i, x0 * get(cos, tableOff + i) + x1 * get(sin, tableOff + i));
+                set(x, base + i + 1, x1 * get(cos, tableOff + i + 1) + x0 * get(sin, tableOff + i + 1));
+            }
+        }
+    }
+}

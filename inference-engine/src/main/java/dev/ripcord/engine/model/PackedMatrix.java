@@ -1,0 +1,46 @@
+package dev.ripcord.engine.model;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * A projection matrix {@code W[rows][cols]} ({@code rows} = output features) repacked for the GEMM micro-kernel:
+ * column panels of {@code panelWidth} output features, each stored input-major ({@code [cols][width]}), so the
+ * kernel streams one contiguous block per panel and computes {@code y = x · Wᵀ} by broadcasting {@code x[k]}
+ * against {@code W[j..j+width][k]}. The last panel may be narrower. Offsets are in floats.
+ */
+public record PackedMatrix(MemorySegment data, int rows, int cols, int panelWidth) {
+    private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
+
+    public int panels() {
+        return (rows + panelWidth - 1) / panelWidth;
+    }
+
+    /** First float of panel {@code p}. */
+    public long panelOffset(int p) {
+        return (long) p * panelWidth * cols;
+    }
+
+    /** Output features in panel {@code p}. */
+    public int panelCols(int p) {
+        return Math.min(panelWidth, rows - p * panelWidth);
+    }
+
+    /** Packs a row-major {@code rows × cols} matrix into memory allocated from {@code arena}. */
+    public static PackedMatrix pack(MemorySegment rowMajor, int rows, int cols, int panelWidth, Arena arena) {
+        MemorySegment data = arena.allocate((long) rows * cols * Float.BYTES, 64);
+        PackedMatrix m = new PackedMatrix(data, rows, cols, panelWidth);
+        for (int p = 0; p < m.panels(); p++) {
+            long base = m.panelOffset(p);
+            int width = m.panelCols(p);
+            for (int j = 0; j < width; j++) {
+                long src = (long) (p * panelWidth + j) * cols;
+                for (int k = 0; k < cols; k++) {
+                    data.setAtIndex(F, base + (long) k * width + j, rowMajor.getAtIndex(F, src + k));
+                }
+            }
+        }
+        return m;
+    }
+}

@@ -1,0 +1,475 @@
+package dev.ripcord.engine.model;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import dev.ripcord.engine.KvLayout;
+import dev.ripcord.engine.ModelConfig;
+import dev.ripcord.engine.kernel.Kernels;
+import dev.ripcord.engine.kernel.WorkerPool;
+
+/**
+ * The forward pass of a llama2.c-style decoder over a batch of <em>rows</em>: either one prefill chunk (rows are
+ * consecutive positions of one sequence) or one decode step (one row per sequence).
+ *
+ * <p>Design note. Every layer is a short sequence of parallel regions on the {@link WorkerPool}: norm, the Q/K/V
+ * projections as one GEMM region, rotary embedding plus the KV-page write, attention, the output projection,
+ * norm, the W1/W3 projections as one region, SwiGLU and W2. All scratch is allocated once, sized for the largest
+ * chunk and batch, so nothing allocates per token. GEMM work items are (panel of output features, block of rows)
+ * and attention items are (head, tile of up to four query rows) or (sequence, key/value head); each output
+ * element is computed entirely by one item in a fixed order, so results are identical for any thread count,
+ * chunking or batching (see the kernel package note).
+ *
+ * <p>In the last layer of a prefill chunk only the last row's query, attention and MLP are computed: the other
+ * rows' outputs would only feed logits nobody reads, while their keys and values are still written.
+ *
+ * <p>Not thread-safe: one forward at a time, from one thread (the engine enforces this).
+ */
+public final class Transformer {
+    private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    /** Rows per GEMM work item: a block of activations and a panel of weights both stay in a 2 MiB L2. */
+    private static final int ROW_BLOCK = 128;
+    /** Element-wise work smaller than this many floats runs on the caller instead of waking the workers. */
+    private static final long INLINE_FLOATS = 1 << 14;
+
+    private static final int OP_ATT_NORM = 0;
+    private static final int OP_ROPE_KV = 1;
+    private static final int OP_FFN_NORM = 2;
+    private static final int OP_SWIGLU = 3;
+    private static final int OP_FINAL_NORM = 4;
+
+    private final ModelConfig c;
+    private final ModelWeights w;
+    private final MemorySegment pool;
+    private final Kernels kernels;
+    private final WorkerPool workers;
+    private final int maxChunk;
+    private final int maxBatch;
+    private final int dim;
+    private final int kvDim;
+    private final int hidden;
+    private final int hs;
+    private final int heads;
+    private final int kvHeads;
+    private final int group;
+    private final int vocab;
+    private final int pt;
+    private final long pageFloats;
+    private final long layerFloats;
+    private final long scoreStride;
+    private final float attentionScale;
+
+    private final MemorySegment x;
+    private final MemorySegment xb;
+    private final MemorySegment xb2;
+    private final MemorySegment q;
+    private final MemorySegment k;
+    private final MemorySegment v;
+    private final MemorySegment hb;
+    private final MemorySegment hb2;
+    private final MemorySegment logits;
+    private final MemorySegment scores;
+    private final MemorySegment ropeCos;
+    private final MemorySegment ropeSin;
+
+    private final int[] rowPos;
+    private final int[][] rowTable;
+    private int rows;
+    private boolean prefillMode;
+
+    private final MatmulRegion matmul = new MatmulRegion();
+    private final AttentionRegion attention = new AttentionRegion();
+    private final RowRegion rowRegion = new RowRegion();
+
+    /**
+     * @param pool     the KV page pool's segment; page {@code p} starts at byte {@code p · layout.pageBytes()}
+     * @param maxChunk the most rows a prefill chunk may have
+     * @param maxBatch the most sequences a decode step may have
+     * @param arena    owns all scratch memory (the engine's arena)
+     */
+    public Transformer(ModelWeights w, KvLayout layout, MemorySegment pool, Kernels kernels, WorkerPool workers,
+                       int maxChunk, int maxBatch, Arena arena) {
+        this.c = w.config;
+        this.w = w;
+        this.pool = pool;
+        this.kernels = kernels;
+        this.workers = workers;
+        this.maxChunk = maxChunk;
+        this.maxBatch = maxBatch;
+        this.dim = c.dim();
+        this.kvDim = c.kvDim();
+        this.hidden = c.hiddenDim();
+        this.hs = c.headSize();
+        this.heads = c.heads();
+        this.kvHeads = c.kvHeads();
+        this.group = c.groupSize();
+        this.vocab = c.vocabSize();
+        this.pt = layout.pageTokens();
+        this.pageFloats = layout.pageFloats();
+        this.layerFloats = layout.layerFloats();
+        this.attentionScale = (float) (1.0 / Math.sqrt(hs));
+        int maxRows = Math.max(maxChunk, maxBatch);
+        this.x = floats(arena, (long) maxRows * dim);
+        this.xb = floats(arena, (long) maxRows * dim);
+        this.xb2 = floats(arena, (long) maxRows * dim);
+        this.q = floats(arena, (long) maxRows * dim);
+        this.k = floats(arena, (long) maxRows * kvDim);
+        this.v = floats(arena, (long) maxRows * kvDim);
+        this.hb = floats(arena, (long) maxRows * hidden);
+        this.hb2 = floats(arena, (long) maxRows * hidden);
+        this.logits = floats(arena, (long) maxBatch * vocab);
+        this.scoreStride = (c.contextLength() + 15L) & ~15L;
+        this.scores = floats(arena, (long) workers.size() * 4 * scoreStride);
+        this.ropeCos = floats(arena, (long) c.contextLength() * hs);
+        this.ropeSin = floats(arena, (long) c.contextLength() * hs);
+        fillRopeTables();
+        this.rowPos = new int[maxRows];
+        this.rowTable = new int[maxRows][];
+    }
+
+    private static MemorySegment floats(Arena arena, long n) {
+        return arena.allocate(Math.max(1, n) * Float.BYTES, 64);
+    }
+
+    /**
+     * {@code θ_j = pos / theta^(2j / headSize)} evaluated in double with StrictMath (so every JVM builds the same
+     * table), stored as float in the interleaved form {@link Kernels#rope} takes.
+     */
+    private void fillRopeTables() {
+        for (int pos = 0; pos < c.contextLength(); pos++) {
+            for (int j = 0; j < hs / 2; j++) {
+                double freq = 1.0 / StrictMath.pow(c.ropeTheta(), (2.0 * j) / hs);
+                double angle = pos * freq;
+                float cos = (float) StrictMath.cos(angle);
+                float sin = (float) StrictMath.sin(angle);
+                long i = (long) pos * hs + 2L * j;
+                ropeCos.setAtIndex(F, i, cos);
+                ropeCos.setAtIndex(F, i + 1, cos);
+                ropeSin.setAtIndex(F, i, -sin);
+                ropeSin.setAtIndex(F, i + 1, sin);
+            }
+        }
+    }
+
+    public int maxChunk() {
+        return maxChunk;
+    }
+
+    public int maxBatch() {
+        return maxBatch;
+    }
+
+    /**
+     * Runs positions {@code [from, to)} of one sequence, writing their keys and values into the pages of
+     * {@code pageTable} (which must cover position {@code to - 1}) and leaving the logits of position
+     * {@code to - 1} in logits row 0. Positions {@code [0, from)} must already be in the pages.
+     */
+    public void prefill(int[] tokens, int from, int to, int[] pageTable) {
+        rows = to - from;
+        prefillMode = true;
+        for (int r = 0; r < rows; r++) {
+            rowPos[r] = from + r;
+            rowTable[r] = pageTable;
+            embed(r, tokens[from + r]);
+        }
+        forward();
+    }
+
+    /**
+     * Runs one token for each of {@code n} sequences: row {@code r} feeds {@code tokens[r]} at position
+     * {@code positions[r]} of the sequence whose pages are {@code pageTables[r]}; logits land in rows
+     * {@code 0..n-1}.
+     */
+    public void decode(int n, int[] tokens, int[] positions, int[][] pageTables) {
+        rows = n;
+        prefillMode = false;
+        for (int r = 0; r < rows; r++) {
+            rowPos[r] = positions[r];
+            rowTable[r] = pageTables[r];
+            embed(r, tokens[r]);
+        }
+        forward();
+    }
+
+    /** Copies logits row {@code row} of the last forward into {@code dst[0..vocab)}. */
+    public void copyLogits(int row, float[] dst) {
+        MemorySegment.copy(logits, F, (long) row * vocab * Float.BYTES, dst, 0, vocab);
+    }
+
+    private void embed(int row, int token) {
+        MemorySegment.copy(w.embedding, (long) token * dim * Float.BYTES, x, (long) row * dim * Float.BYTES,
+                (long) dim * Float.BYTES);
+    }
+
+    private void forward() {
+        int last = rows - 1;
+        for (int l = 0; l < c.layers(); l++) {
+            boolean trim = prefillMode && l == c.layers() - 1;
+            int qFrom = trim ? last : 0;
+            rowOp(OP_ATT_NORM, l, 0, rows, qFrom);
+            matmul.begin();
+            matmul.add(w.wq[l], xb, qFrom, dim, q, qFrom, dim, rows - qFrom);
+            matmul.add(w.wk[l], xb, 0, dim, k, 0, kvDim, rows);
+            matmul.add(w.wv[l], xb, 0, dim, v, 0, kvDim, rows);
+            matmul.run();
+            rowOp(OP_ROPE_KV, l, 0, rows, qFrom);
+            attention.begin(l, qFrom);
+            workers.run(attention);
+            matmul.begin();
+            matmul.add(w.wo[l], xb, qFrom, dim, xb2, qFrom, dim, rows - qFrom);
+            matmul.run();
+            rowOp(OP_FFN_NORM, l, qFrom, rows, qFrom);
+            matmul.begin();
+            matmul.add(w.w1[l], xb, qFrom, dim, hb, qFrom, hidden, rows - qFrom);
+            matmul.add(w.w3[l], xb, qFrom, dim, hb2, qFrom, hidden, rows - qFrom);
+            matmul.run();
+            rowOp(OP_SWIGLU, l, qFrom, rows, qFrom);
+            matmul.begin();
+            matmul.add(w.w2[l], hb, qFrom, hidden, xb2, qFrom, dim, rows - qFrom);
+            matmul.run();
+        }
+        int outFrom = prefillMode ? last : 0;
+        rowOp(OP_FINAL_NORM, 0, outFrom, rows, outFrom);
+        matmul.begin();
+        matmul.add(w.classifier, xb, outFrom, dim, logits, 0, vocab, rows - outFrom);
+        matmul.run();
+    }
+
+    private void rowOp(int op, int layer, int from, int to, int qFrom) {
+        RowRegion region = rowRegion;
+        region.op = op;
+        region.layer = layer;
+        region.from = from;
+        region.to = to;
+        region.qFrom = qFrom;
+        long width = op == OP_SWIGLU ? hidden : dim;
+        if ((to - from) * width < INLINE_FLOATS || workers.size() == 1) {
+            region.run(0, 1);
+        } else {
+            workers.run(region);
+        }
+    }
+
+    private void applyRow(int op, int layer, int r, int qFrom) {
+        long xr = (long) r * dim;
+        switch (op) {
+            case OP_ATT_NORM -> {
+                if (layer > 0) {
+                    kernels.add(x, xr, xb2, xr, dim);
+                }
+                kernels.rmsnorm(xb, xr, x, xr, w.rmsAtt, (long) layer * dim, dim, c.normEps());
+            }
+            case OP_ROPE_KV -> ropeAndStore(layer, r, qFrom);
+            case OP_FFN_NORM -> {
+                kernels.add(x, xr, xb2, xr, dim);
+                kernels.rmsnorm(xb, xr, x, xr, w.rmsFfn, (long) layer * dim, dim, c.normEps());
+            }
+            case OP_SWIGLU -> kernels.swiglu(hb, (long) r * hidden, hb2, (long) r * hidden, hidden);
+            case OP_FINAL_NORM -> {
+                kernels.add(x, xr, xb2, xr, dim);
+                kernels.rmsnorm(xb, xr, x, xr, w.rmsFinal, 0, dim, c.normEps());
+            }
+            default -> throw new AssertionError(op);
+        }
+    }
+
+    /** Rotates this row's query and key, then writes its key (transposed) and value into its KV page. */
+    private void ropeAndStore(int layer, int r, int qFrom) {
+        int pos = rowPos[r];
+        long table = (long) pos * hs;
+        if (r >= qFrom) {
+            kernels.rope(q, (long) r * dim, heads, hs, ropeCos, ropeSin, table);
+        }
+        long kr = (long) r * kvDim;
+        kernels.rope(k, kr, kvHeads, hs, ropeCos, ropeSin, table);
+        int slot = pos % pt;
+        long layerBase = rowTable[r][pos / pt] * pageFloats + layer * layerFloats;
+        long valueBase = layerBase + (long) kvHeads * hs * pt;
+        for (int g = 0; g < kvHeads; g++) {
+            long keyBase = layerBase + (long) g * hs * pt + slot;
+            for (int d = 0; d < hs; d++) {
+                pool.setAtIndex(F, keyBase + (long) d * pt, k.getAtIndex(F, kr + (long) g * hs + d));
+            }
+            MemorySegment.copy(v, (kr + (long) g * hs) * Float.BYTES,
+                    pool, (valueBase + ((long) g * pt + slot) * hs) * Float.BYTES, (long) hs * Float.BYTES);
+        }
+    }
+
+    /**
+     * Attention for up to four query rows that share a key/value head and a sequence. Row {@code i} attends to
+     * positions {@code [0, len0 + i·lenStep)}; its query is at {@code qOff + i·lda} in {@code q} and its output goes
+     * to {@code oOff + i·ldo} in {@code xb}.
+     *
+     * <p>Scores for a page come from one GEMM of the query rows against the page's transposed keys; softmax runs
+     * per row over exactly that row's positions; the weighted sum of values is a GEMM over the positions all rows
+     * share, then single-row GEMMs over each row's remaining positions, accumulating in position order so each
+     * output is one FMA chain over {@code [0, len)} whatever rows it was tiled with.
+     */
+    private void attend(int worker, int layer, long qOff, long lda, int n, int len0, int lenStep, int kvHead,
+                        int[] table, long oOff, long ldo) {
+        long sBase = (long) worker * 4 * scoreStride;
+        int maxLen = len0 + (n - 1) * lenStep;
+        long keyBlock = layer * layerFloats + (long) kvHead * hs * pt;
+        long valueBlock = layer * layerFloats + (long) kvHeads * hs * pt + (long) kvHead * pt * hs;
+        for (int page = 0, p0 = 0; p0 < maxLen; page++, p0 += pt) {
+            int cols = Math.min(pt, maxLen - p0);
+            kernels.gemm(q, qOff, lda, n, hs, pool, table[page] * pageFloats + keyBlock, pt, cols,
+                    scores, sBase + p0, scoreStride, false);
+        }
+        for (int i = 0; i < n; i++) {
+            long row = sBase + i * scoreStride;
+            int len = len0 + i * lenStep;
+            float max = kernels.scaleAndMax(scores, row, len, attentionScale);
+            float sum = kernels.expAndSum(scores, row, len, max);
+            kernels.divide(scores, row, len, sum);
+        }
+        for (int page = 0, p0 = 0; p0 < len0; page++, p0 += pt) {
+            int count = Math.min(pt, len0 - p0);
+            kernels.gemm(scores, sBase + p0, scoreStride, n, count, pool, table[page] * pageFloats + valueBlock, hs,
+                    hs, xb, oOff, ldo, page > 0);
+        }
+        for (int i = 1; i < n && lenStep > 0; i++) {
+            int len = len0 + i * lenStep;
+            for (int p = len0; p < len; ) {
+                int page = p / pt;
+                int slot = p % pt;
+                int count = Math.min(pt - slot, len - p);
+                kernels.gemm(scores, sBase + i * scoreStride + p, scoreStride, 1, count,
+                        pool, table[page] * pageFloats + valueBlock + (long) slot * hs, hs, hs,
+                        xb, oOff + i * ldo, ldo, true);
+                p += count;
+            }
+        }
+    }
+
+    /** Element-wise work over rows, split into fixed contiguous ranges. */
+    private final class RowRegion implements WorkerPool.Task {
+        int op;
+        int layer;
+        int from;
+        int to;
+        int qFrom;
+
+        @Override
+        public void run(int worker, int workerCount) {
+            int n = to - from;
+            int end = from + WorkerPool.rangeStart(n, worker + 1, workerCount);
+            for (int r = from + WorkerPool.rangeStart(n, worker, workerCount); r < end; r++) {
+                applyRow(op, layer, r, qFrom);
+            }
+        }
+    }
+
+    /** Up to three projections over the same rows, as one pool of (job, panel, row block) items. */
+    private final class MatmulRegion implements WorkerPool.Task {
+        private final PackedMatrix[] m = new PackedMatrix[3];
+        private final MemorySegment[] in = new MemorySegment[3];
+        private final MemorySegment[] out = new MemorySegment[3];
+        private final long[] inOff = new long[3];
+        private final long[] inStride = new long[3];
+        private final long[] outOff = new long[3];
+        private final long[] outStride = new long[3];
+        private final int[] count = new int[3];
+        private final int[] blocks = new int[3];
+        private final int[] itemEnd = new int[3];
+        private final AtomicInteger next = new AtomicInteger();
+        private int jobs;
+
+        void begin() {
+            jobs = 0;
+        }
+
+        /** {@code out[r] = W · in[r]} for rows {@code [row, row + n)}; strides in floats. */
+        void add(PackedMatrix w, MemorySegment input, int row, long inputStride, MemorySegment output,
+                 int outRow, long outputStride, int n) {
+            int j = jobs++;
+            m[j] = w;
+            in[j] = input;
+            out[j] = output;
+            inOff[j] = row * inputStride;
+            inStride[j] = inputStride;
+            outOff[j] = outRow * outputStride;
+            outStride[j] = outputStride;
+            count[j] = n;
+            blocks[j] = (n + ROW_BLOCK - 1) / ROW_BLOCK;
+            itemEnd[j] = (j == 0 ? 0 : itemEnd[j - 1]) + w.panels() * blocks[j];
+        }
+
+        void run() {
+            next.set(0);
+            workers.run(this);
+        }
+
+        @Override
+        public void run(int worker, int workerCount) {
+            int total = itemEnd[jobs - 1];
+            int item;
+            while ((item = next.getAndIncrement()) < total) {
+                int j = 0;
+                while (item >= itemEnd[j]) {
+                    j++;
+                }
+                int local = item - (j == 0 ? 0 : itemEnd[j - 1]);
+                int panel = local / blocks[j];
+                int r0 = (local % blocks[j]) * ROW_BLOCK;
+                int n = Math.min(ROW_BLOCK, count[j] - r0);
+                PackedMatrix w = m[j];
+                int width = w.panelCols(panel);
+                kernels.gemm(in[j], inOff[j] + r0 * inStride[j], inStride[j], n, w.cols(),
+                        w.data(), w.panelOffset(panel), width, width,
+                        out[j], outOff[j] + r0 * outStride[j] + (long) panel * w.panelWidth(), outStride[j], false);
+            }
+        }
+    }
+
+    /**
+     * Prefill items are (query head, tile of up to four consecutive rows), longest tiles first; decode items are
+     * (sequence, key/value head, tile of up to four of its query heads), which share one pass over the pages.
+     */
+    private final class AttentionRegion implements WorkerPool.Task {
+        private final AtomicInteger next = new AtomicInteger();
+        private int layer;
+        private int qFrom;
+        private int tiles;
+        private int items;
+        private int headTiles;
+
+        void begin(int layer, int qFrom) {
+            this.layer = layer;
+            this.qFrom = qFrom;
+            if (prefillMode) {
+                tiles = (rows - qFrom + 3) / 4;
+                items = heads * tiles;
+            } else {
+                headTiles = (group + 3) / 4;
+                items = rows * kvHeads * headTiles;
+            }
+            next.set(0);
+        }
+
+        @Override
+        public void run(int worker, int workerCount) {
+            int item;
+            while ((item = next.getAndIncrement()) < items) {
+                if (prefillMode) {
+                    int tile = tiles - 1 - item / heads;
+                    int h = item % heads;
+                    int t0 = qFrom + tile * 4;
+                    int n = Math.min(4, rows - t0);
+                    long off = (long) t0 * dim + (long) h * hs;
+                    attend(worker, layer, off, dim, n, rowPos[t0] + 1, 1, h / group, rowTable[t0], off, dim);
+                } else {
+                    int r = item / (kvHeads * headTiles);
+                    int rest = item % (kvHeads * headTiles);
+                    int g = rest / headTiles;
+                    int h0 = g * group + (rest % headTiles) * 4;
+                    int n = Math.min(4, (g + 1) * group - h0);
+                    long off = (long) r * dim + (long) h0 * hs;
+                    attend(worker, layer, off, hs, n, rowPos[r] + 1, 0, g, rowTable[r], off, hs);
+                }
+            }
+        }
+    }
+}
