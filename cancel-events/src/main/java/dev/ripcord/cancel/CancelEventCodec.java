@@ -1,5 +1,6 @@
 package dev.ripcord.cancel;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;
 
@@ -51,9 +52,11 @@ public final class CancelEventCodec {
         }
         JsonNode root;
         try {
-            root = JSON.readTree(bytes);
+            // Always UTF-8 (RFC 8259 for JSON between systems). Given bytes, Jackson would guess the encoding, and
+            // garbage starting with a NUL byte would be read, and reported, as UTF-16.
+            root = JSON.readTree(new String(bytes, StandardCharsets.UTF_8));
         } catch (JacksonException e) {
-            throw new InvalidCancelEventException(Problem.NOT_JSON, "not JSON: " + e.getOriginalMessage());
+            throw new InvalidCancelEventException(Problem.NOT_JSON, "not JSON: " + abbreviate(e.getOriginalMessage()));
         }
         if (root == null || !root.isObject()) {
             throw new InvalidCancelEventException(Problem.NOT_JSON, "not a JSON object");
@@ -83,6 +86,11 @@ public final class CancelEventCodec {
         }
         Instant timestamp = timestamp(requireString(root, "timestamp"));
         return new CancelEvent(requestId, reason, new Origin(service, instance), timestamp, version);
+    }
+
+    private static String abbreviate(String message) {
+        String oneLine = String.valueOf(message).replaceAll("\\s+", " ");
+        return oneLine.length() <= 160 ? oneLine : oneLine.substring(0, 160) + "...";
     }
 
     private static CancelReason reason(String value) {

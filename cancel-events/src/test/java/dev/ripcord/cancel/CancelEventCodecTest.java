@@ -89,6 +89,15 @@ class CancelEventCodecTest {
     }
 
     @Test
+    void bytesAreReadAsUtf8NeverGuessed() {
+        // Jackson would auto-detect UTF-16 here and report garbage as CJK text; the wire format is UTF-8 only.
+        assertThatThrownBy(() -> CancelEventCodec.decode(VALID.getBytes(java.nio.charset.StandardCharsets.UTF_16BE)))
+                .isInstanceOfSatisfying(InvalidCancelEventException.class,
+                        e -> assertThat(e.problem()).isEqualTo(Problem.NOT_JSON))
+                .message().matches("[\\x20-\\x7e]+");
+    }
+
+    @Test
     void decodingErrorsAreStackless() {
         InvalidCancelEventException e = org.junit.jupiter.api.Assertions.assertThrows(
                 InvalidCancelEventException.class, () -> CancelEventCodec.decode("nope".getBytes(UTF_8)));

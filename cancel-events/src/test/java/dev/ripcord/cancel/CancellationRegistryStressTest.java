@@ -43,7 +43,7 @@ class CancellationRegistryStressTest {
     private static final int ROUNDS = 200;
     private static final int MAX_SPINS = 64;
     /** Requests per lockstep gate: small enough that operations on one request still overlap. */
-    private static final int WAVE = 16;
+    private static final int WAVE = 32;
     private static final CancelSource[] SIGNALS = {CancelSource.KAFKA, CancelSource.IN_BAND, CancelSource.DEADLINE,
             CancelSource.SHUTDOWN, CancelSource.EXPLICIT};
 

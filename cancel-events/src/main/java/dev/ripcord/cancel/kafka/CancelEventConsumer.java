@@ -1,0 +1,137 @@
+package dev.ripcord.cancel.kafka;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.function.Consumer;
+
+import dev.ripcord.cancel.CancelEvent;
+import dev.ripcord.cancel.CancelEventCodec;
+import dev.ripcord.cancel.CancelOutcome;
+import dev.ripcord.cancel.CancelSource;
+import dev.ripcord.cancel.CancellationRegistry;
+import dev.ripcord.cancel.InvalidCancelEventException;
+import dev.ripcord.cancel.InvalidCancelEventException.Problem;
+import dev.ripcord.cancel.RequestIds;
+import dev.ripcord.cancel.kafka.DeadLetterPublisher.Poison;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
+import org.springframework.kafka.support.KafkaHeaders;
+import org.springframework.messaging.Message;
+import org.springframework.messaging.MessageHeaders;
+
+/**
+ * The {@value CancelBindings#CONSUMER_FUNCTION} function: one consumed record in, one
+ * {@link CancellationRegistry#cancel} (source {@link CancelSource#KAFKA}) out.
+ *
+ * <p>It takes raw bytes and decodes them itself, so a poison record (not JSON, missing fields, invalid ID, unknown
+ * schema version, key that is not the request ID) never reaches the binder's error handling and its retries: it is
+ * logged at WARN with its coordinates, counted ({@code ripcord.cancel.poison{problem}}), handed to the
+ * {@link DeadLetterPublisher}, and the function returns normally so consumption goes on with the next record. Nothing
+ * thrown here escapes to the binder. While a valid record is handled, MDC {@value CancelBindings#MDC_REQUEST_ID} is set,
+ * so the abort handler's log lines carry the request ID too.
+ */
+final class CancelEventConsumer implements Consumer<Message<byte[]>> {
+
+    private static final Logger log = LoggerFactory.getLogger(CancelEventConsumer.class);
+
+    private final CancellationRegistry registry;
+    private final DeadLetterPublisher deadLetters;
+    private final Map<CancelOutcome, Counter> consumed = new EnumMap<>(CancelOutcome.class);
+    private final Map<Problem, Counter> poison = new EnumMap<>(Problem.class);
+    private final Counter failures;
+
+    CancelEventConsumer(CancellationRegistry registry, DeadLetterPublisher deadLetters, MeterRegistry meters) {
+        this.registry = registry;
+        this.deadLetters = deadLetters;
+        for (CancelOutcome outcome : CancelOutcome.values()) {
+            consumed.put(outcome, Counter.builder("ripcord.cancel.consumed")
+                    .description("Cancellations consumed, by what the registry did with them")
+                    .tag("outcome", outcome.name().toLowerCase())
+                    .register(meters));
+        }
+        for (Problem problem : Problem.values()) {
+            poison.put(problem, Counter.builder("ripcord.cancel.poison")
+                    .description("Unreadable records sent to the dead-letter topic")
+                    .tag("problem", problem.name().toLowerCase())
+                    .register(meters));
+        }
+        failures = Counter.builder("ripcord.cancel.consume.failures")
+                .description("Valid records whose handling threw").register(meters);
+    }
+
+    @Override
+    public void accept(Message<byte[]> message) {
+        MessageHeaders headers = message.getHeaders();
+        String topic = String.valueOf(headers.get(KafkaHeaders.RECEIVED_TOPIC));
+        int partition = headers.get(KafkaHeaders.RECEIVED_PARTITION) instanceof Integer p ? p : -1;
+        long offset = headers.get(KafkaHeaders.OFFSET) instanceof Long o ? o : -1L;
+        byte[] key = keyBytes(headers.get(KafkaHeaders.RECEIVED_KEY));
+        byte[] value = message.getPayload();
+
+        CancelEvent event;
+        try {
+            event = CancelEventCodec.decode(value);
+            if (key != null && !Arrays.equals(key, event.requestId().getBytes(StandardCharsets.UTF_8))) {
+                throw new InvalidCancelEventException(Problem.KEY_MISMATCH,
+                        "record key '%s' is not the request ID".formatted(printable(key)));
+            }
+        } catch (InvalidCancelEventException e) {
+            handlePoison(new Poison(topic, partition, offset, key, value, e.problem().name(), e.getMessage()), e);
+            return;
+        }
+
+        MDC.put(CancelBindings.MDC_REQUEST_ID, event.requestId());
+        try {
+            CancelOutcome outcome = registry.cancel(event.requestId(), event.reason(), CancelSource.KAFKA);
+            consumed.get(outcome).increment();
+            log.debug("consumed cancel requestId={} reason={} origin={} at {}-{}@{}: {}", event.requestId(),
+                    event.reason(), event.origin(), topic, partition, offset, outcome);
+        } catch (RuntimeException e) {
+            failures.increment();
+            log.warn("handling cancel requestId={} from {}-{}@{} failed; skipping it", event.requestId(), topic,
+                    partition, offset, e);
+        } finally {
+            MDC.remove(CancelBindings.MDC_REQUEST_ID);
+        }
+    }
+
+    private void handlePoison(Poison record, InvalidCancelEventException problem) {
+        poison.get(problem.problem()).increment();
+        // The key is usually the request ID even when the value is garbage: worth having in the log line and MDC.
+        String keyText = record.key() == null ? null : new String(record.key(), StandardCharsets.UTF_8);
+        boolean keyIsId = RequestIds.isValid(keyText);
+        if (keyIsId) {
+            MDC.put(CancelBindings.MDC_REQUEST_ID, keyText);
+        }
+        try {
+            log.warn("poison record at {}-{}@{} requestId={} ({}: {}); dead-lettering it and moving on",
+                    record.topic(), record.partition(), record.offset(), keyIsId ? keyText : "?",
+                    problem.problem(), problem.getMessage());
+            deadLetters.deadLetter(record);
+        } catch (RuntimeException e) {
+            log.warn("could not dead-letter poison record {}", record.coordinates(), e);
+        } finally {
+            if (keyIsId) {
+                MDC.remove(CancelBindings.MDC_REQUEST_ID);
+            }
+        }
+    }
+
+    private static byte[] keyBytes(Object key) {
+        return switch (key) {
+            case null -> null;
+            case byte[] bytes -> bytes;
+            default -> String.valueOf(key).getBytes(StandardCharsets.UTF_8);
+        };
+    }
+
+    private static String printable(byte[] key) {
+        String text = new String(key, StandardCharsets.UTF_8);
+        return text.length() > 64 ? text.substring(0, 64) + "..." : text;
+    }
+}

@@ -1,0 +1,148 @@
+package dev.ripcord.cancel.kafka;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReference;
+
+import dev.ripcord.cancel.CancelEvent;
+import dev.ripcord.cancel.CancelEventCodec;
+import dev.ripcord.cancel.CancelReason;
+import dev.ripcord.cancel.CancelSource;
+import dev.ripcord.cancel.CancellationRegistry;
+import dev.ripcord.cancel.Origin;
+import dev.ripcord.cancel.Registration;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.slf4j.MDC;
+import org.springframework.kafka.support.KafkaHeaders;
+import org.springframework.messaging.Message;
+import org.springframework.messaging.support.MessageBuilder;
+
+/** The consumer function without a broker: what it does with valid and poison records. */
+class CancelEventConsumerTest {
+
+    private static final String TOPIC = "ripcord.cancellations";
+
+    private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+    private final CancellationRegistry registry = new CancellationRegistry();
+    private final List<Message<byte[]>> deadLettered = new CopyOnWriteArrayList<>();
+    private final KafkaSendQueue queue = new KafkaSendQueue((binding, message) -> {
+        assertThat(binding).isEqualTo(CancelBindings.DLT_OUTPUT);
+        deadLettered.add(message);
+        return CompletableFuture.completedFuture(null);
+    }, 100, 1, Duration.ofMillis(1), Duration.ofSeconds(5), meters);
+    private final CancelEventConsumer consumer = new CancelEventConsumer(registry,
+            new DeadLetterPublisher(queue, "worker-1", "ripcord.cancellations.dlt", meters), meters);
+
+    @AfterEach
+    void close() {
+        queue.close();
+        registry.assertNoLiveRegistrations();
+    }
+
+    @Test
+    void aValidRecordCancelsTheRequestWithSourceKafka() {
+        AtomicReference<CancelSource> source = new AtomicReference<>();
+        try (Registration registration = registry.register("req-1", (id, reason, s) -> source.set(s))) {
+            consumer.accept(record("req-1", CancelEventCodec.encode(event("req-1")), 7));
+            assertThat(registration.isCancelled()).isTrue();
+        }
+        assertThat(source.get()).isEqualTo(CancelSource.KAFKA);
+        assertThat(meters.counter("ripcord.cancel.consumed", "outcome", "aborted").count()).isEqualTo(1);
+        assertThat(deadLettered).isEmpty();
+    }
+
+    @Test
+    void theAbortHandlerRunsWithTheRequestIdInTheMdc() {
+        AtomicReference<String> mdc = new AtomicReference<>();
+        try (Registration ignored = registry.register("req-1", (id, reason, s) -> mdc.set(MDC.get("requestId")))) {
+            consumer.accept(record("req-1", CancelEventCodec.encode(event("req-1")), 7));
+        }
+        assertThat(mdc.get()).isEqualTo("req-1");
+        assertThat(MDC.get("requestId")).isNull();
+    }
+
+    @Test
+    void aCancelForAnUnknownRequestBecomesATombstone() {
+        consumer.accept(record("req-9", CancelEventCodec.encode(event("req-9")), 1));
+        assertThat(registry.isCancelled("req-9")).isTrue();
+        assertThat(meters.counter("ripcord.cancel.consumed", "outcome", "tombstoned").count()).isEqualTo(1);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            not JSON                   | req-1 | <html>oops</html>                                 | NOT_JSON
+            missing fields             | req-1 | {"schemaVersion":1,"requestId":"req-1"}           | MISSING_FIELD
+            invalid request ID         | req-1 | {"schemaVersion":1,"requestId":"req 1"}           | INVALID_REQUEST_ID
+            unsupported schema version | req-1 | {"schemaVersion":2,"requestId":"req-1","x":1}     | UNSUPPORTED_SCHEMA_VERSION
+            """)
+    void aPoisonRecordIsDeadLetteredWithItsBytesAndReasonAndConsumptionGoesOn(String description, String key,
+            String value, String problem) {
+        byte[] bytes = value.getBytes(UTF_8);
+
+        consumer.accept(record(key, bytes, 41));
+        consumer.accept(record("req-2", CancelEventCodec.encode(event("req-2")), 42));
+
+        await().until(() -> deadLettered.size() == 1);
+        Message<byte[]> dead = deadLettered.getFirst();
+        assertThat(dead.getPayload()).isEqualTo(bytes);
+        assertThat(header(dead, KafkaHeaders.KEY)).isEqualTo(TOPIC + "-0@41");
+        assertThat(header(dead, DeadLetterPublisher.REASON)).isEqualTo(problem);
+        assertThat(header(dead, DeadLetterPublisher.ORIGINAL_TOPIC)).isEqualTo(TOPIC);
+        assertThat(header(dead, DeadLetterPublisher.ORIGINAL_PARTITION)).isEqualTo("0");
+        assertThat(header(dead, DeadLetterPublisher.ORIGINAL_OFFSET)).isEqualTo("41");
+        assertThat(header(dead, DeadLetterPublisher.ORIGINAL_KEY)).isEqualTo(key);
+        assertThat(header(dead, DeadLetterPublisher.INSTANCE)).isEqualTo("worker-1");
+        assertThat(header(dead, DeadLetterPublisher.DETAIL)).isNotBlank();
+        assertThat(meters.counter("ripcord.cancel.poison", "problem", problem.toLowerCase()).count()).isEqualTo(1);
+        assertThat(registry.isCancelled("req-2")).as("the next record was still processed").isTrue();
+        assertThat(registry.isCancelled("req-1")).isFalse();
+    }
+
+    @Test
+    void aRecordWhoseKeyIsNotItsRequestIdIsPoison() {
+        consumer.accept(record("req-other", CancelEventCodec.encode(event("req-1")), 3));
+
+        await().until(() -> deadLettered.size() == 1);
+        assertThat(header(deadLettered.getFirst(), DeadLetterPublisher.REASON)).isEqualTo("KEY_MISMATCH");
+        assertThat(registry.isCancelled("req-1")).isFalse();
+    }
+
+    @Test
+    void anAbortHandlerThatThrowsDoesNotEscapeToTheBinder() {
+        Registration registration = registry.register("req-1", (id, reason, s) -> {
+            throw new IllegalStateException("handler bug");
+        });
+        consumer.accept(record("req-1", CancelEventCodec.encode(event("req-1")), 7));
+        assertThat(registration.isCancelled()).isTrue();
+        registration.complete();
+    }
+
+    private static CancelEvent event(String requestId) {
+        return CancelEvent.of(requestId, CancelReason.CLIENT_DISCONNECT, new Origin("gateway", "g1"),
+                Instant.parse("2026-11-29T21:00:00Z"));
+    }
+
+    private static Message<byte[]> record(String key, byte[] value, long offset) {
+        return MessageBuilder.withPayload(value)
+                .setHeader(KafkaHeaders.RECEIVED_TOPIC, TOPIC)
+                .setHeader(KafkaHeaders.RECEIVED_PARTITION, 0)
+                .setHeader(KafkaHeaders.OFFSET, offset)
+                .setHeader(KafkaHeaders.RECEIVED_KEY, key.getBytes(UTF_8))
+                .build();
+    }
+
+    private static String header(Message<byte[]> message, String name) {
+        return new String((byte[]) message.getHeaders().get(name), UTF_8);
+    }
+}
