@@ -77,6 +77,12 @@ public class WorkerAutoConfiguration {
         return agent;
     }
 
+    @Bean
+    GracefulDrain gracefulDrain(ObjectProvider<Drainable> drainables,
+                                @Value("${ripcord.worker.drain-timeout:10s}") java.time.Duration grace) {
+        return new GracefulDrain(drainables, grace);
+    }
+
     /** The engine's whole page pool as one transfer region: page {@code p} is at offset {@code p * pageBytes}. */
     @Bean(destroyMethod = "close")
     KvRegion kvPoolRegion(TransferAgent agent, InferenceEngine engine) {

@@ -25,6 +25,7 @@ import dev.ripcord.kv.TransferAgent;
 import dev.ripcord.protocol.DecodeEvent;
 import dev.ripcord.protocol.DecodeRequest;
 import dev.ripcord.protocol.TransferMetadata;
+import dev.ripcord.worker.Drainable;
 import dev.ripcord.worker.EngineLoop;
 import dev.ripcord.worker.RequestLogging;
 import io.micrometer.core.instrument.Gauge;
@@ -51,7 +52,11 @@ import org.slf4j.LoggerFactory;
  * <p>Every engine call happens on the {@link EngineLoop} thread; cancels arrive on any thread and only record
  * the request (and, while awaiting KV, abort the transfer, which is safe from any thread).
  */
-public final class DecodeScheduler implements AutoCloseable {
+public final class DecodeScheduler implements Drainable, AutoCloseable {
+
+    /** Bounded by the transfer lease: an aborted session releases within it even if its peer is silent. */
+    private static final Duration RELEASE_WAIT = Duration.ofSeconds(10);
+    private volatile boolean drained;
 
     private static final Logger log = LoggerFactory.getLogger(DecodeScheduler.class);
 
@@ -325,26 +330,32 @@ public final class DecodeScheduler implements AutoCloseable {
         accepting = false;
     }
 
-    /** Cancels everything (SHUTDOWN), waits for pages to come back, then stops the loop. */
-    public void shutdown(Duration timeout) {
-        stopAccepting();
-        registry.cancelAll(CancelReason.SHUTDOWN, CancelSource.SHUTDOWN);
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (pool.pagesLive() > 0 && System.nanoTime() < deadline) {
-            loop.wakeUp();
-            try {
-                Thread.sleep(20);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                break;
-            }
+    /**
+     * Graceful shutdown: stop admitting, let work in flight finish for up to {@code grace}, then cancel the rest
+     * ({@code SHUTDOWN}, which takes the same path as any cancel) and wait, bounded by the transfer lease, for
+     * every page to come back.
+     */
+    @Override
+    public void drain(Duration grace) {
+        if (drained) {
+            return;
         }
-        loop.close(timeout);
+        stopAccepting();
+        if (!Drainable.awaitCondition(() -> running == 0 && awaitingKv == 0 && ready.isEmpty(), grace)) {
+            int n = registry.cancelAll(CancelReason.SHUTDOWN, CancelSource.SHUTDOWN);
+            log.info("drain: grace period over, cancelled {} request(s)", n);
+        }
+        if (!Drainable.awaitCondition(() -> pool.pagesLive() == 0, RELEASE_WAIT)) {
+            log.warn("drain: {} KV pages still live after {}", pool.pagesLive(), RELEASE_WAIT);
+        }
+        drained = true;
     }
 
+    /** Drains without a grace period if nobody drained first, then stops the engine loop. */
     @Override
     public void close() {
-        shutdown(Duration.ofSeconds(10));
+        drain(Duration.ZERO);
+        loop.close(Duration.ofSeconds(10));
     }
 
     /** The pool cannot hold the request, or the worker is draining: the gateway answers 503. */

@@ -31,6 +31,7 @@ public enum ErrorCode {
     MODEL_NOT_FOUND(HttpStatus.NOT_FOUND, Type.INVALID_REQUEST, "model_not_found"),
     /** No endpoint at this path. */
     UNKNOWN_URL(HttpStatus.NOT_FOUND, Type.INVALID_REQUEST, "unknown_url"),
+    REQUEST_NOT_FOUND(HttpStatus.NOT_FOUND, Type.INVALID_REQUEST, "request_not_found"),
     /** The endpoint exists but not for this method; the response carries {@code Allow}. */
     METHOD_NOT_ALLOWED(HttpStatus.METHOD_NOT_ALLOWED, Type.INVALID_REQUEST, "method_not_allowed"),
     /** The {@code Accept} header excludes both JSON and server-sent events. */
@@ -42,6 +43,8 @@ public enum ErrorCode {
     /** Too many requests from this client; carries {@code Retry-After}. */
     RATE_LIMIT_EXCEEDED(HttpStatus.TOO_MANY_REQUESTS, Type.RATE_LIMIT, "rate_limit_exceeded"),
     /** A bug or an unexpected failure; the message never carries internals. */
+    REQUEST_CANCELLED(HttpStatus.CONFLICT, Type.INVALID_REQUEST, "request_cancelled"),
+    DUPLICATE_REQUEST_ID(HttpStatus.CONFLICT, Type.INVALID_REQUEST, "duplicate_request_id"),
     INTERNAL_ERROR(HttpStatus.INTERNAL_SERVER_ERROR, Type.SERVER, "internal_error"),
     /** No capacity right now (queues full, no healthy worker); carries {@code Retry-After}. */
     SERVICE_UNAVAILABLE(HttpStatus.SERVICE_UNAVAILABLE, Type.SERVER, "service_unavailable"),

@@ -3,6 +3,9 @@ package dev.ripcord.gateway.serving;
 import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
 
+import dev.ripcord.cancel.CancelReason;
+import dev.ripcord.gateway.lifecycle.RequestContext;
+import dev.ripcord.gateway.lifecycle.RequestContexts;
 import dev.ripcord.gateway.openai.ApiException;
 import dev.ripcord.gateway.openai.ErrorCode;
 import dev.ripcord.gateway.openai.GeneratedToken;
@@ -48,17 +51,27 @@ public final class DisaggregatedGenerator implements TokenGenerator {
     private final WebClient client;
     private final WorkerPool prefillPool;
     private final WorkerPool decodePool;
+    private final RequestContexts contexts;
 
-    public DisaggregatedGenerator(WebClient client, WorkerPool prefillPool, WorkerPool decodePool) {
+    public DisaggregatedGenerator(WebClient client, WorkerPool prefillPool, WorkerPool decodePool,
+                                  RequestContexts contexts) {
         this.client = client;
         this.prefillPool = prefillPool;
         this.decodePool = decodePool;
+        this.contexts = contexts;
     }
 
     @Override
     public Flux<GeneratedToken> generate(GenerationRequest request) {
         return Flux.defer(() -> {
             String id = request.requestId();
+            RequestContext ctx;
+            try {
+                ctx = contexts.open(id, request.timeout());
+            } catch (RequestContexts.DuplicateRequestException e) {
+                return Flux.error(ApiException.of(ErrorCode.DUPLICATE_REQUEST_ID, null,
+                        "a request with id %s is already in flight", id));
+            }
             // One seed for both legs: prefill samples the first token, decode the rest.
             long seed = request.seed().orElseGet(() -> ThreadLocalRandom.current().nextLong());
             Sampling sampling = new Sampling(request.temperature(), request.topP(), seed);
@@ -67,13 +80,13 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                     decodeLease.instance().uri(), request.promptTokens().length, request.maxTokens());
             DecodeRequest decodeRequest = new DecodeRequest(id, request.promptTokens().length, request.maxTokens(),
                     sampling, request.ignoreEos());
-            Flux<DecodeEvent> decodeEvents = client.post()
+            Flux<DecodeEvent> decodeEvents = ctx.link(client.post()
                     .uri(decodeLease.instance().uri().resolve(InternalApi.DECODE))
                     .header(InternalApi.REQUEST_ID_HEADER, id)
                     .contentType(MediaType.APPLICATION_JSON)
                     .accept(NDJSON)
                     .bodyValue(decodeRequest)
-                    .exchangeToFlux(response -> events(response, DecodeEvent.class, "decode", id));
+                    .exchangeToFlux(response -> events(response, DecodeEvent.class, "decode", id)));
             return decodeEvents
                     .switchOnFirst((first, events) -> {
                         DecodeEvent reserved = first.get();
@@ -88,28 +101,35 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                                 case RESERVED -> sink.error(upstreamError(id, "decode", "RESERVED twice"));
                             }
                         });
-                        return Flux.merge(tokens, prefill(request, sampling, reserved.transfer()));
+                        return Flux.merge(tokens, prefill(ctx, request, sampling, reserved.transfer()));
                     })
                     .doFinally(signal -> {
                         decodeLease.close();
                         log.debug("requestId={} decode leg ended: {}", id, signal);
-                    });
+                    })
+                    // The legs end early when the context is cancelled; the client then learns why.
+                    .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.empty()
+                            : Flux.error(cancelled(id, ctx.cancelReason()))))
+                    // Cancelled from downstream: the client went away (or a stop string matched).
+                    .doOnCancel(() -> contexts.cancel(ctx, CancelReason.CLIENT_DISCONNECT))
+                    .doFinally(signal -> contexts.close(ctx));
         });
     }
 
     /** The prefill leg: its events carry no tokens, only progress and errors, so it contributes no elements. */
-    private Flux<GeneratedToken> prefill(GenerationRequest request, Sampling sampling, String transfer) {
+    private Flux<GeneratedToken> prefill(RequestContext ctx, GenerationRequest request, Sampling sampling,
+                                         String transfer) {
         return Flux.defer(() -> {
             String id = request.requestId();
             WorkerPool.Lease lease = prefillPool.acquire();
             log.info("requestId={} routed to prefill={}", id, lease.instance().uri());
-            return client.post()
+            return ctx.link(client.post()
                     .uri(lease.instance().uri().resolve(InternalApi.PREFILL))
                     .header(InternalApi.REQUEST_ID_HEADER, id)
                     .contentType(MediaType.APPLICATION_JSON)
                     .accept(NDJSON)
                     .bodyValue(new PrefillRequest(id, request.promptTokens(), sampling, transfer))
-                    .exchangeToFlux(response -> events(response, PrefillEvent.class, "prefill", id))
+                    .exchangeToFlux(response -> events(response, PrefillEvent.class, "prefill", id)))
                     .<GeneratedToken>handle((e, sink) -> {
                         switch (e.type()) {
                             case QUEUED -> log.debug("requestId={} prefill queued at position {}", id, e.position());
@@ -148,6 +168,13 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             }
         }
         return DEFAULT_RETRY_AFTER;
+    }
+
+    private static ApiException cancelled(String id, CancelReason reason) {
+        return reason == CancelReason.DEADLINE
+                ? ApiException.of(ErrorCode.TIMEOUT, "timeout", "request %s ran past its deadline", id)
+                : ApiException.of(ErrorCode.REQUEST_CANCELLED, null, "request %s was cancelled (%s)", id,
+                        reason.name().toLowerCase(java.util.Locale.ROOT));
     }
 
     private static ApiException upstreamError(String id, String leg, String detail) {

@@ -1,6 +1,12 @@
 package dev.ripcord.gateway.serving;
 
+import java.time.Clock;
+
+import dev.ripcord.cancel.CancelPublisher;
+import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.gateway.GatewayProperties;
+import dev.ripcord.gateway.lifecycle.RequestContexts;
+import io.micrometer.core.instrument.MeterRegistry;
 import dev.ripcord.gateway.openai.TokenGenerator;
 import dev.ripcord.gateway.routing.WorkerPool;
 import io.netty.channel.ChannelOption;
@@ -43,7 +49,14 @@ public class ServingConfiguration {
     }
 
     @Bean
-    TokenGenerator tokenGenerator(WebClient internalWebClient, WorkerPool prefillPool, WorkerPool decodePool) {
-        return new DisaggregatedGenerator(internalWebClient, prefillPool, decodePool);
+    RequestContexts requestContexts(CancelPublisher publisher, CancelProperties cancelProperties,
+                                    MeterRegistry meters) {
+        return new RequestContexts(publisher, cancelProperties, meters, Clock.systemUTC());
+    }
+
+    @Bean
+    TokenGenerator tokenGenerator(WebClient internalWebClient, WorkerPool prefillPool, WorkerPool decodePool,
+                                  RequestContexts requestContexts) {
+        return new DisaggregatedGenerator(internalWebClient, prefillPool, decodePool, requestContexts);
     }
 }

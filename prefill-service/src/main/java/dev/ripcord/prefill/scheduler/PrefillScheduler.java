@@ -22,6 +22,7 @@ import dev.ripcord.prefill.PrefillProperties;
 import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.TransferMetadata;
+import dev.ripcord.worker.Drainable;
 import dev.ripcord.worker.EngineLoop;
 import dev.ripcord.worker.RequestLogging;
 import io.micrometer.core.instrument.Counter;
@@ -51,7 +52,11 @@ import org.slf4j.LoggerFactory;
  * <p>Every engine call happens on the {@link EngineLoop} thread. Cancels arrive on any thread (Netty, Kafka
  * consumer) through the registry's abort handler, which only records the request and wakes the loop.
  */
-public final class PrefillScheduler implements AutoCloseable {
+public final class PrefillScheduler implements Drainable, AutoCloseable {
+
+    /** Bounded by the transfer lease: an aborted session releases within it even if its peer is silent. */
+    private static final Duration RELEASE_WAIT = Duration.ofSeconds(10);
+    private volatile boolean drained;
 
     private static final Logger log = LoggerFactory.getLogger(PrefillScheduler.class);
 
@@ -384,26 +389,32 @@ public final class PrefillScheduler implements AutoCloseable {
         accepting = false;
     }
 
-    /** Cancels everything still queued or running (SHUTDOWN), lets the loop stop them, then stops the loop. */
-    public void shutdown(Duration timeout) {
-        stopAccepting();
-        registry.cancelAll(CancelReason.SHUTDOWN, CancelSource.SHUTDOWN);
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while ((runningCount > 0 || !queue.isEmpty() || pool.pagesLive() > 0) && System.nanoTime() < deadline) {
-            loop.wakeUp();
-            try {
-                Thread.sleep(20);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                break;
-            }
+    /**
+     * Graceful shutdown: stop admitting, let work in flight finish for up to {@code grace}, then cancel the rest
+     * ({@code SHUTDOWN}, which takes the same path as any cancel) and wait, bounded by the transfer lease, for
+     * every page to come back.
+     */
+    @Override
+    public void drain(Duration grace) {
+        if (drained) {
+            return;
         }
-        loop.close(timeout);
+        stopAccepting();
+        if (!Drainable.awaitCondition(() -> runningCount == 0 && queue.isEmpty(), grace)) {
+            int n = registry.cancelAll(CancelReason.SHUTDOWN, CancelSource.SHUTDOWN);
+            log.info("drain: grace period over, cancelled {} request(s)", n);
+        }
+        if (!Drainable.awaitCondition(() -> pool.pagesLive() == 0, RELEASE_WAIT)) {
+            log.warn("drain: {} KV pages still live after {}", pool.pagesLive(), RELEASE_WAIT);
+        }
+        drained = true;
     }
 
+    /** Drains without a grace period if nobody drained first, then stops the engine loop. */
     @Override
     public void close() {
-        shutdown(Duration.ofSeconds(10));
+        drain(Duration.ZERO);
+        loop.close(Duration.ofSeconds(10));
     }
 
     /** The queue is full or the worker is draining: the gateway answers 503 with {@code Retry-After}. */

@@ -1,0 +1,126 @@
+package dev.ripcord.gateway.lifecycle;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import dev.ripcord.cancel.CancelEvent;
+import dev.ripcord.cancel.CancelPublisher;
+import dev.ripcord.cancel.CancelReason;
+import dev.ripcord.cancel.Origin;
+import dev.ripcord.cancel.kafka.CancelProperties;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
+import reactor.core.publisher.Mono;
+
+/**
+ * Every live request at this gateway, by ID, and the one place a cancel starts from: client disconnect, explicit
+ * cancel, deadline. A cancel cancels the request's context (the in-band path: its legs' internal exchanges are
+ * disposed) and, when {@code ripcord.cancel.propagation} includes Kafka, publishes one {@link CancelEvent}
+ * keyed by the request ID (the out-of-band path). Either path alone stops the workers.
+ */
+public final class RequestContexts {
+
+    private static final Logger log = LoggerFactory.getLogger(RequestContexts.class);
+
+    private final ConcurrentHashMap<String, RequestContext> live = new ConcurrentHashMap<>();
+    private final AtomicInteger liveLinks = new AtomicInteger();
+    private final CancelPublisher publisher;
+    private final CancelProperties cancelProperties;
+    private final Origin origin;
+    private final Clock clock;
+    private final MeterRegistry meters;
+
+    public RequestContexts(CancelPublisher publisher, CancelProperties cancelProperties, MeterRegistry meters,
+                           Clock clock) {
+        this.publisher = publisher;
+        this.cancelProperties = cancelProperties;
+        this.origin = new Origin("gateway", cancelProperties.instanceId());
+        this.clock = clock;
+        this.meters = meters;
+        Gauge.builder("ripcord.gateway.requests.active", live, ConcurrentHashMap::size)
+                .description("client requests in flight at this gateway").register(meters);
+        Gauge.builder("ripcord.gateway.legs.linked", liveLinks, AtomicInteger::get)
+                .description("worker legs linked to a live request context").register(meters);
+    }
+
+    /**
+     * Opens the context of a new request. With a deadline, the request is cancelled ({@code DEADLINE}) when it
+     * passes.
+     *
+     * @throws DuplicateRequestException if a request with this ID is already in flight here
+     */
+    public RequestContext open(String requestId, Duration deadline) {
+        RequestContext ctx = new RequestContext(requestId, liveLinks);
+        if (live.putIfAbsent(requestId, ctx) != null) {
+            throw new DuplicateRequestException(requestId);
+        }
+        if (deadline != null) {
+            Disposable timer = Mono.delay(deadline).subscribe(t -> cancel(ctx, CancelReason.DEADLINE));
+            ctx.cancelled().doFinally(s -> timer.dispose()).subscribe();
+        }
+        return ctx;
+    }
+
+    /** The request ended (any way): it leaves the table; a cancel after this is a no-op. */
+    public void close(RequestContext ctx) {
+        ctx.complete();
+        live.remove(ctx.requestId(), ctx);
+    }
+
+    /** Cancels a live request of this gateway; empty if it is not (or no longer) in flight here. */
+    public Optional<RequestContext> cancel(String requestId, CancelReason reason) {
+        RequestContext ctx = live.get(requestId);
+        if (ctx == null) {
+            return Optional.empty();
+        }
+        cancel(ctx, reason);
+        return Optional.of(ctx);
+    }
+
+    /** Cancels {@code ctx} (first cancel wins) and publishes the out-of-band event. Never blocks. */
+    public void cancel(RequestContext ctx, CancelReason reason) {
+        if (!ctx.cancel(reason)) {
+            return;
+        }
+        meters.counter("ripcord.cancellations", "service", "gateway", "phase", "request",
+                "path", reason.name().toLowerCase(Locale.ROOT)).increment();
+        log.info("requestId={} cancelled at the gateway: {} (in-band: {}, kafka: {})", ctx.requestId(), reason,
+                cancelProperties.propagation().inBand(), cancelProperties.propagation().kafka());
+        publish(ctx.requestId(), reason);
+    }
+
+    /** Publishes a cancel for a request that may live elsewhere (another gateway); no-op without Kafka. */
+    public boolean publish(String requestId, CancelReason reason) {
+        if (!cancelProperties.propagation().kafka()) {
+            return false;
+        }
+        publisher.publish(CancelEvent.now(requestId, reason, origin, clock)).whenComplete((v, e) -> {
+            if (e != null) {
+                log.warn("requestId={} cancel event not published: {}", requestId, e.toString());
+            }
+        });
+        return true;
+    }
+
+    public int liveRequests() {
+        return live.size();
+    }
+
+    public int liveLinks() {
+        return liveLinks.get();
+    }
+
+    /** A client reused the ID of a request still in flight. */
+    public static final class DuplicateRequestException extends RuntimeException {
+        DuplicateRequestException(String requestId) {
+            super("request " + requestId + " is already in flight", null, false, false);
+        }
+    }
+}

@@ -1,0 +1,42 @@
+package dev.ripcord.worker;
+
+import java.time.Duration;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.availability.AvailabilityChangeEvent;
+import org.springframework.boot.availability.ReadinessState;
+import org.springframework.context.ApplicationContext;
+import org.springframework.context.ApplicationListener;
+import org.springframework.context.event.ContextClosedEvent;
+
+/**
+ * Graceful shutdown of a worker, in order: readiness goes down (load balancers and the gateway stop sending),
+ * every {@link Drainable} stops admitting and drains (finish within the grace period, then abort), and only then
+ * does Spring stop the web server and destroy the engine, the transfer agent and their off-heap memory.
+ *
+ * <p>{@link ContextClosedEvent} is published before the web server's graceful shutdown and before any bean is
+ * destroyed, which is what makes this order hold.
+ */
+final class GracefulDrain implements ApplicationListener<ContextClosedEvent> {
+
+    private static final Logger log = LoggerFactory.getLogger(GracefulDrain.class);
+
+    private final ObjectProvider<Drainable> drainables;
+    private final Duration grace;
+
+    GracefulDrain(ObjectProvider<Drainable> drainables, Duration grace) {
+        this.drainables = drainables;
+        this.grace = grace;
+    }
+
+    @Override
+    public void onApplicationEvent(ContextClosedEvent event) {
+        ApplicationContext context = event.getApplicationContext();
+        AvailabilityChangeEvent.publish(context, ReadinessState.REFUSING_TRAFFIC);
+        log.info("draining, grace period {}", grace);
+        drainables.orderedStream().forEach(d -> d.drain(grace));
+        log.info("drained; closing engine and transfer agent");
+    }
+}
