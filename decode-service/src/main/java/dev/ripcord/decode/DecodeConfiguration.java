@@ -5,6 +5,7 @@ import dev.ripcord.decode.scheduler.DecodeScheduler;
 import dev.ripcord.engine.InferenceEngine;
 import dev.ripcord.kv.KvRegion;
 import dev.ripcord.kv.TransferAgent;
+import dev.ripcord.worker.SchedulerJournal;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
@@ -19,7 +20,7 @@ public class DecodeConfiguration {
     @Bean(destroyMethod = "close")
     DecodeScheduler decodeScheduler(InferenceEngine engine, TransferAgent agent, KvRegion kvPoolRegion,
                                     CancellationRegistry registry, DecodeProperties properties,
-                                    MeterRegistry meters) {
-        return new DecodeScheduler(engine, agent, kvPoolRegion, registry, properties, meters);
+                                    MeterRegistry meters, SchedulerJournal journal) {
+        return new DecodeScheduler(engine, agent, kvPoolRegion, registry, properties, meters, journal);
     }
 }

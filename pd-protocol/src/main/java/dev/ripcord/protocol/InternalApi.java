@@ -7,6 +7,8 @@ public final class InternalApi {
     public static final String DECODE = "/internal/v1/decode";
     /** Run chunked prefill and push KV to decode: {@link PrefillRequest} in, {@link PrefillEvent}s out. */
     public static final String PREFILL = "/internal/v1/prefill";
+    /** A worker's scheduler journal, oldest first: {@link JournalEntry}s; {@code ?after=N} for entries past N. */
+    public static final String JOURNAL = "/internal/v1/journal";
     /** A worker's live state: {@link WorkerStatus}. */
     public static final String STATUS = "/internal/v1/status";
     /** The request ID travels in this header on every internal call, as on the public API. */

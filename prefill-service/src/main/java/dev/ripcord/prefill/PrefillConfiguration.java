@@ -5,6 +5,7 @@ import dev.ripcord.engine.InferenceEngine;
 import dev.ripcord.kv.KvRegion;
 import dev.ripcord.kv.TransferAgent;
 import dev.ripcord.prefill.scheduler.PrefillScheduler;
+import dev.ripcord.worker.SchedulerJournal;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
@@ -19,7 +20,7 @@ public class PrefillConfiguration {
     @Bean(destroyMethod = "close")
     PrefillScheduler prefillScheduler(InferenceEngine engine, TransferAgent agent, KvRegion kvPoolRegion,
                                       CancellationRegistry registry, PrefillProperties properties,
-                                      MeterRegistry meters) {
-        return new PrefillScheduler(engine, agent, kvPoolRegion, registry, properties, meters);
+                                      MeterRegistry meters, SchedulerJournal journal) {
+        return new PrefillScheduler(engine, agent, kvPoolRegion, registry, properties, meters, journal);
     }
 }

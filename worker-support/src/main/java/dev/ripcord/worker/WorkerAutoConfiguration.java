@@ -77,6 +77,12 @@ public class WorkerAutoConfiguration {
         return agent;
     }
 
+    /** The scheduler's journal of recent events, served at {@code /internal/v1/journal}. */
+    @Bean
+    SchedulerJournal schedulerJournal(@Value("${ripcord.worker.journal-size:10000}") int size) {
+        return new SchedulerJournal(size);
+    }
+
     @Bean
     GracefulDrain gracefulDrain(ObjectProvider<Drainable> drainables,
                                 @Value("${ripcord.worker.drain-timeout:10s}") java.time.Duration grace) {

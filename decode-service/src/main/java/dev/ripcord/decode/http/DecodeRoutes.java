@@ -13,6 +13,7 @@ import dev.ripcord.protocol.DecodeEvent;
 import dev.ripcord.protocol.DecodeRequest;
 import dev.ripcord.protocol.InternalApi;
 import dev.ripcord.protocol.WorkerStatus;
+import dev.ripcord.worker.SchedulerJournal;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.annotation.Bean;
@@ -40,13 +41,16 @@ public class DecodeRoutes {
     @Bean
     RouterFunction<ServerResponse> decodeRouter(DecodeScheduler scheduler, CancellationRegistry registry,
                                                 CancelProperties cancel, DecodeProperties properties,
-                                                InferenceEngine engine, TransferAgent agent) {
+                                                InferenceEngine engine, TransferAgent agent,
+                                                SchedulerJournal journal) {
         return RouterFunctions.route()
                 .POST(InternalApi.DECODE, request -> decode(request, scheduler, registry, cancel, properties, engine))
                 .GET(InternalApi.STATUS, request -> ServerResponse.ok().bodyValue(new WorkerStatus("decode",
                         scheduler.awaitingKv(), scheduler.running(), engine.pagePool().pagesLive(),
                         agent.stats().liveRegions(), agent.stats().liveSessions(), registry.liveRegistrations(),
                         scheduler.aborts(), 0)))
+                .GET(InternalApi.JOURNAL, request -> ServerResponse.ok().bodyValue(journal.since(
+                        Long.parseLong(request.queryParam("after").orElse("0")))))
                 .build();
     }
 

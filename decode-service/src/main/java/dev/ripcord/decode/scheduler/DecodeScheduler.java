@@ -28,6 +28,7 @@ import dev.ripcord.protocol.TransferMetadata;
 import dev.ripcord.worker.Drainable;
 import dev.ripcord.worker.EngineLoop;
 import dev.ripcord.worker.RequestLogging;
+import dev.ripcord.worker.SchedulerJournal;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -69,6 +70,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
     private final EngineLoop loop;
     private final MeterRegistry meters;
     private final Timer cancelToStop;
+    private final SchedulerJournal journal;
 
     private final ArrayDeque<DecodeJob> ready = new ArrayDeque<>();
     private final List<DecodeJob> batch = new ArrayList<>();
@@ -81,7 +83,9 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
     private final AtomicLong steps = new AtomicLong();
 
     public DecodeScheduler(InferenceEngine engine, TransferAgent agent, KvRegion poolRegion,
-                           CancellationRegistry registry, DecodeProperties properties, MeterRegistry meters) {
+                           CancellationRegistry registry, DecodeProperties properties, MeterRegistry meters,
+                           SchedulerJournal journal) {
+        this.journal = journal;
         this.engine = engine;
         this.pool = engine.pagePool();
         this.agent = agent;
@@ -120,6 +124,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
         DecodeJob job = new DecodeJob(request);
         job.registration = registry.register(job.requestId(), (id, reason, source) -> cancel(job, reason, source));
         if (job.state() == DecodeJob.State.CANCELLED) {
+            journal.record(job.requestId(), "CANCELLED_AT_ADMISSION", job.cancelRequest().reason());
             job.registration.complete();
             return job; // a tombstone aborted it: no pages, no session
         }
@@ -153,6 +158,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
                 () -> RequestLogging.with(job.requestId(), () -> onKv(job, metadata, error))));
         // Pages go back only once no write can land in them: after the session is RELEASED.
         session.released().whenComplete((s, e) -> loop.execute(() -> freeIfTerminal(job)));
+        journal.record(job.requestId(), "RESERVED", seq.pageCount() + " pages");
         job.emit(DecodeEvent.reserved(session.descriptor().encode()));
         log.info("requestId={} reserved {} pages ({} committed) for {} prompt tokens; awaiting KV",
                 job.requestId(), seq.pageCount(), need, request.promptTokens());
@@ -173,6 +179,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
         if (!job.requestCancel(reason, source)) {
             return;
         }
+        journal.record(job.requestId(), "CANCEL_OBSERVED", reason + " via " + source);
         RequestLogging.with(job.requestId(), () -> {
             if (job.moveTo(DecodeJob.State.AWAITING_KV, DecodeJob.State.CANCELLED)) {
                 ReceiveSession session = job.session;
@@ -202,6 +209,8 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
 
     private void onKv(DecodeJob job, byte[] metadata, Throwable error) {
         awaitingKv--;
+        journal.record(job.requestId(), error == null ? "KV_LANDED" : "KV_FAILED",
+                error == null ? "" : error.getMessage());
         if (error != null) {
             if (job.moveTo(DecodeJob.State.AWAITING_KV, DecodeJob.State.FAILED)) {
                 log.warn("requestId={} KV transfer failed: {}", job.requestId(), error.toString());
@@ -240,6 +249,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
             return false;
         }
         if (job.moveTo(DecodeJob.State.DECODING, DecodeJob.State.FINISHED)) {
+            journal.record(job.requestId(), "FINISHED", job.generated + " tokens, " + finish);
             log.info("requestId={} finished: {} tokens ({})", job.requestId(), job.generated, finish);
             job.end();
             job.registration.complete();
@@ -286,6 +296,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
             return;
         }
         DecodeJob.CancelRequest cancel = job.cancelRequest();
+        journal.record(job.requestId(), "STOPPED", job.generated + " tokens");
         cancelToStop.record(System.nanoTime() - cancel.observedNanos(), TimeUnit.NANOSECONDS);
         count("decode", cancel.source());
         aborts.incrementAndGet();
@@ -304,6 +315,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
         }
         engine.free(job.sequence);
         job.sequence = null;
+        journal.record(job.requestId(), "FREED", "");
         committedPages -= job.committedPages;
     }
 

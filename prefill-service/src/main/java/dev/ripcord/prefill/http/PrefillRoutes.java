@@ -14,6 +14,7 @@ import dev.ripcord.protocol.InternalApi;
 import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.WorkerStatus;
+import dev.ripcord.worker.SchedulerJournal;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.annotation.Bean;
@@ -41,13 +42,16 @@ public class PrefillRoutes {
     @Bean
     RouterFunction<ServerResponse> prefillRouter(PrefillScheduler scheduler, CancellationRegistry registry,
                                                  CancelProperties cancel, PrefillProperties properties,
-                                                 InferenceEngine engine, TransferAgent agent) {
+                                                 InferenceEngine engine, TransferAgent agent,
+                                                SchedulerJournal journal) {
         return RouterFunctions.route()
                 .POST(InternalApi.PREFILL, request -> prefill(request, scheduler, registry, cancel, properties))
                 .GET(InternalApi.STATUS, request -> ServerResponse.ok().bodyValue(new WorkerStatus("prefill",
                         scheduler.queued(), scheduler.running(), engine.pagePool().pagesLive(),
                         agent.stats().liveRegions(), agent.stats().liveSessions(), registry.liveRegistrations(),
                         scheduler.aborts(), scheduler.chunksComputed())))
+                .GET(InternalApi.JOURNAL, request -> ServerResponse.ok().bodyValue(journal.since(
+                        Long.parseLong(request.queryParam("after").orElse("0")))))
                 .build();
     }
 

@@ -25,6 +25,7 @@ import dev.ripcord.protocol.TransferMetadata;
 import dev.ripcord.worker.Drainable;
 import dev.ripcord.worker.EngineLoop;
 import dev.ripcord.worker.RequestLogging;
+import dev.ripcord.worker.SchedulerJournal;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -78,9 +79,12 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
     private final Counter tokensAfterCancel;
     private final Timer cancelToStop;
     private final MeterRegistry meters;
+    private final SchedulerJournal journal;
 
     public PrefillScheduler(InferenceEngine engine, TransferAgent agent, KvRegion poolRegion,
-                            CancellationRegistry registry, PrefillProperties properties, MeterRegistry meters) {
+                            CancellationRegistry registry, PrefillProperties properties, MeterRegistry meters,
+                            SchedulerJournal journal) {
+        this.journal = journal;
         this.engine = engine;
         this.pool = engine.pagePool();
         this.agent = agent;
@@ -132,6 +136,7 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
         // registration. A tombstone (a cancel that arrived first) aborts it right here, before any work.
         job.registration = registry.register(job.requestId, (id, reason, source) -> cancel(job, reason, source));
         if (job.state() == PrefillJob.State.CANCELLED) {
+            journal.record(job.requestId, "CANCELLED_AT_ADMISSION", job.cancelRequest().reason());
             job.registration.complete();
             return job;
         }
@@ -140,6 +145,7 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
             job.registration.complete();
             throw new QueueFullException("prefill queue is full (" + properties.queueCapacity() + ")");
         }
+        journal.record(job.requestId, "QUEUED", queue.size() - 1 + runningCount);
         job.emit(PrefillEvent.queued(queue.size() - 1 + runningCount));
         if (job.state() == PrefillJob.State.CANCELLED) {
             // A cancel raced with the assignment of job.registration above and may have missed it.
@@ -154,9 +160,11 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
         if (!job.requestCancel(reason, source)) {
             return;
         }
+        journal.record(job.requestId, "CANCEL_OBSERVED", reason + " via " + source);
         RequestLogging.with(job.requestId, () -> {
             if (job.moveTo(PrefillJob.State.QUEUED, PrefillJob.State.CANCELLED)) {
                 queue.remove(job);
+                journal.record(job.requestId, "REMOVED_FROM_QUEUE", reason);
                 log.info("requestId={} cancelled while queued ({} via {}): no prefill work was done", job.requestId,
                         reason, source);
                 count("queued", source);
@@ -219,6 +227,7 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
             return;
         }
         running.add(job);
+        journal.record(job.requestId, "STARTED", job.tokens.length + " tokens");
         log.info("requestId={} prefill started: {} tokens in chunks of {}", job.requestId, job.tokens.length,
                 properties.chunkTokens());
         job.emit(PrefillEvent.started());
@@ -235,6 +244,7 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
         }
         job.tokensDone = to;
         job.chunks++;
+        journal.record(job.requestId, "CHUNK", job.chunks - 1);
         chunksComputed.incrementAndGet();
         meters.counter("ripcord.prefill.chunks").increment();
         if (job.isCancelRequested()) {
@@ -277,6 +287,7 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
         if (!job.moveTo(PrefillJob.State.RUNNING, PrefillJob.State.DONE)) {
             return;
         }
+        journal.record(job.requestId, "DONE", "first token " + first);
         running.remove(job);
         runningCount = running.size();
         CompletableFuture.allOf(job.sends.toArray(CompletableFuture[]::new))
@@ -304,6 +315,7 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
         PrefillJob.CancelRequest cancel = job.cancelRequest();
         running.remove(job);
         runningCount = running.size();
+        journal.record(job.requestId, "STOPPED", job.tokensDone + "/" + job.tokens.length + " tokens");
         job.send.abort("cancelled: " + cancel.reason() + " via " + cancel.source());
         cancelToStop.record(System.nanoTime() - cancel.observedNanos(), TimeUnit.NANOSECONDS);
         count("prefill", cancel.source());
@@ -321,6 +333,7 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
         if (from.isTerminal() || !job.moveTo(from, PrefillJob.State.FAILED)) {
             return;
         }
+        journal.record(job.requestId, "FAILED", message);
         log.warn("requestId={} {}", job.requestId, message, e);
         running.remove(job);
         runningCount = running.size();
@@ -341,7 +354,10 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
         }
         CompletableFuture<?> drained = job.send == null
                 ? CompletableFuture.completedFuture(null) : job.send.released();
-        drained.whenComplete((state, e) -> loop.execute(() -> engine.free(seq)));
+        drained.whenComplete((state, e) -> loop.execute(() -> {
+            engine.free(seq);
+            journal.record(job.requestId, "FREED", "");
+        }));
     }
 
     private void completeRegistration(PrefillJob job) {

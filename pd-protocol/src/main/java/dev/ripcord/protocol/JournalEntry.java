@@ -1,0 +1,16 @@
+package dev.ripcord.protocol;
+
+/**
+ * One line of a worker's scheduler journal ({@code GET /internal/v1/journal}): what happened to which request, in
+ * the order it happened. Tests read it to prove orderings (the short request's prefill started before any further
+ * chunk of the cancelled long one) without ever looking at a clock.
+ *
+ * @param seq       position in the worker's journal, from 1, gap-free
+ * @param requestId the request
+ * @param event     what happened, e.g. {@code QUEUED}, {@code STARTED}, {@code CHUNK}, {@code CANCEL_OBSERVED},
+ *                  {@code STOPPED}, {@code DONE}, {@code RESERVED}, {@code KV_LANDED}, {@code TOKEN},
+ *                  {@code FINISHED}, {@code FREED}
+ * @param detail    event-specific: the chunk index, the cancel's reason and path, ...
+ */
+public record JournalEntry(long seq, String requestId, String event, String detail) {
+}
