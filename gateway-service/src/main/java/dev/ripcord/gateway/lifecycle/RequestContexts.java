@@ -36,9 +36,15 @@ public final class RequestContexts {
     private final Origin origin;
     private final Clock clock;
     private final MeterRegistry meters;
+    private final Duration maxDeadline;
 
+    /**
+     * @param maxDeadline the server's maximum request time: the deadline of requests that give none, and the cap
+     *                    of those that do
+     */
     public RequestContexts(CancelPublisher publisher, CancelProperties cancelProperties, MeterRegistry meters,
-                           Clock clock) {
+                           Clock clock, Duration maxDeadline) {
+        this.maxDeadline = maxDeadline;
         this.publisher = publisher;
         this.cancelProperties = cancelProperties;
         this.origin = new Origin("gateway", cancelProperties.instanceId());
@@ -51,8 +57,8 @@ public final class RequestContexts {
     }
 
     /**
-     * Opens the context of a new request. With a deadline, the request is cancelled ({@code DEADLINE}) when it
-     * passes.
+     * Opens the context of a new request. It is cancelled ({@code DEADLINE}) when its deadline passes: the
+     * client's, or the server's maximum when the client gave none or a longer one.
      *
      * @throws DuplicateRequestException if a request with this ID is already in flight here
      */
@@ -61,10 +67,9 @@ public final class RequestContexts {
         if (live.putIfAbsent(requestId, ctx) != null) {
             throw new DuplicateRequestException(requestId);
         }
-        if (deadline != null) {
-            Disposable timer = Mono.delay(deadline).subscribe(t -> cancel(ctx, CancelReason.DEADLINE));
-            ctx.cancelled().doFinally(s -> timer.dispose()).subscribe();
-        }
+        Duration effective = deadline == null || deadline.compareTo(maxDeadline) > 0 ? maxDeadline : deadline;
+        Disposable timer = Mono.delay(effective).subscribe(t -> cancel(ctx, CancelReason.DEADLINE));
+        ctx.cancelled().doFinally(s -> timer.dispose()).subscribe();
         return ctx;
     }
 

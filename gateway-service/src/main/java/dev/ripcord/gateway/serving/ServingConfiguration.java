@@ -6,6 +6,7 @@ import dev.ripcord.cancel.CancelPublisher;
 import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.gateway.GatewayProperties;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
+import dev.ripcord.gateway.openai.OpenAiProperties;
 import io.micrometer.core.instrument.MeterRegistry;
 import dev.ripcord.gateway.openai.TokenGenerator;
 import dev.ripcord.gateway.routing.WorkerPool;
@@ -50,8 +51,8 @@ public class ServingConfiguration {
 
     @Bean
     RequestContexts requestContexts(CancelPublisher publisher, CancelProperties cancelProperties,
-                                    MeterRegistry meters) {
-        return new RequestContexts(publisher, cancelProperties, meters, Clock.systemUTC());
+                                    MeterRegistry meters, OpenAiProperties openAi) {
+        return new RequestContexts(publisher, cancelProperties, meters, Clock.systemUTC(), openAi.maxTimeout());
     }
 
     @Bean
