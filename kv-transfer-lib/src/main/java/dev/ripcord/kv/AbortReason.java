@@ -42,6 +42,14 @@ public record AbortReason(Cause cause, Side origin, String detail) {
         detail = detail == null ? "" : detail;
     }
 
+    /**
+     * True for the everyday aborts (requested, agent shutdown, or the echo of an abort the peer already released):
+     * logged at debug. Lost peers, lease expiries, timeouts and protocol errors are logged at info or above.
+     */
+    public boolean isRoutine() {
+        return cause == Cause.REQUESTED || cause == Cause.AGENT_CLOSED || cause == Cause.UNKNOWN_SESSION;
+    }
+
     @Override
     public String toString() {
         return cause + " by " + origin + (detail.isEmpty() ? "" : ": " + detail);

@@ -366,7 +366,7 @@ public final class ReceiveSession {
         if (notifyPeer && c != null) {
             c.writeAbort(sessionId(), reason);
         }
-        if (reason.cause() == AbortReason.Cause.REQUESTED) {
+        if (reason.isRoutine()) {
             log.debug("request={} session={} aborting: {}", requestId(), sessionId(), reason);
         } else {
             log.info("request={} session={} aborting: {}", requestId(), sessionId(), reason);

@@ -460,7 +460,7 @@ public final class SendSession {
             awaitingAck.clear();
         }
         dropped.forEach(op -> op.source.unretain());
-        if (reason.cause() == AbortReason.Cause.REQUESTED) {
+        if (reason.isRoutine()) {
             log.debug("request={} session={} aborting: {}", requestId(), sessionId(), reason);
         } else {
             log.info("request={} session={} aborting: {}", requestId(), sessionId(), reason);

@@ -44,12 +44,22 @@ final class Patterns {
         return -1;
     }
 
-    /** Index of the first word that is neither poison nor tag's own stream, or -1. */
+    /**
+     * Index of the first word holding a byte that is neither poison nor tag's own byte at that position, or -1.
+     * Byte-wise, because an aborted TCP write can stop mid-word (reads split at any byte), leaving a word that is
+     * part own stream, part poison.
+     */
     static long firstForeign(MemorySegment seg, long offset, long len, long tag, long from) {
         for (long i = 0; i < len; i += 8) {
             long w = seg.get(WORD, offset + i);
-            if (w != POISON && w != word(tag, from + i)) {
-                return i;
+            long own = word(tag, from + i);
+            if (w != POISON && w != own) {
+                for (int b = 0; b < 64; b += 8) {
+                    long x = (w >>> b) & 0xff;
+                    if (x != ((POISON >>> b) & 0xff) && x != ((own >>> b) & 0xff)) {
+                        return i;
+                    }
+                }
             }
         }
         return -1;
