@@ -1,0 +1,236 @@
+package dev.ripcord.kv;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.ripcord.kv.testing.KvLeakCheck;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledOnOs;
+import org.junit.jupiter.api.condition.OS;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * The real thing: a second JVM ({@link PeerMain}) on the other end of real TCP and shared-memory transfers, then
+ * killed with -9, or frozen with SIGSTOP so it falls silent while its sockets stay open.
+ */
+@ExtendWith(KvLeakCheck.class)
+@EnabledOnOs(OS.LINUX)
+class CrossProcessTest {
+    static final int MIB = 1 << 20;
+    static final Duration WAIT = Duration.ofSeconds(30);
+
+    final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    final List<AutoCloseable> closeLast = new ArrayList<>();
+
+    @AfterEach
+    void cleanUp() throws Exception {
+        for (AutoCloseable c : closeLast.reversed()) {
+            c.close();
+        }
+    }
+
+    TransferAgent agent(TransferAgentOptions options) {
+        TransferAgent a = TransferAgent.start(options.withMeterRegistry(registry));
+        closeLast.add(a);
+        return a;
+    }
+
+    /** A child JVM running {@link PeerMain}. */
+    static final class Peer implements AutoCloseable {
+        final Process process;
+        final long pid;
+        private final PrintStream commands;
+        private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+        private final List<String> seen = new ArrayList<>();
+
+        Peer(long leaseMillis) throws Exception {
+            String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+            process = new ProcessBuilder(java, "--add-modules", "jdk.incubator.vector",
+                    "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m",
+                    "-Dkv.log.level=WARN", "-cp", System.getProperty("java.class.path"), PeerMain.class.getName(),
+                    Long.toString(leaseMillis))
+                    .redirectError(ProcessBuilder.Redirect.DISCARD).start();
+            commands = new PrintStream(process.getOutputStream(), true);
+            Thread.ofPlatform().daemon().start(() -> {
+                try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream()))) {
+                    for (String l; (l = r.readLine()) != null; ) {
+                        lines.add(l);
+                    }
+                } catch (IOException e) {
+                    // the process died
+                }
+            });
+            pid = Long.parseLong(await("READY ").split(" ")[1]);
+        }
+
+        void send(String command) {
+            commands.println(command);
+        }
+
+        /** The next event line starting with {@code prefix} (log lines and other events are kept, skipped). */
+        String await(String prefix) throws InterruptedException {
+            for (String l : seen) {
+                if (l.startsWith(prefix)) {
+                    seen.remove(l);
+                    return l;
+                }
+            }
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (System.nanoTime() < deadline) {
+                String l = lines.poll(100, TimeUnit.MILLISECONDS);
+                if (l == null) {
+                    continue;
+                }
+                if (l.startsWith(prefix)) {
+                    return l;
+                }
+                seen.add(l);
+            }
+            throw new AssertionError("peer never said '" + prefix + "'; it said: " + seen);
+        }
+
+        void signal(String sig) throws Exception {
+            assertThat(new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).start().waitFor()).isZero();
+        }
+
+        @Override
+        public void close() throws Exception {
+            process.destroyForcibly();
+            process.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    Peer peer(long leaseMillis) throws Exception {
+        Peer p = new Peer(leaseMillis);
+        closeLast.addFirst(p); // cleanUp runs in reverse: agents close first, then the child is killed
+        return p;
+    }
+
+    static <T> T get(CompletableFuture<T> f) throws Exception {
+        return f.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+    }
+
+    @Test
+    void transfersAcrossProcessesOverTcpAndSharedMemory() throws Exception {
+        Peer peer = peer(5000);
+        TransferAgent decode = agent(TransferAgentOptions.defaults("decode"));
+        KvRegion pool = decode.allocateRegion(32 * MIB);
+        for (String via : List.of("tcp", "auto")) {
+            long tag = via.equals("tcp") ? 1 : 2;
+            // Two target ranges, out of order, so the sender's offsets really are mapped.
+            List<ByteRange> targets = List.of(new ByteRange(20 * MIB, 6 * MIB), new ByteRange(2 * MIB, 10 * MIB));
+            ReceiveSession rx = decode.openReceive("xp-" + via, pool, targets);
+            peer.send("SEND " + via + " " + tag + " " + MIB + " complete " + rx.descriptor().encode());
+            assertThat(peer.await("DONE " + tag)).endsWith(via.equals("tcp") ? "TCP" : "SHM");
+            assertThat(ByteBuffer.wrap(get(rx.completion())).getLong()).isEqualTo(tag);
+            assertThat(get(rx.released())).isEqualTo(SessionState.COMPLETED);
+            assertThat(Patterns.firstMismatch(pool.segment(), 20 * MIB, 6 * MIB, tag, 0)).isEqualTo(-1);
+            assertThat(Patterns.firstMismatch(pool.segment(), 2 * MIB, 10 * MIB, tag, 6 * MIB)).isEqualTo(-1);
+        }
+        // And the other way: the child receives, we send (same host: shared memory into the child's file).
+        TransferAgent prefill = agent(TransferAgentOptions.defaults("prefill"));
+        KvRegion src = prefill.allocateRegion(8 * MIB);
+        Patterns.fill(src.segment(), 0, 8 * MIB, 3, 0);
+        peer.send("RECV 3 " + 8 * MIB);
+        SendSession tx = prefill.connect(ReceiveDescriptor.parse(peer.await("DESC 3 ").split(" ")[2]));
+        assertThat(tx.backend()).isEqualTo(Backend.SHM);
+        tx.send(src, 0, 8 * MIB, 0);
+        get(tx.complete(new byte[] {3}));
+        assertThat(peer.await("RECV_ENDED 3")).isEqualTo("RECV_ENDED 3 COMPLETED ok");
+        pool.close();
+        src.close();
+    }
+
+    @Test
+    void peerDeathAbortsAndReleasesOnSurvivor() throws Exception {
+        Peer peer = peer(5000);
+        TransferAgent decode = agent(TransferAgentOptions.defaults("decode"));
+        TransferAgent prefill = agent(TransferAgentOptions.defaults("prefill"));
+        KvRegion pool = decode.allocateRegion(32 * MIB);
+        // The child streams into two of our receive sessions, one per backend, and receives from one of ours.
+        ReceiveSession viaTcp = decode.openReceive("dead-tcp", pool, List.of(new ByteRange(0, 16 * MIB)));
+        ReceiveSession viaShm = decode.openReceive("dead-shm", pool, List.of(new ByteRange(16 * MIB, 16 * MIB)));
+        peer.send("SEND tcp 11 " + MIB + " stream " + viaTcp.descriptor().encode());
+        peer.send("SEND auto 12 " + MIB + " stream " + viaShm.descriptor().encode());
+        peer.await("STREAMING 11");
+        peer.await("STREAMING 12");
+        KvRegion src = prefill.allocateRegion(16 * MIB);
+        peer.send("RECV 13 " + 16 * MIB);
+        SendSession tx = prefill.connect(ReceiveDescriptor.parse(peer.await("DESC 13 ").split(" ")[2]));
+        CompletableFuture<Void> streaming = CompletableFuture.runAsync(() -> {
+            for (long i = 0; ; i++) {
+                tx.send(src, (i % 16) * MIB, MIB, (i % 16) * MIB).join();
+            }
+        });
+        org.awaitility.Awaitility.await().atMost(WAIT).until(() -> tx.bytesAcknowledged() > 0);
+
+        peer.process.destroyForcibly(); // kill -9, mid-transfer in both directions
+        peer.process.waitFor(10, TimeUnit.SECONDS);
+
+        for (ReceiveSession rx : List.of(viaTcp, viaShm)) {
+            assertThat(get(rx.released())).isEqualTo(SessionState.ABORTED);
+            assertThat(rx.abortReason()).get().extracting(AbortReason::cause)
+                    .isEqualTo(AbortReason.Cause.PEER_LOST);
+        }
+        assertThat(get(tx.released())).isEqualTo(SessionState.ABORTED);
+        assertThat(tx.abortReason()).get().extracting(AbortReason::cause).isEqualTo(AbortReason.Cause.PEER_LOST);
+        assertThat(streaming).failsWithin(WAIT);
+        assertThat(src.references()).isZero();
+        assertThat(pool.references()).isZero();
+        assertThat(decode.stats().liveSessions()).isZero();
+        assertThat(prefill.stats().liveSessions()).isZero();
+        assertThat(decode.fenceSlotsInUse()).isZero();
+        // The survivor carries on: the same pages take a fresh session at once.
+        ReceiveSession again = decode.openReceive("after", pool, List.of(new ByteRange(0, 16 * MIB)));
+        again.abort("done");
+        get(again.released());
+        pool.close();
+        src.close();
+    }
+
+    @Test
+    void leaseExpiryAbortsSilentPeer() throws Exception {
+        Peer peer = peer(200);
+        Duration lease = Duration.ofMillis(200);
+        TransferAgent decode = agent(TransferAgentOptions.defaults("decode").withLease(lease));
+        TransferAgent prefill = agent(TransferAgentOptions.defaults("prefill").withLease(lease));
+        KvRegion pool = decode.allocateRegion(4 * MIB);
+        ReceiveSession rx = decode.openReceive("silent-in", pool, List.of(new ByteRange(0, 4 * MIB)));
+        peer.send("SEND auto 21 " + MIB + " idle " + rx.descriptor().encode());
+        assertThat(peer.await("ATTACHED 21")).endsWith("SHM");
+        KvRegion src = prefill.allocateRegion(4 * MIB);
+        peer.send("RECV 22 " + 4 * MIB);
+        SendSession tx = prefill.connect(ReceiveDescriptor.parse(peer.await("DESC 22 ").split(" ")[2]));
+        get(tx.send(src, 0, MIB, 0));
+
+        peer.signal("STOP"); // alive, sockets open, but silent: only the lease can tell
+
+        assertThat(get(rx.released())).isEqualTo(SessionState.ABORTED);
+        assertThat(rx.abortReason()).get().extracting(AbortReason::cause)
+                .isEqualTo(AbortReason.Cause.LEASE_EXPIRED);
+        assertThat(get(tx.released())).isEqualTo(SessionState.ABORTED);
+        assertThat(tx.abortReason()).get().extracting(AbortReason::cause)
+                .isEqualTo(AbortReason.Cause.LEASE_EXPIRED);
+        assertThat(registry.get("ripcord.kv.lease.expiries").tag("agent", "decode").counter().count()).isEqualTo(1);
+        assertThat(registry.get("ripcord.kv.lease.expiries").tag("agent", "prefill").counter().count())
+                .isEqualTo(1);
+        assertThat(pool.references()).isZero();
+        assertThat(src.references()).isZero();
+        pool.close();
+        src.close();
+    }
+}

@@ -1,0 +1,96 @@
+package dev.ripcord.kv.shm;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class FenceTableTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void fenceStopsNewWritesAndCountsThoseInside() throws Exception {
+        Path file = dir.resolve("t.fences");
+        try (FenceTable owner = FenceTable.create(file, 5, 4); FenceTable peer = FenceTable.open(file, 5)) {
+            long epoch = owner.openSlot(2);
+            assertThat(peer.tryBeginWrite(2, epoch)).isTrue();
+            assertThat(peer.tryBeginWrite(2, epoch)).isTrue();
+            assertThat(owner.fence(2, epoch)).isEqualTo(2);
+            assertThat(peer.tryBeginWrite(2, epoch)).isFalse();
+            peer.endWrite(2);
+            peer.endWrite(2);
+            assertThat(owner.writers(2)).isZero();
+            long next = owner.openSlot(2);
+            assertThat(next).isEqualTo(epoch + 1);
+            assertThat(peer.tryBeginWrite(2, epoch)).as("a stale epoch never writes again").isFalse();
+            assertThat(peer.tryBeginWrite(2, next)).isTrue();
+        }
+        assertThat(Files.exists(file)).isFalse();
+    }
+
+    @Test
+    void refusesAnotherIncarnationsTable() throws Exception {
+        Path file = dir.resolve("u.fences");
+        try (FenceTable owner = FenceTable.create(file, 5, 4)) {
+            assertThatThrownBy(() -> FenceTable.open(file, 6)).isInstanceOf(java.io.IOException.class);
+        }
+    }
+
+    /**
+     * Hammer: writers enter and leave the bracket as fast as they can while the owner fences, waits for zero and
+     * reopens. Inside the bracket a writer bumps a "landed in epoch e" counter; after the owner saw zero writers
+     * behind its fence, that counter must never move again.
+     */
+    @Test
+    void noWriteStartsOnceTheFenceHasDrained() throws Exception {
+        Path file = dir.resolve("h.fences");
+        try (FenceTable owner = FenceTable.create(file, 7, 1); FenceTable peer = FenceTable.open(file, 7)) {
+            int rounds = 2000;
+            AtomicLong currentEpoch = new AtomicLong(owner.openSlot(0));
+            AtomicLong[] landed = new AtomicLong[rounds + 2];
+            for (int i = 0; i < landed.length; i++) {
+                landed[i] = new AtomicLong();
+            }
+            AtomicBoolean stop = new AtomicBoolean();
+            CountDownLatch started = new CountDownLatch(3);
+            Thread[] writers = new Thread[3];
+            for (int w = 0; w < writers.length; w++) {
+                writers[w] = Thread.ofPlatform().start(() -> {
+                    started.countDown();
+                    while (!stop.get()) {
+                        long e = currentEpoch.get(); // may be stale by the time we try: that is the point
+                        if (peer.tryBeginWrite(0, e)) {
+                            landed[(int) e].incrementAndGet();
+                            peer.endWrite(0);
+                        }
+                    }
+                });
+            }
+            started.await();
+            for (int r = 0; r < rounds; r++) {
+                long e = currentEpoch.get();
+                owner.fence(0, e);
+                while (owner.writers(0) != 0) {
+                    Thread.onSpinWait();
+                }
+                long frozen = landed[(int) e].get();
+                currentEpoch.set(owner.openSlot(0));
+                for (int spin = 0; spin < 50; spin++) {
+                    Thread.onSpinWait();
+                }
+                assertThat(landed[(int) e].get()).as("epoch %d after drain", e).isEqualTo(frozen);
+            }
+            stop.set(true);
+            for (Thread t : writers) {
+                t.join();
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+package dev.ripcord.kv.wire;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
+import io.netty.buffer.UnpooledByteBufAllocator;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.embedded.EmbeddedChannel;
+import java.io.ByteArrayOutputStream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+class FrameDecoderTest {
+    static final UnpooledByteBufAllocator A = UnpooledByteBufAllocator.DEFAULT;
+
+    /** Records what it decodes as text; DATA payloads are collected byte for byte. */
+    static final class Recorder extends FrameDecoder {
+        final List<String> events = new ArrayList<>();
+        final ByteArrayOutputStream payload = new ByteArrayOutputStream();
+
+        @Override
+        protected void onControlFrame(ChannelHandlerContext ctx, FrameType type, ByteBuf body) {
+            events.add(type + (type == FrameType.HELLO ? ":" + Frames.Hello.decode(body).agentName()
+                    : type == FrameType.ABORT ? ":" + body.readLong() + ":" + body.readByte() + ":"
+                    + Frames.readString(body) : ""));
+        }
+
+        @Override
+        protected DataSink onDataFrame(ChannelHandlerContext ctx, long sessionId, long writeId, long dstOffset,
+                                       int length, boolean lastPiece) {
+            events.add("DATA:" + sessionId + ":" + writeId + ":" + dstOffset + ":" + length + ":" + lastPiece);
+            if (sessionId == 0) {
+                return null; // dropped
+            }
+            return new DataSink() {
+                @Override
+                public void accept(ByteBuf buffer, int index, int n) {
+                    byte[] b = new byte[n];
+                    buffer.getBytes(index, b);
+                    payload.writeBytes(b);
+                }
+
+                @Override
+                public void finish() {
+                    events.add("END:" + sessionId);
+                }
+            };
+        }
+    }
+
+    @Test
+    void decodesFramesSplitAtEveryPossibleBoundary() {
+        byte[] data = new byte[3000];
+        new Random(1).nextBytes(data);
+        ByteBuf stream = Unpooled.buffer();
+        stream.writeBytes(new Frames.Hello(1, 2, 3, 4, "host", "peer").encode(A));
+        stream.writeBytes(Frames.dataHeader(A, 9, 1, 4096, data.length, true));
+        stream.writeBytes(data);
+        stream.writeBytes(Frames.dataHeader(A, 0, 2, 0, 10, false)); // dropped payload
+        stream.writeBytes(new byte[10]);
+        stream.writeBytes(Frames.heartbeat(A));
+        stream.writeBytes(Frames.abort(A, 9, 3, "client went away"));
+        byte[] all = ByteBufUtil.getBytes(stream);
+        List<String> expected = null;
+        Random rnd = new Random(2);
+        for (int trial = 0; trial < 300; trial++) {
+            Recorder r = new Recorder();
+            EmbeddedChannel ch = new EmbeddedChannel(r);
+            int at = 0;
+            while (at < all.length) {
+                int n = trial == 0 ? 1 : 1 + rnd.nextInt(trial < 100 ? 7 : 700);
+                n = Math.min(n, all.length - at);
+                ch.writeInbound(Unpooled.wrappedBuffer(all, at, n));
+                at += n;
+            }
+            assertThat(r.payload.toByteArray()).isEqualTo(data);
+            if (expected == null) {
+                expected = r.events;
+                assertThat(expected).containsExactly("HELLO:peer", "DATA:9:1:4096:3000:true", "END:9",
+                        "DATA:0:2:0:10:false", "HEARTBEAT", "ABORT:9:3:client went away");
+            } else {
+                assertThat(r.events).isEqualTo(expected);
+            }
+            ch.finishAndReleaseAll();
+        }
+    }
+
+    @Test
+    void rejectsGarbage() {
+        EmbeddedChannel ch = new EmbeddedChannel(new Recorder());
+        assertThatThrownBy(() -> ch.writeInbound(Unpooled.wrappedBuffer(new byte[] {0, 0, 0, 5, 99, 0, 0, 0, 0})))
+                .isInstanceOf(ProtocolException.class);
+        EmbeddedChannel ch2 = new EmbeddedChannel(new Recorder());
+        assertThatThrownBy(() -> ch2.writeInbound(Unpooled.wrappedBuffer(new byte[] {0x7f, 0, 0, 0, 2})))
+                .isInstanceOf(ProtocolException.class);
+    }
+}
