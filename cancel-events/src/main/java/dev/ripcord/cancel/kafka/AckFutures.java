@@ -20,9 +20,8 @@ import org.springframework.messaging.MessageChannel;
  * each message with a fresh token and picks its future up right after {@code send} returns. No correlation state
  * outlives one send call.
  *
- * <p>The Kafka binder takes a single {@link ProducerMessageHandlerCustomizer} bean. If a service defines its own, ours
- * is not applied and every publish fails with a message saying so; the service's customizer must then delegate to
- * this one.
+ * <p>The Kafka binder takes a single {@link ProducerMessageHandlerCustomizer} bean, so a service must not define another:
+ * ours would not be applied, and every publish would fail with a message saying so rather than silently lose acks.
  */
 final class AckFutures implements ProducerMessageHandlerCustomizer<KafkaProducerMessageHandler<?, ?>> {
 

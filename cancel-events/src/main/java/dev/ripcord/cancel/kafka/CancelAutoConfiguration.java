@@ -130,7 +130,7 @@ public final class CancelAutoConfiguration {
         }
 
         @Bean(CancelBindings.CONSUMER_FUNCTION)
-        Consumer<Message<byte[]>> ripcordCancelConsumer(CancellationRegistry registry, DeadLetterPublisher deadLetters,
+        Consumer<Message<?>> ripcordCancelConsumer(CancellationRegistry registry, DeadLetterPublisher deadLetters,
                 TopicProvisioner topics, BindingServiceProperties bindings, CancelProperties properties,
                 Environment environment, ObjectProvider<MeterRegistry> meters) {
             String definition = environment.getProperty("spring.cloud.function.definition", "");

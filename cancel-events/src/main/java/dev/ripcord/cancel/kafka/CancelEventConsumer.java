@@ -21,6 +21,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
 import org.springframework.kafka.support.KafkaHeaders;
+import org.springframework.kafka.support.KafkaNull;
 import org.springframework.messaging.Message;
 import org.springframework.messaging.MessageHeaders;
 
@@ -32,10 +33,13 @@ import org.springframework.messaging.MessageHeaders;
  * schema version, key that is not the request ID) never reaches the binder's error handling and its retries: it is
  * logged at WARN with its coordinates, counted ({@code ripcord.cancel.poison{problem}}), handed to the
  * {@link DeadLetterPublisher}, and the function returns normally so consumption goes on with the next record. Nothing
- * thrown here escapes to the binder. While a valid record is handled, MDC {@value CancelBindings#MDC_REQUEST_ID} is set,
+ * thrown here escapes to the binder. A record with a null value (a delete marker, which a compacted topic allows) is
+ * skipped quietly and counted in {@code ripcord.cancel.consumed.skipped}; the function is typed {@code Message<?>}
+ * rather than {@code Message<byte[]>} because the binder cannot convert such a record's {@code KafkaNull} payload to
+ * bytes and would log an ERROR before we ever saw it. While a valid record is handled, MDC {@value CancelBindings#MDC_REQUEST_ID} is set,
  * so the abort handler's log lines carry the request ID too.
  */
-final class CancelEventConsumer implements Consumer<Message<byte[]>> {
+final class CancelEventConsumer implements Consumer<Message<?>> {
 
     private static final Logger log = LoggerFactory.getLogger(CancelEventConsumer.class);
 
@@ -44,6 +48,7 @@ final class CancelEventConsumer implements Consumer<Message<byte[]>> {
     private final Map<CancelOutcome, Counter> consumed = new EnumMap<>(CancelOutcome.class);
     private final Map<Problem, Counter> poison = new EnumMap<>(Problem.class);
     private final Counter failures;
+    private final Counter deleteMarkers;
 
     CancelEventConsumer(CancellationRegistry registry, DeadLetterPublisher deadLetters, MeterRegistry meters) {
         this.registry = registry;
@@ -62,16 +67,28 @@ final class CancelEventConsumer implements Consumer<Message<byte[]>> {
         }
         failures = Counter.builder("ripcord.cancel.consume.failures")
                 .description("Valid records whose handling threw").register(meters);
+        deleteMarkers = Counter.builder("ripcord.cancel.consumed.skipped")
+                .description("Records with a null value (delete markers), skipped").register(meters);
     }
 
     @Override
-    public void accept(Message<byte[]> message) {
+    public void accept(Message<?> message) {
         MessageHeaders headers = message.getHeaders();
         String topic = String.valueOf(headers.get(KafkaHeaders.RECEIVED_TOPIC));
         int partition = headers.get(KafkaHeaders.RECEIVED_PARTITION) instanceof Integer p ? p : -1;
         long offset = headers.get(KafkaHeaders.OFFSET) instanceof Long o ? o : -1L;
         byte[] key = keyBytes(headers.get(KafkaHeaders.RECEIVED_KEY));
-        byte[] value = message.getPayload();
+        byte[] value = switch (message.getPayload()) {
+            case byte[] bytes -> bytes;
+            case String text -> text.getBytes(StandardCharsets.UTF_8); // a service configured a String deserializer
+            case KafkaNull ignored -> null;
+            default -> String.valueOf(message.getPayload()).getBytes(StandardCharsets.UTF_8);
+        };
+        if (value == null) {
+            deleteMarkers.increment();
+            log.debug("skipping delete marker (null value) at {}-{}@{}", topic, partition, offset);
+            return;
+        }
 
         CancelEvent event;
         try {

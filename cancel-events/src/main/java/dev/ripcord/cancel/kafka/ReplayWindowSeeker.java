@@ -31,7 +31,7 @@ import org.springframework.cloud.stream.binder.kafka.KafkaBindingRebalanceListen
  * and could skip it.
  *
  * <p>The Kafka binder takes a single {@link KafkaBindingRebalanceListener} bean; this one ignores bindings other
- * than {@value CancelBindings#INPUT}. A service that needs its own must delegate to this one.
+ * than {@value CancelBindings#INPUT}. It backs off if the service defines its own, and then there is no replay.
  */
 final class ReplayWindowSeeker implements KafkaBindingRebalanceListener {
 

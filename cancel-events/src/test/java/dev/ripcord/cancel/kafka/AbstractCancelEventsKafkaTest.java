@@ -163,7 +163,8 @@ abstract class AbstractCancelEventsKafkaTest {
         byte[] valid = CancelEventCodec.encode(CancelEvent.of(id, CancelReason.DEADLINE,
                 new Origin("some-tool", "t1"), Instant.now()));
         try (KafkaProducer<byte[], byte[]> producer = producer()) {
-            // Same key, so same partition: the valid record is the one right after the poison.
+            // Same key, so same partition: a delete marker (skipped), the poison, then the valid record.
+            producer.send(new ProducerRecord<>(TOPIC, id.getBytes(UTF_8), null)).get(30, TimeUnit.SECONDS);
             producer.send(new ProducerRecord<>(TOPIC, id.getBytes(UTF_8), garbage)).get(30, TimeUnit.SECONDS);
             producer.send(new ProducerRecord<>(TOPIC, id.getBytes(UTF_8), valid)).get(30, TimeUnit.SECONDS);
         }
@@ -182,6 +183,7 @@ abstract class AbstractCancelEventsKafkaTest {
         assertThat(header(copy, DeadLetterPublisher.INSTANCE).orElseThrow()).isIn("worker-a", "worker-b");
         await().atMost(ARRIVAL).until(() -> counter(workerA, "ripcord.cancel.poison", "problem", "not_json") >= 1
                 && counter(workerB, "ripcord.cancel.poison", "problem", "not_json") >= 1);
+        assertThat(counter(workerA, "ripcord.cancel.consumed.skipped")).isGreaterThanOrEqualTo(1);
     }
 
     @Test

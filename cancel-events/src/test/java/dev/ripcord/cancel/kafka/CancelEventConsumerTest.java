@@ -25,6 +25,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.slf4j.MDC;
 import org.springframework.kafka.support.KafkaHeaders;
+import org.springframework.kafka.support.KafkaNull;
 import org.springframework.messaging.Message;
 import org.springframework.messaging.support.MessageBuilder;
 
@@ -106,6 +107,18 @@ class CancelEventConsumerTest {
         assertThat(header(dead, DeadLetterPublisher.DETAIL)).isNotBlank();
         assertThat(meters.counter("ripcord.cancel.poison", "problem", problem.toLowerCase()).count()).isEqualTo(1);
         assertThat(registry.isCancelled("req-2")).as("the next record was still processed").isTrue();
+        assertThat(registry.isCancelled("req-1")).isFalse();
+    }
+
+    @Test
+    void aDeleteMarkerIsSkippedQuietlyNotDeadLettered() {
+        consumer.accept(MessageBuilder.withPayload(KafkaNull.INSTANCE)
+                .setHeader(KafkaHeaders.RECEIVED_TOPIC, TOPIC)
+                .setHeader(KafkaHeaders.RECEIVED_KEY, "req-1".getBytes(UTF_8))
+                .build());
+
+        assertThat(meters.counter("ripcord.cancel.consumed.skipped").count()).isEqualTo(1);
+        assertThat(deadLettered).isEmpty();
         assertThat(registry.isCancelled("req-1")).isFalse();
     }
 
