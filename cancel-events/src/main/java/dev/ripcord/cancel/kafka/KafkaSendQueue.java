@@ -1,5 +1,6 @@
 package dev.ripcord.cancel.kafka;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Set;
@@ -17,6 +18,7 @@ import dev.ripcord.cancel.CancelPublishException;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.kafka.support.KafkaHeaders;
 import org.springframework.messaging.Message;
 
 /**
@@ -159,8 +161,13 @@ final class KafkaSendQueue implements AutoCloseable {
             return;
         }
         long delay = Math.min(MAX_BACKOFF_NANOS, backoffNanos << Math.min(attempts - 1, 20));
-        log.debug("send to {} failed (attempt {}/{}), retrying: {}", attempt.binding, attempts, maxAttempts,
-                error.toString());
+        if (log.isDebugEnabled()) {
+            // The key is the request ID for cancels, the poison record's coordinates for dead letters.
+            Object key = attempt.message.getHeaders().get(KafkaHeaders.KEY);
+            log.debug("send to {} failed, key={} (attempt {}/{}), retrying: {}", attempt.binding,
+                    key instanceof byte[] bytes ? new String(bytes, StandardCharsets.UTF_8) : key, attempts,
+                    maxAttempts, error.toString());
+        }
         try {
             thread.schedule(() -> send(attempt), delay, TimeUnit.NANOSECONDS);
             meters.counter("ripcord.cancel.publish.retries", "binding", attempt.binding).increment();
