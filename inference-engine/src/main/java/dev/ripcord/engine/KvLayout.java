@@ -12,14 +12,19 @@ package dev.ripcord.engine;
  *
  * <pre>
  * layerBytes            = 2 · G · H · T · F
- * pageBytes             = layers · layerBytes
+ * pageBytes             = layers · layerBytes + 64
  * key   (layer l, head g, dim d, slot s) at  l·layerBytes                 + ((g·H + d)·T + s)·F
  * value (layer l, head g, slot s, dim d) at  l·layerBytes + G·H·T·F       + ((g·T + s)·H + d)·F
+ * trailer                                at  layers·layerBytes, 64 bytes, reserved
  * </pre>
  *
  * Keys are stored transposed (dimension-major, the slots of one dimension contiguous) and after the rotary
  * embedding; values are stored position-major. Both are the shapes the attention kernel streams. Slots at or
- * beyond the sequence's length hold unspecified bytes and are never read.
+ * beyond the sequence's length hold unspecified bytes and are never read. The 64-byte trailer carries no data
+ * (its contents are unspecified; a transfer may copy or skip it): it exists so that consecutive pages of the
+ * pool, at stride {@code pageBytes}, do not start at the same offset modulo a large power of two, which made the
+ * same (layer, head) block of every page compete for the same cache sets and cost attention a third of its
+ * speed.
  *
  * @param pageTokens positions per page; a multiple of 16
  * @param layers     transformer layers
@@ -44,12 +49,20 @@ public record KvLayout(int pageTokens, int layers, int kvHeads, int headSize) {
         return 2L * kvHeads * headSize * pageTokens;
     }
 
-    /** Floats in a page. */
+    /** Bytes of the reserved trailer at the end of each page. */
+    public static final int TRAILER_BYTES = 64;
+
+    /** Floats in a page, trailer included (the pool's page stride in floats). */
     public long pageFloats() {
-        return layers * layerFloats();
+        return layers * layerFloats() + TRAILER_BYTES / Float.BYTES;
     }
 
-    /** Bytes in a page. */
+    /** Bytes of key/value data in a page: {@code pageBytes() - TRAILER_BYTES}. */
+    public long payloadBytes() {
+        return layers * layerFloats() * Float.BYTES;
+    }
+
+    /** Bytes in a page, trailer included; page {@code p} of a pool starts at {@code p · pageBytes()}. */
     public long pageBytes() {
         return pageFloats() * Float.BYTES;
     }

@@ -48,8 +48,11 @@ public sealed interface Kernels permits VectorKernels, ScalarKernels {
     void rmsnorm(MemorySegment out, long outOff, MemorySegment x, long xOff, MemorySegment w, long wOff,
                  int n, float eps);
 
-    /** Multiplies {@code n} elements by {@code scale} in place and returns their maximum. */
-    float scaleAndMax(MemorySegment x, long off, int n, float scale);
+    /** The maximum of {@code n} elements. */
+    float max(MemorySegment x, long off, int n);
+
+    /** Multiplies {@code n} elements by {@code factor} in place. */
+    void scale(MemorySegment x, long off, int n, float factor);
 
     /** Replaces {@code x[i]} by {@code exp(x[i] - max)} in place and returns their sum (lane-partial order). */
     float expAndSum(MemorySegment x, long off, int n, float max);

@@ -84,14 +84,19 @@ final class ScalarKernels implements Kernels {
     }
 
     @Override
-    public float scaleAndMax(MemorySegment x, long off, int n, float scale) {
+    public float max(MemorySegment x, long off, int n) {
         float max = Float.NEGATIVE_INFINITY;
         for (int i = 0; i < n; i++) {
-            float v = get(x, off + i) * scale;
-            set(x, off + i, v);
-            max = Math.max(max, v);
+            max = Math.max(max, get(x, off + i));
         }
         return max;
+    }
+
+    @Override
+    public void scale(MemorySegment x, long off, int n, float factor) {
+        for (int i = 0; i < n; i++) {
+            set(x, off + i, get(x, off + i) * factor);
+        }
     }
 
     @Override

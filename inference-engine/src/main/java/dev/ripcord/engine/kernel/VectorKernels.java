@@ -15,7 +15,8 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <p>The GEMM is the classic broadcast-FMA register-blocked micro-kernel: a tile of up to 4 rows of A times 4
  * vectors of B's columns keeps 16 accumulators in registers, loading 4 vectors of B and broadcasting 4 scalars of
- * A per step of {@code k}. Tiles never split the {@code k} loop, so each output element is one FMA chain.
+ * A per step of {@code k} (4x4, with 2x4, 1x4, 4x1 and 1x1 tiles for the edges). Tiles never split the {@code k}
+ * loop, so each output element is one FMA chain.
  *
  * <p>Rule for this class: no vector ever crosses a method boundary we own. Vector API methods are
  * {@code @ForceInline}, but C2 inlines an ordinary helper (even a one-line {@code load(segment, offset)}) only if
@@ -80,6 +81,22 @@ final class VectorKernels implements Kernels {
             if (j < cols) {
                 scalarColumns(a, ar, lda, 4, k, b, bOff, ldb, j, cols, c, cr, ldc, accumulate);
             }
+        }
+        if (r + 2 <= rows) {
+            long ar = aOff + r * lda;
+            long cr = cOff + r * ldc;
+            int j = 0;
+            for (; j + 4 * L <= cols; j += 4 * L) {
+                tile2x4(a, ar, lda, k, b, bOff + j, ldb, c, cr + j, ldc, accumulate);
+            }
+            for (; j + L <= cols; j += L) {
+                tile1x1(a, ar, k, b, bOff + j, ldb, c, cr + j, accumulate);
+                tile1x1(a, ar + lda, k, b, bOff + j, ldb, c, cr + ldc + j, accumulate);
+            }
+            if (j < cols) {
+                scalarColumns(a, ar, lda, 2, k, b, bOff, ldb, j, cols, c, cr, ldc, accumulate);
+            }
+            r += 2;
         }
         for (; r < rows; r++) {
             long ar = aOff + r * lda;
@@ -227,6 +244,54 @@ final class VectorKernels implements Kernels {
         c30.intoMemorySegment(c, c3, LE);
     }
 
+    private static void tile2x4(MemorySegment a, long aOff, long lda, int k,
+                                MemorySegment b, long bOff, long ldb,
+                                MemorySegment c, long cOff, long ldc, boolean accumulate) {
+        long c0 = cOff << 2;
+        long c1 = (cOff + ldc) << 2;
+        FloatVector z = FloatVector.zero(S);
+        FloatVector c00 = z, c01 = z, c02 = z, c03 = z, c10 = z, c11 = z, c12 = z, c13 = z;
+        if (accumulate) {
+            c00 = FloatVector.fromMemorySegment(S, c, c0, LE);
+            c01 = FloatVector.fromMemorySegment(S, c, c0 + VB, LE);
+            c02 = FloatVector.fromMemorySegment(S, c, c0 + 2 * VB, LE);
+            c03 = FloatVector.fromMemorySegment(S, c, c0 + 3 * VB, LE);
+            c10 = FloatVector.fromMemorySegment(S, c, c1, LE);
+            c11 = FloatVector.fromMemorySegment(S, c, c1 + VB, LE);
+            c12 = FloatVector.fromMemorySegment(S, c, c1 + 2 * VB, LE);
+            c13 = FloatVector.fromMemorySegment(S, c, c1 + 3 * VB, LE);
+        }
+        long a0 = aOff << 2;
+        long a1 = (aOff + lda) << 2;
+        long bRow = bOff << 2;
+        long bStep = ldb << 2;
+        for (int i = 0; i < k; i++, bRow += bStep) {
+            FloatVector b0 = FloatVector.fromMemorySegment(S, b, bRow, LE);
+            FloatVector b1 = FloatVector.fromMemorySegment(S, b, bRow + VB, LE);
+            FloatVector b2 = FloatVector.fromMemorySegment(S, b, bRow + 2 * VB, LE);
+            FloatVector b3 = FloatVector.fromMemorySegment(S, b, bRow + 3 * VB, LE);
+            long ai = (long) i << 2;
+            FloatVector x = FloatVector.broadcast(S, a.get(F, a0 + ai));
+            c00 = x.fma(b0, c00);
+            c01 = x.fma(b1, c01);
+            c02 = x.fma(b2, c02);
+            c03 = x.fma(b3, c03);
+            x = FloatVector.broadcast(S, a.get(F, a1 + ai));
+            c10 = x.fma(b0, c10);
+            c11 = x.fma(b1, c11);
+            c12 = x.fma(b2, c12);
+            c13 = x.fma(b3, c13);
+        }
+        c00.intoMemorySegment(c, c0, LE);
+        c01.intoMemorySegment(c, c0 + VB, LE);
+        c02.intoMemorySegment(c, c0 + 2 * VB, LE);
+        c03.intoMemorySegment(c, c0 + 3 * VB, LE);
+        c10.intoMemorySegment(c, c1, LE);
+        c11.intoMemorySegment(c, c1 + VB, LE);
+        c12.intoMemorySegment(c, c1 + 2 * VB, LE);
+        c13.intoMemorySegment(c, c1 + 3 * VB, LE);
+    }
+
     private static void tile1x4(MemorySegment a, long aOff, int k,
                                 MemorySegment b, long bOff, long ldb,
                                 MemorySegment c, long cOff, boolean accumulate) {
@@ -314,27 +379,35 @@ final class VectorKernels implements Kernels {
     }
 
     @Override
-    public float scaleAndMax(MemorySegment x, long off, int n, float scale) {
+    public float max(MemorySegment x, long off, int n) {
         int body = n & -L;
         long base = off << 2;
         FloatVector acc = FloatVector.broadcast(S, Float.NEGATIVE_INFINITY);
         for (int i = 0; i < body; i += L) {
-            long d = base + ((long) i << 2);
-            FloatVector v = FloatVector.fromMemorySegment(S, x, d, LE).mul(scale);
-            v.intoMemorySegment(x, d, LE);
-            acc = acc.max(v);
+            acc = acc.max(FloatVector.fromMemorySegment(S, x, base + ((long) i << 2), LE));
         }
         float max = Float.NEGATIVE_INFINITY;
         for (int lane = 0; lane < L; lane++) {
             max = Math.max(max, acc.lane(lane));
         }
         for (int i = body; i < n; i++) {
-            long d = base + ((long) i << 2);
-            float v = x.get(F, d) * scale;
-            x.set(F, d, v);
-            max = Math.max(max, v);
+            max = Math.max(max, x.get(F, base + ((long) i << 2)));
         }
         return max;
+    }
+
+    @Override
+    public void scale(MemorySegment x, long off, int n, float factor) {
+        int body = n & -L;
+        long base = off << 2;
+        for (int i = 0; i < body; i += L) {
+            long d = base + ((long) i << 2);
+            FloatVector.fromMemorySegment(S, x, d, LE).mul(factor).intoMemorySegment(x, d, LE);
+        }
+        for (int i = body; i < n; i++) {
+            long d = base + ((long) i << 2);
+            x.set(F, d, x.get(F, d) * factor);
+        }
     }
 
     @Override

@@ -60,6 +60,8 @@ public final class Transformer {
     private final long layerFloats;
     private final long scoreStride;
     private final float attentionScale;
+    /** Per worker, the softmax denominators of the rows of its current attention tile. */
+    private final float[][] rowSums;
 
     private final MemorySegment x;
     private final MemorySegment xb;
@@ -120,11 +122,13 @@ public final class Transformer {
         this.hb = floats(arena, (long) maxRows * hidden);
         this.hb2 = floats(arena, (long) maxRows * hidden);
         this.logits = floats(arena, (long) maxBatch * vocab);
-        this.scoreStride = (c.contextLength() + 15L) & ~15L;
+        // One cache line beyond a multiple of 16 floats: the score rows of a tile must not alias in the caches.
+        this.scoreStride = ((c.contextLength() + 15L) & ~15L) + 16;
         this.scores = floats(arena, (long) workers.size() * 4 * scoreStride);
         this.ropeCos = floats(arena, (long) c.contextLength() * hs);
         this.ropeSin = floats(arena, (long) c.contextLength() * hs);
         fillRopeTables();
+        this.rowSums = new float[workers.size()][4];
         this.rowPos = new int[maxRows];
         this.rowTable = new int[maxRows][];
     }
@@ -275,12 +279,17 @@ public final class Transformer {
         }
     }
 
-    /** Rotates this row's query and key, then writes its key (transposed) and value into its KV page. */
+    /**
+     * Rotates this row's query and key, scales the query by {@code 1/sqrt(headSize)} (exact for power-of-two head
+     * sizes, so scores equal llama2.c's {@code q·k / sqrt(headSize)}), then writes the key (transposed) and the
+     * value into the row's KV page.
+     */
     private void ropeAndStore(int layer, int r, int qFrom) {
         int pos = rowPos[r];
         long table = (long) pos * hs;
         if (r >= qFrom) {
             kernels.rope(q, (long) r * dim, heads, hs, ropeCos, ropeSin, table);
+            kernels.scale(q, (long) r * dim, dim, attentionScale);
         }
         long kr = (long) r * kvDim;
         kernels.rope(k, kr, kvHeads, hs, ropeCos, ropeSin, table);
@@ -302,10 +311,12 @@ public final class Transformer {
      * positions {@code [0, len0 + i·lenStep)}; its query is at {@code qOff + i·lda} in {@code q} and its output goes
      * to {@code oOff + i·ldo} in {@code xb}.
      *
-     * <p>Scores for a page come from one GEMM of the query rows against the page's transposed keys; softmax runs
-     * per row over exactly that row's positions; the weighted sum of values is a GEMM over the positions all rows
-     * share, then single-row GEMMs over each row's remaining positions, accumulating in position order so each
-     * output is one FMA chain over {@code [0, len)} whatever rows it was tiled with.
+     * <p>Scores for a page come from one GEMM of the (pre-scaled) query rows against the page's transposed keys;
+     * each row's softmax numerators {@code exp(s - max)} and their sum are computed over exactly that row's
+     * positions; the weighted sum of values is a GEMM over the positions all rows share, then single-row GEMMs over
+     * each row's remaining positions, accumulating in position order so each output is one FMA chain over
+     * {@code [0, len)} whatever rows it was tiled with; finally each output row is divided by its sum (hs
+     * divisions instead of one per position).
      */
     private void attend(int worker, int layer, long qOff, long lda, int n, int len0, int lenStep, int kvHead,
                         int[] table, long oOff, long ldo) {
@@ -314,16 +325,17 @@ public final class Transformer {
         long keyBlock = layer * layerFloats + (long) kvHead * hs * pt;
         long valueBlock = layer * layerFloats + (long) kvHeads * hs * pt + (long) kvHead * pt * hs;
         for (int page = 0, p0 = 0; p0 < maxLen; page++, p0 += pt) {
-            int cols = Math.min(pt, maxLen - p0);
+            // Whole vectors: slots past the length are inside the page (pt is a multiple of 16) and never read.
+            int cols = Math.min(pt, (maxLen - p0 + 15) & ~15);
             kernels.gemm(q, qOff, lda, n, hs, pool, table[page] * pageFloats + keyBlock, pt, cols,
                     scores, sBase + p0, scoreStride, false);
         }
+        float[] sums = rowSums[worker];
         for (int i = 0; i < n; i++) {
             long row = sBase + i * scoreStride;
             int len = len0 + i * lenStep;
-            float max = kernels.scaleAndMax(scores, row, len, attentionScale);
-            float sum = kernels.expAndSum(scores, row, len, max);
-            kernels.divide(scores, row, len, sum);
+            float max = kernels.max(scores, row, len);
+            sums[i] = kernels.expAndSum(scores, row, len, max);
         }
         for (int page = 0, p0 = 0; p0 < len0; page++, p0 += pt) {
             int count = Math.min(pt, len0 - p0);
@@ -341,6 +353,9 @@ public final class Transformer {
                         xb, oOff + i * ldo, ldo, true);
                 p += count;
             }
+        }
+        for (int i = 0; i < n; i++) {
+            kernels.divide(xb, oOff + i * ldo, hs, sums[i]);
         }
     }
 
