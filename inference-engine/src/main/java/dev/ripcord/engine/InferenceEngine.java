@@ -357,6 +357,19 @@ public final class InferenceEngine implements AutoCloseable {
     }
 
     /**
+     * Makes {@code token} the token the next {@link #decodeStep} feeds for this sequence, replacing any sampled
+     * one (forced or constrained decoding, or appending a known token after a prompt). Does not consume a random
+     * draw.
+     */
+    public void setNextToken(Sequence seq, int token) {
+        requireActive(seq);
+        requireToken(token);
+        Checks.requireState(seq.length > 0, "sequence %s is empty; prefill its prompt first", seq.id);
+        seq.pendingToken = token;
+        seq.hasLogits = false;
+    }
+
+    /**
      * Advances every sequence of {@code batch} by one token with batched matmuls: feeds each sequence's pending
      * token at position {@link Sequence#length()}, appends its KV, samples the next token (returned in batch
      * order and left pending) and increments the length. The batch's results equal those of stepping each
@@ -424,6 +437,36 @@ public final class InferenceEngine implements AutoCloseable {
                 s.addPage(pages[i++]);
             }
         }
+    }
+
+    /**
+     * Runs a few throw-away prefill chunks and decode steps so the JIT compiles the kernels before real traffic:
+     * until then the Vector API runs in its interpreted form, tens of times slower, and a cold engine's first
+     * long prompt takes seconds longer than it should. A service calls this once at startup, before reporting
+     * ready. Uses one page per 64 tokens of warm-up and frees everything it allocates.
+     *
+     * @return the wall time spent, in nanoseconds
+     */
+    public long warmUp() {
+        long start = System.nanoTime();
+        int tokens = Math.min(64, Math.min(options.maxChunkTokens(), config.contextLength() - 8));
+        int[] prompt = new int[tokens];
+        for (int i = 0; i < tokens; i++) {
+            prompt[i] = (i * 31 + 7) % config.vocabSize();
+        }
+        for (int round = 0; round < 3; round++) {
+            Sequence seq = newSequence(SamplingParams.greedy());
+            try {
+                prefill(seq, prompt, 0, tokens);
+                sample(seq);
+                for (int step = 0; step < 4 && seq.length < config.contextLength(); step++) {
+                    decodeStep(List.of(seq));
+                }
+            } finally {
+                free(seq);
+            }
+        }
+        return System.nanoTime() - start;
     }
 
     /** Copies the sequence's latest logits (from its last prefill chunk or decode step) into {@code dst}. */
