@@ -25,7 +25,7 @@ import java.util.PriorityQueue;
  * lazy invalidation picks the same pair in the same order, so long prompts encode in {@code O(n log n)}.
  *
  * <p>Decoding: a token's piece, without its leading space right after BOS; pieces of the form {@code <0xHH>} are
- * the raw byte {@code HH}.
+ * the raw byte {@code HH}; ids 0-2 (unknown, BOS, EOS) decode to nothing.
  */
 public final class BpeTokenizer implements Tokenizer {
     private static final int BOS = 1;
@@ -248,6 +248,9 @@ public final class BpeTokenizer implements Tokenizer {
     public byte[] tokenBytes(int previous, int token) {
         Checks.requireArgument(token >= 0 && token < pieces.length, "token %s outside vocabulary of %s", token,
                 pieces.length);
+        if (token <= EOS) {
+            return new byte[0]; // <unk>, BOS and EOS are control tokens, not text
+        }
         byte[] piece = pieces[token];
         int start = previous == BOS && piece.length > 0 && piece[0] == ' ' ? 1 : 0;
         if (piece.length == 6 && piece[0] == '<' && piece[1] == '0' && piece[2] == 'x' && piece[5] == '>') {
