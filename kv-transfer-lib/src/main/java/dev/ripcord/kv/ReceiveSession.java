@@ -2,6 +2,7 @@ package dev.ripcord.kv;
 
 import dev.ripcord.kv.shm.PeerProcess;
 import dev.ripcord.kv.wire.FrameDecoder;
+import dev.ripcord.kv.wire.LandingBuffer;
 import io.netty.buffer.ByteBuf;
 import java.lang.foreign.MemorySegment;
 import java.util.Optional;
@@ -222,6 +223,43 @@ public final class ReceiveSession {
                 }
             }
             agent.metrics().bytes(false, false, length);
+            if (aborting) {
+                maybeRelease();
+            }
+        }
+
+        @Override
+        public LandingBuffer landingBuffer(int maxBytes) {
+            synchronized (ReceiveSession.this) {
+                if (state != SessionState.TRANSFERRING) {
+                    return null;
+                }
+                landingsInProgress++; // the kernel may write into the region from now until the buffer's release
+            }
+            long[] run = targets.contiguousRun(next);
+            int n = (int) Math.min(maxBytes, run[1]);
+            return new LandingBuffer(region.segment().asSlice(run[0], n), this::landingEnded);
+        }
+
+        @Override
+        public void landedInPlace(int length) {
+            next += length;
+            synchronized (ReceiveSession.this) {
+                if (state != SessionState.TRANSFERRING) {
+                    return; // in the region, but the session is aborting: they count for nothing
+                }
+                bytesLanded += length;
+                writeBytes += length;
+            }
+            agent.metrics().bytes(false, false, length);
+        }
+
+        private void landingEnded() {
+            boolean aborting;
+            synchronized (ReceiveSession.this) {
+                landingsInProgress--;
+                aborting = state == SessionState.ABORTING;
+            }
             if (aborting) {
                 maybeRelease();
             }

@@ -77,6 +77,15 @@ final class TargetMap {
         }
     }
 
+    /** Region offset of logical {@code offset}, and how many bytes from there are contiguous in the region. */
+    long[] contiguousRun(long offset) {
+        Checks.requireArgument(offset >= 0 && offset < totalBytes, "offset %s outside %s target bytes", offset,
+                totalBytes);
+        int i = index(offset);
+        long within = offset - logical[i];
+        return new long[] {physical[i] + within, lengths[i] - within};
+    }
+
     private int index(long offset) {
         int lo = 0;
         int hi = logical.length - 1;

@@ -112,12 +112,14 @@ public final class TransferAgent implements AutoCloseable {
         try {
             serverChannel = new ServerBootstrap().group(eventLoops).channel(NioServerSocketChannel.class)
                     .childOption(ChannelOption.TCP_NODELAY, true)
-                    .childOption(ChannelOption.RCVBUF_ALLOCATOR,
-                            new AdaptiveRecvByteBufAllocator(4096, 64 * 1024, 1 << 20))
                     .childHandler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
-                            ch.pipeline().addLast(new ReceiverConnection(TransferAgent.this));
+                            ReceiverConnection c = new ReceiverConnection(TransferAgent.this);
+                            // Large payload reads go straight into the destination region (no user-space copy).
+                            ch.config().setRecvByteBufAllocator(
+                                    c.directLanding(new AdaptiveRecvByteBufAllocator(4096, 64 * 1024, 1 << 20)));
+                            ch.pipeline().addLast(c);
                         }
                     })
                     .bind(options.bindHost(), options.port()).syncUninterruptibly().channel();

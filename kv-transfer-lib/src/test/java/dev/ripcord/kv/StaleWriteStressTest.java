@@ -22,7 +22,9 @@ import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Thousands of sessions under concurrency, aborted at random points from random sides, with freed receive pages
@@ -41,9 +43,8 @@ import org.junit.jupiter.params.provider.EnumSource;
  */
 @ExtendWith(KvLeakCheck.class)
 class StaleWriteStressTest {
-    static final int PAGE = 4096;
     static final int POOL_PAGES = 1024;
-    static final int SESSIONS = 2500;
+    static final int MAX_SESSIONS = 2500;
     static final int CONCURRENCY = 24;
     static final long SCRIBBLE = 1L << 40;
 
@@ -90,17 +91,32 @@ class StaleWriteStressTest {
         }
     }
 
-    @ParameterizedTest
-    @EnumSource(value = Backend.class, names = {"TCP", "SHM"})
-    void randomAbortsFromRandomSidesNeverLeakBytesIntoLaterOwners(Backend backend) throws Exception {
+    /**
+     * 4 KiB pages on both backends; and 64 KiB pages over TCP, so most payload bytes are read by the kernel
+     * straight into the destination pages (direct landing) while aborts race with those reads.
+     */
+    static Stream<Arguments> runs() {
+        return Stream.of(Arguments.of(Backend.TCP, 4096, 2500), Arguments.of(Backend.SHM, 4096, 2500),
+                Arguments.of(Backend.TCP, 64 * 1024, 600));
+    }
+
+    int page;
+    int sessions;
+
+    @ParameterizedTest(name = "{0}, {1}-byte pages, {2} sessions")
+    @MethodSource("runs")
+    void randomAbortsFromRandomSidesNeverLeakBytesIntoLaterOwners(Backend backend, int pageBytes, int count)
+            throws Exception {
+        page = pageBytes;
+        sessions = count;
         long seed = Long.getLong("stress.seed", System.nanoTime());
         System.out.printf("%s stress seed %d%n", backend, seed);
         Random master = new Random(seed);
-        decode = TransferAgent.start(TransferAgentOptions.defaults("decode").withMaxPieceBytes(PAGE));
+        decode = TransferAgent.start(TransferAgentOptions.defaults("decode").withMaxPieceBytes(page));
         prefill = TransferAgent.start(TransferAgentOptions.defaults("prefill").withBackend(backend)
-                .withMaxPieceBytes(PAGE));
-        KvRegion pool = decode.allocateRegion((long) POOL_PAGES * PAGE);
-        KvRegion src = prefill.allocateRegion((long) POOL_PAGES * PAGE);
+                .withMaxPieceBytes(page));
+        KvRegion pool = decode.allocateRegion((long) POOL_PAGES * page);
+        KvRegion src = prefill.allocateRegion((long) POOL_PAGES * page);
         Patterns.poison(pool.segment(), 0, pool.byteSize());
         Pages rxPages = new Pages(POOL_PAGES, master);
         Pages txPages = new Pages(POOL_PAGES, master);
@@ -111,7 +127,7 @@ class StaleWriteStressTest {
         ExecutorService abortThreads = Executors.newFixedThreadPool(2);
 
         try (ExecutorService requests = Executors.newVirtualThreadPerTaskExecutor()) {
-            for (int i = 0; i < SESSIONS && violations.size() < 20; i++) {
+            for (int i = 0; i < sessions && violations.size() < 20; i++) {
                 long tag = i + 1;
                 long sessionSeed = master.nextLong();
                 inFlight.acquire();
@@ -132,9 +148,9 @@ class StaleWriteStressTest {
         assertThat(Patterns.firstNonPoison(pool.segment(), 0, pool.byteSize())).as("a free page was written")
                 .isEqualTo(-1);
         System.out.printf("%s: %d completed, %d aborted%n", backend, completed.get(), aborted.get());
-        assertThat(completed.get() + aborted.get()).isEqualTo(SESSIONS);
-        assertThat(completed.get()).isGreaterThan(SESSIONS / 10);
-        assertThat(aborted.get()).isGreaterThan(SESSIONS / 10);
+        assertThat(completed.get() + aborted.get()).isEqualTo(sessions);
+        assertThat(completed.get()).isGreaterThan(sessions / 10);
+        assertThat(aborted.get()).isGreaterThan(sessions / 10);
         assertThat(decode.fenceSlotsInUse()).isZero();
         assertThat(decode.stats().liveSessions()).isZero();
         assertThat(prefill.stats().liveSessions()).isZero();
@@ -185,11 +201,11 @@ class StaleWriteStressTest {
                                     Queue<String> violations) throws Exception {
         List<Integer> dst = rxPages.take(plan.pages());
         for (int p : dst) {
-            if (Patterns.firstNonPoison(pool.segment(), (long) p * PAGE, PAGE) >= 0) {
+            if (Patterns.firstNonPoison(pool.segment(), (long) p * page, page) >= 0) {
                 violations.add("free page " + p + " was written while free (seen by session " + tag + ")");
             }
         }
-        List<ByteRange> targets = dst.stream().map(p -> new ByteRange((long) p * PAGE, PAGE)).toList();
+        List<ByteRange> targets = dst.stream().map(p -> new ByteRange((long) p * page, page)).toList();
         AtomicInteger landed = new AtomicInteger();
         ReceiveSession rx = decode.openReceive("stress-" + tag, pool, targets, new ReceiveListener() {
             @Override
@@ -224,7 +240,7 @@ class StaleWriteStressTest {
             check(pool, dst, tag, false, violations);
         }
         for (int p : dst) {
-            Patterns.poison(pool.segment(), (long) p * PAGE, PAGE);
+            Patterns.poison(pool.segment(), (long) p * page, page);
         }
         rxPages.give(dst); // reused at once, whatever the sender is still doing
         return end;
@@ -235,7 +251,7 @@ class StaleWriteStressTest {
         ReceiveDescriptor d = ReceiveDescriptor.parse(handoff.get(30, TimeUnit.SECONDS).encode());
         List<Integer> from = txPages.take(plan.pages());
         for (int j = 0; j < plan.pages(); j++) {
-            Patterns.fill(src.segment(), (long) from.get(j) * PAGE, PAGE, tag, (long) j * PAGE);
+            Patterns.fill(src.segment(), (long) from.get(j) * page, page, tag, (long) j * page);
         }
         SendSession tx = prefill.connect(d);
         boolean senderAborts = plan.abort() && !plan.receiverAborts();
@@ -253,7 +269,7 @@ class StaleWriteStressTest {
             if (senderAborts && plan.abortAt() == j - 1) {
                 abort.run();
             }
-            tx.send(src, (long) from.get(j) * PAGE, PAGE, (long) j * PAGE);
+            tx.send(src, (long) from.get(j) * page, page, (long) j * page);
             if (rnd.nextInt(3) == 0) {
                 LockSupport.parkNanos(rnd.nextInt(50_000)); // a prefill chunk takes a while to compute
             }
@@ -265,20 +281,20 @@ class StaleWriteStressTest {
         SessionState end = tx.released().get(30, TimeUnit.SECONDS);
         // The sender may reuse its pages now: scribble them, so a transport still reading them would be caught.
         for (int p : from) {
-            Patterns.fill(src.segment(), (long) p * PAGE, PAGE, tag + SCRIBBLE, 0);
+            Patterns.fill(src.segment(), (long) p * page, page, tag + SCRIBBLE, 0);
         }
         txPages.give(from);
         return end;
     }
 
     /** Whose word is this (searching every session's stream at this offset within a page)? */
-    static String identify(long word, long offsetInPage) {
+    String identify(long word, long offsetInPage) {
         if (word == Patterns.POISON) {
             return "poison";
         }
-        for (long t = 1; t <= SESSIONS; t++) {
+        for (long t = 1; t <= MAX_SESSIONS; t++) {
             for (int j = 0; j < 8; j++) {
-                if (Patterns.word(t, (long) j * PAGE + offsetInPage) == word) {
+                if (Patterns.word(t, (long) j * page + offsetInPage) == word) {
                     return "session " + t + "'s chunk " + j;
                 }
             }
@@ -289,12 +305,12 @@ class StaleWriteStressTest {
         return "unknown word " + Long.toHexString(word);
     }
 
-    private static void check(KvRegion pool, List<Integer> dst, long tag, boolean completed,
+    private void check(KvRegion pool, List<Integer> dst, long tag, boolean completed,
                               Queue<String> violations) {
         for (int j = 0; j < dst.size(); j++) {
-            long at = (long) dst.get(j) * PAGE;
-            long bad = completed ? Patterns.firstMismatch(pool.segment(), at, PAGE, tag, (long) j * PAGE)
-                    : Patterns.firstForeign(pool.segment(), at, PAGE, tag, (long) j * PAGE);
+            long at = (long) dst.get(j) * page;
+            long bad = completed ? Patterns.firstMismatch(pool.segment(), at, page, tag, (long) j * page)
+                    : Patterns.firstForeign(pool.segment(), at, page, tag, (long) j * page);
             if (bad >= 0) {
                 long word = pool.segment().get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, at + bad);
                 violations.add("session " + tag + " (" + (completed ? "completed" : "aborted") + "): page "

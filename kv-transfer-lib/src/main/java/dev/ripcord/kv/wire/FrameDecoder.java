@@ -1,7 +1,9 @@
 package dev.ripcord.kv.wire;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 
 /**
@@ -22,6 +24,20 @@ public abstract class FrameDecoder extends ChannelInboundHandlerAdapter {
     public interface DataSink {
         void accept(ByteBuf buffer, int index, int length);
 
+        /**
+         * A buffer over the destination of the next at most {@code maxBytes} payload bytes, for the socket to read
+         * into directly; or null (the session stopped accepting, or this sink cannot). The sink considers a write
+         * in progress until the buffer is released.
+         */
+        default LandingBuffer landingBuffer(int maxBytes) {
+            return null;
+        }
+
+        /** {@code length} payload bytes arrived in the buffer from {@link #landingBuffer}: already in place. */
+        default void landedInPlace(int length) {
+            throw new UnsupportedOperationException();
+        }
+
         /** All payload bytes were delivered. Not called when the connection dies mid-payload. */
         void finish();
     }
@@ -31,6 +47,46 @@ public abstract class FrameDecoder extends ChannelInboundHandlerAdapter {
     private FrameType type;
     private int payloadRemaining;
     private DataSink sink;
+    private LandingBuffer landing; // handed to the socket for the read now in progress
+
+    /**
+     * Wraps the channel's read-buffer allocator so that DATA payloads are read by the kernel straight into their
+     * destination. Reads are sized to the frame structure: outside a payload a read asks for exactly the bytes up
+     * to the end of the next header (so it stops where a payload starts), inside one the buffer is the
+     * destination slice itself ({@link DataSink#landingBuffer}). So no payload byte ever shares a read with a
+     * header, and none is copied in user space; it costs one small read per DATA header. When the sink refuses
+     * (session aborting) the payload is read into an ordinary buffer and dropped. Install per channel.
+     */
+    public RecvByteBufAllocator directLanding(RecvByteBufAllocator base) {
+        return () -> new RecvByteBufAllocator.DelegatingHandle(base.newHandle()) {
+            @Override
+            public ByteBuf allocate(ByteBufAllocator alloc) {
+                int size = nextReadSize();
+                if (size == LAND) {
+                    landing = sink.landingBuffer(payloadRemaining);
+                    if (landing != null) {
+                        return landing;
+                    }
+                    size = 0;
+                }
+                return size > 0 ? alloc.directBuffer(size) : super.allocate(alloc);
+            }
+        };
+    }
+
+    private static final int LAND = -1;
+
+    /** LAND, a read size that stops at the end of the next header, or 0 for "any size". */
+    private int nextReadSize() {
+        if (payloadRemaining > 0) {
+            return sink == null ? 0 : LAND; // a dropped payload is read in bulk
+        }
+        int have = partial == null ? 0 : partial.readableBytes();
+        if (frameLength < 0) {
+            return Frames.DATA_PREFIX - have; // a whole DATA header if that is what comes, else part of a frame
+        }
+        return (type == FrameType.DATA ? Frames.DATA_HEADER_BODY : frameLength - 1) - have;
+    }
 
     /** A whole control frame; {@code body} is valid only during the call. */
     protected abstract void onControlFrame(ChannelHandlerContext ctx, FrameType type, ByteBuf body);
@@ -71,7 +127,10 @@ public abstract class FrameDecoder extends ChannelInboundHandlerAdapter {
         while (in.isReadable()) {
             if (payloadRemaining > 0) {
                 int n = Math.min(payloadRemaining, in.readableBytes());
-                if (sink != null) {
+                if (in == landing) {
+                    landing = null;
+                    sink.landedInPlace(n); // the read put them there
+                } else if (sink != null) {
                     sink.accept(in, in.readerIndex(), n);
                 }
                 in.skipBytes(n);

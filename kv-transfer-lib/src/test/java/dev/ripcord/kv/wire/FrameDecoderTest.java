@@ -7,9 +7,14 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.buffer.UnpooledByteBufAllocator;
+import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.embedded.EmbeddedChannel;
 import java.io.ByteArrayOutputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -88,6 +93,84 @@ class FrameDecoderTest {
             }
             ch.finishAndReleaseAll();
         }
+    }
+
+    /** A sink that can also hand out landing buffers over a destination segment, and records how bytes came. */
+    static final class LandingRecorder extends FrameDecoder {
+        final MemorySegment destination = Arena.ofAuto().allocate(1 << 20);
+        final List<String> events = new ArrayList<>();
+        int copiedBytes;
+        int inPlaceBytes;
+        int landingsOpen;
+
+        @Override
+        protected void onControlFrame(ChannelHandlerContext ctx, FrameType type, ByteBuf body) {
+            events.add(type.toString());
+        }
+
+        @Override
+        protected DataSink onDataFrame(ChannelHandlerContext ctx, long sessionId, long writeId, long dstOffset,
+                                       int length, boolean lastPiece) {
+            events.add("DATA:" + length);
+            return new DataSink() {
+                long next = dstOffset;
+
+                @Override
+                public void accept(ByteBuf buffer, int index, int n) {
+                    buffer.getBytes(index, destination.asSlice(next, n).asByteBuffer());
+                    next += n;
+                    copiedBytes += n;
+                }
+
+                @Override
+                public LandingBuffer landingBuffer(int maxBytes) {
+                    landingsOpen++;
+                    return new LandingBuffer(destination.asSlice(next, maxBytes), () -> landingsOpen--);
+                }
+
+                @Override
+                public void landedInPlace(int n) {
+                    next += n;
+                    inPlaceBytes += n;
+                }
+
+                @Override
+                public void finish() {
+                    events.add("END");
+                }
+            };
+        }
+    }
+
+    @Test
+    void directLandingReadsPayloadsIntoTheirDestinationAndStopsReadsAtHeaders() {
+        byte[] a = new byte[40_000];
+        byte[] b = new byte[20_000];
+        new Random(3).nextBytes(a);
+        new Random(4).nextBytes(b);
+        ByteBuf stream = Unpooled.buffer();
+        stream.writeBytes(new Frames.Hello(1, 2, 3, 4, "host", "peer").encode(A));
+        stream.writeBytes(Frames.dataHeader(A, 9, 1, 0, a.length, true)).writeBytes(a);
+        stream.writeBytes(Frames.heartbeat(A));
+        stream.writeBytes(Frames.dataHeader(A, 9, 2, 100_000, b.length, true)).writeBytes(b);
+        LandingRecorder r = new LandingRecorder();
+        EmbeddedChannel ch = new EmbeddedChannel(r);
+        RecvByteBufAllocator.Handle reads = r.directLanding(new AdaptiveRecvByteBufAllocator()).newHandle();
+        Random chunks = new Random(5);
+        while (stream.isReadable()) {
+            // Netty's read loop: allocate, let the "kernel" fill some of it, hand it to the pipeline.
+            ByteBuf buf = reads.allocate(A);
+            int n = Math.min(Math.min(buf.writableBytes(), stream.readableBytes()), 1 + chunks.nextInt(30_000));
+            buf.writeBytes(stream, n);
+            ch.writeInbound(buf);
+        }
+        assertThat(r.events).containsExactly("HELLO", "DATA:40000", "END", "HEARTBEAT", "DATA:20000", "END");
+        assertThat(r.destination.asSlice(0, a.length).toArray(ValueLayout.JAVA_BYTE)).isEqualTo(a);
+        assertThat(r.destination.asSlice(100_000, b.length).toArray(ValueLayout.JAVA_BYTE)).isEqualTo(b);
+        assertThat(r.copiedBytes).as("bytes that went through a copy").isZero();
+        assertThat(r.inPlaceBytes).isEqualTo(a.length + b.length);
+        assertThat(r.landingsOpen).as("every landing buffer released").isZero();
+        ch.finishAndReleaseAll();
     }
 
     @Test
