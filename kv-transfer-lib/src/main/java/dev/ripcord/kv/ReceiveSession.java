@@ -443,8 +443,8 @@ public final class ReceiveSession {
         if (terminal != null) {
             release(terminal);
         } else if (watch) {
-            log.debug("request={} session={} waiting for {} shared-memory writer(s) to leave the fence",
-                    requestId(), sessionId(), agent.fences().writers(fenceSlot));
+            log.debug("request={} session={} waiting for shared-memory writer pid {} to leave the fence",
+                    requestId(), sessionId(), agent.fences().writer(fenceSlot));
             agent.watchDrain(this);
         }
     }
@@ -475,12 +475,12 @@ public final class ReceiveSession {
     }
 
     private boolean fenceDrainedLocked() {
-        if (fenceSlot < 0 || agent.fences().writers(fenceSlot) == 0) {
+        if (fenceSlot < 0) {
             return true;
         }
+        long writer = agent.fences().writer(fenceSlot);
         // A copy is inside the bracket. Only a process that is gone can be ignored: it has no mappings left.
-        PeerProcess writer = connection == null ? null : connection.peerProcessIfSameHost();
-        return writer != null && writer.isGone();
+        return writer == 0 || new PeerProcess(writer, 0).isGone();
     }
 
     private void release(SessionState terminal) {

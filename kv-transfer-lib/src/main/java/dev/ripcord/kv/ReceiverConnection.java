@@ -1,7 +1,5 @@
 package dev.ripcord.kv;
 
-import dev.ripcord.kv.shm.HostIdentity;
-import dev.ripcord.kv.shm.PeerProcess;
 import dev.ripcord.kv.wire.FrameDecoder;
 import dev.ripcord.kv.wire.FrameType;
 import dev.ripcord.kv.wire.Frames;
@@ -32,7 +30,6 @@ final class ReceiverConnection extends FrameDecoder {
     private volatile Channel channel;
     private volatile boolean closed;
     private volatile Frames.Hello peer;
-    private volatile PeerProcess peerProcess; // null unless the peer runs on this host
     private long lastReadNanos = System.nanoTime();
     private ScheduledFuture<?> ticker;
 
@@ -43,10 +40,6 @@ final class ReceiverConnection extends FrameDecoder {
     String peerName() {
         Frames.Hello h = peer;
         return h == null ? "?" : h.agentName();
-    }
-
-    PeerProcess peerProcessIfSameHost() {
-        return peerProcess;
     }
 
     void bind(ReceiveSession s) {
@@ -126,9 +119,6 @@ final class ReceiverConnection extends FrameDecoder {
             throw new ProtocolException("second HELLO");
         }
         peer = hello;
-        if (hello.hostId().equals(HostIdentity.local())) {
-            peerProcess = new PeerProcess(hello.pid(), hello.pidStartMillis());
-        }
         ctx.writeAndFlush(agent.hello().encode(ctx.alloc()));
         ticker.cancel(false);
         long lease = agent.options().lease().toNanos();

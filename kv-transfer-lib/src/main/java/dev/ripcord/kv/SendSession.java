@@ -1,5 +1,6 @@
 package dev.ripcord.kv;
 
+import dev.ripcord.kv.shm.FenceTable;
 import dev.ripcord.kv.wire.Frames;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
@@ -10,6 +11,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,8 +28,8 @@ import org.slf4j.LoggerFactory;
  *   <li>Source memory is pinned while a write may read it: the source region cannot be released, and this session
  *   cannot be RELEASED, until every such write has finished or been dropped. With TCP the bytes go from the source
  *   segment to the socket without a copy, so a write reads the source until the kernel has taken it; with shared
- *   memory the copy into the receiver's mapping runs on the calling thread (or, before the receiver confirmed the
- *   attach, on a virtual thread).</li>
+ *   memory the copy into the receiver's mapping runs on the calling thread, piece by piece, each piece inside
+ *   the session's fence bracket, so {@code send} returns once the bytes are in the receiver's memory.</li>
  *   <li>{@link #complete(byte[])} ends the session; the receiver's verdict decides the outcome (COMPLETED or
  *   ABORTED).</li>
  *   <li>{@link #abort(String)} may be called at any time from any thread, any number of times; after
@@ -81,7 +84,8 @@ public final class SendSession {
     private final ShmMappings.Target shm; // null with TCP
     private final CompletableFuture<Void> completion = new CompletableFuture<>();
     private final CompletableFuture<SessionState> released = new CompletableFuture<>();
-    private final CompletableFuture<Void> attached = new CompletableFuture<>();
+    /** The fence word has one WRITING bit: this session's copies take turns, piece by piece. */
+    private final ReentrantLock copyTurn = new ReentrantLock();
     private final long trackingId;
     private volatile boolean stopWrites;
 
@@ -191,12 +195,8 @@ public final class SendSession {
         }
         if (shm == null) {
             connection.schedulePump(this);
-        } else if (attached.isDone()) {
-            copyShared(op);
         } else {
-            // Shared-memory writes wait for ATTACHED: from then on the receiver knows which process writes, so it
-            // can tell a writer that died mid-copy from one that is merely slow.
-            attached.whenComplete((v, e) -> agent.copyExecutor().execute(() -> copyShared(op)));
+            copyShared(op); // on the caller's thread: with shared memory, posting a write is copying it
         }
         return op.acked;
     }
@@ -261,19 +261,30 @@ public final class SendSession {
         RuntimeException failure = null;
         MemorySegment src = op.source.segment();
         int piece = agent.options().maxPieceBytes();
+        long pid = agent.hello().pid();
         try {
             while (done < op.length && !stopWrites) {
                 long n = Math.min(piece, op.length - done);
-                if (!shm.fences().tryBeginWrite(shm.slot(), shm.epoch())) {
-                    fenced = true; // the receiver aborted; its ABORT frame is on its way
-                    break;
-                }
+                copyTurn.lock();
                 try {
-                    long base = done;
-                    shm.targets().forEach(op.dstOffset + base, n,
-                            (at, rel, len) -> MemorySegment.copy(src, op.srcOffset + base + rel, shm.data(), at, len));
+                    FenceTable.Begin begin;
+                    while ((begin = shm.fences().tryBeginWrite(shm.slot(), shm.epoch(), pid))
+                            == FenceTable.Begin.BUSY && !stopWrites) {
+                        LockSupport.parkNanos(10_000); // another process writes this session: a control-plane bug
+                    }
+                    if (begin != FenceTable.Begin.WRITING) {
+                        fenced = begin == FenceTable.Begin.FENCED; // the receiver aborted; its ABORT is on its way
+                        break;
+                    }
+                    try {
+                        long base = done;
+                        shm.targets().forEach(op.dstOffset + base, n, (at, rel, len) ->
+                                MemorySegment.copy(src, op.srcOffset + base + rel, shm.data(), at, len));
+                    } finally {
+                        shm.fences().endWrite(shm.slot());
+                    }
                 } finally {
-                    shm.fences().endWrite(shm.slot());
+                    copyTurn.unlock();
                 }
                 done += n;
             }
@@ -390,7 +401,6 @@ public final class SendSession {
                 transition(SessionState.TRANSFERRING);
             }
         }
-        attached.complete(null);
     }
 
     void onWriteAck(long writeId, long length) {
@@ -468,7 +478,6 @@ public final class SendSession {
         TransferAbortedException ex = new TransferAbortedException(requestId(), reason);
         unacked.forEach(op -> op.acked.completeExceptionally(ex));
         completion.completeExceptionally(ex);
-        attached.completeExceptionally(ex);
         maybeRelease();
         return true;
     }

@@ -31,8 +31,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -77,8 +75,6 @@ public final class TransferAgent implements AutoCloseable {
     private final InetSocketAddress listenAddress;
     private final String advertisedHost;
     private final ShmMappings shmMappings = new ShmMappings();
-    private final ExecutorService copyExecutor =
-            Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("kv-shm-copy-", 0).factory());
     private final Map<Long, KvRegion> regions = new ConcurrentHashMap<>();
     private final Map<Long, ReceiveSession> receiveSessions = new ConcurrentHashMap<>();
     private final Set<SendSession> sendSessions = ConcurrentHashMap.newKeySet();
@@ -492,10 +488,6 @@ public final class TransferAgent implements AutoCloseable {
         return shmMappings;
     }
 
-    ExecutorService copyExecutor() {
-        return copyExecutor;
-    }
-
     /** Live regions, sessions and bytes of this agent (also exported as gauges). */
     public TransferStats stats() {
         return new TransferStats(metrics.liveRegions.get(), metrics.liveRegionBytes.get(),
@@ -533,7 +525,6 @@ public final class TransferAgent implements AutoCloseable {
         awaitDrained(TimeUnit.SECONDS.toNanos(1)); // writes stuck on a dead socket fail on close
         serverChannel.close().awaitUninterruptibly();
         eventLoops.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly();
-        copyExecutor.close();
         receiveSessions.values().forEach(ReceiveSession::forceRelease);
         if (!sendSessions.isEmpty()) {
             log.warn("agent {}: {} send session(s) still hold source pins after close: {}", name(),

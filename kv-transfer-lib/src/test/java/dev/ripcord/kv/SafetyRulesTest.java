@@ -78,14 +78,17 @@ class SafetyRulesTest {
 
         // A sender's copy is inside the fence bracket (we play that sender, pausing mid-copy).
         try (FenceTable fences = FenceTable.open(Path.of(d.shmFenceFile()), d.agentIncarnation())) {
-            assertThat(fences.tryBeginWrite(d.fenceSlot(), d.epoch())).isTrue();
+            long me = ProcessHandle.current().pid();
+            assertThat(fences.tryBeginWrite(d.fenceSlot(), d.epoch(), me)).isEqualTo(FenceTable.Begin.WRITING);
 
             assertThat(rx.abort("client went away")).isTrue();
             pool.close();
 
             assertThat(rx.state()).isEqualTo(SessionState.ABORTING);
             assertThat(rx.completion()).isCompletedExceptionally();
-            assertThat(fences.tryBeginWrite(d.fenceSlot(), d.epoch())).as("no new write may start").isFalse();
+            assertThat(fences.tryBeginWrite(d.fenceSlot(), d.epoch(), me)).as("no new write may start")
+                    .isNotEqualTo(FenceTable.Begin.WRITING);
+            assertThat(fences.writer(d.fenceSlot())).as("the fence names who is still writing").isEqualTo(me);
             assertThat(rx.released()).isNotDone();
             assertThat(pool.released()).isNotDone();
             assertThat(events).isEmpty();

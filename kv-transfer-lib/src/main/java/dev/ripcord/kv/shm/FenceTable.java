@@ -12,25 +12,30 @@ import java.nio.file.StandardOpenOption;
 
 /**
  * Per-session fence words in a file both processes map: the single source of truth for "may a shared-memory write
- * into this session's pages still start or still be running".
+ * into this session's pages still start, or still be running, and by whom".
  *
  * <p>Design note. With the shared-memory backend the sender copies straight into the receiver's pages, so the
  * receiver cannot simply stop landing bytes the way the TCP path does; it must know that no copy of the sender is
  * running and that none can start. Each session owns one slot; its 64-bit word is
- * {@code epoch (40 bits) | FENCED (1 bit) | writers (23 bits)}.
+ * {@code epoch (40 bits) | FENCED (1) | WRITING (1) | writer pid (22)}.
  * <ul>
- *   <li>The receiver opens a slot with a fresh epoch, writers 0, not fenced, and puts slot and epoch in the
+ *   <li>The receiver opens a slot with a fresh epoch, not fenced, not writing, and puts slot and epoch in the
  *   descriptor.</li>
- *   <li>Before each piece (at most one piece size long) the sender CASes {@code writers + 1}, only if the word still
- *   has its epoch and no FENCED bit; after the piece it decrements. So a write is bracketed by the increment.</li>
- *   <li>To abort or complete, the receiver CASes the FENCED bit in. From then on no increment can succeed, and the
- *   receiver waits until writers reads 0 (or the writing process is gone: a dead process writes nothing).</li>
- *   <li>Only then is the session released and its slot reopened, with epoch + 1, for a later session: a stale sender
- *   still holding the old epoch can never increment again, and nobody was inside the bracket when the pages were
- *   handed back.</li>
+ *   <li>Before each piece (at most one piece size long) the sender CASes in WRITING and its pid, only if the word
+ *   still has its epoch and neither FENCED nor WRITING; after the piece it CASes WRITING out. A write is bracketed
+ *   by the flag, and the word names the process inside the bracket.</li>
+ *   <li>To abort or complete, the receiver CASes FENCED in. From then on no bracket can open, and the receiver
+ *   waits until WRITING is clear, or until the process the word names is gone (a dead process has no mappings,
+ *   so it writes nothing more).</li>
+ *   <li>Only then is the session released and its slot reopened, with epoch + 1, for a later session: a stale
+ *   sender still holding the old epoch can never open a bracket again, and nobody was inside one when the pages
+ *   were handed back.</li>
  * </ul>
- * CAS and volatile access on a shared mapping are atomic across processes on the hardware the JDK supports (the same
- * physical cache lines). Slots are 64 bytes apart so sessions do not share a cache line.
+ * Because the writer's pid is set in the same CAS that opens the bracket, the receiver never has to learn it any
+ * other way (no round trip before the first copy), and it can never name the wrong process: only a shared-memory
+ * peer in the same pid namespace is ever used (see {@link HostIdentity}), and Linux pids fit in 22 bits. CAS and
+ * volatile access on a shared mapping are atomic across processes on the hardware the JDK supports. Slots are 64
+ * bytes apart so sessions do not share a cache line.
  *
  * <p>Internal: not part of the library's API.
  */
@@ -41,8 +46,19 @@ public final class FenceTable implements AutoCloseable {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final int EPOCH_SHIFT = 24;
     private static final long FENCED = 1L << 23;
-    private static final long WRITERS = FENCED - 1;
+    private static final long WRITING = 1L << 22;
+    private static final long PID = WRITING - 1;
     private static final long EPOCH_MASK = (1L << 40) - 1;
+
+    /** Outcome of {@link #tryBeginWrite}. */
+    public enum Begin {
+        /** Inside the bracket: copy, then {@link #endWrite}. */
+        WRITING,
+        /** The session was fenced or the slot moved to a later epoch: never write again. */
+        FENCED,
+        /** Another writer is inside the bracket: try again. */
+        BUSY
+    }
 
     private final Path path;
     private final Arena arena;
@@ -120,30 +136,42 @@ public final class FenceTable implements AutoCloseable {
         return epoch;
     }
 
-    /** Sender: enters the write bracket; false when the session was fenced or the slot moved to a later epoch. */
-    public boolean tryBeginWrite(int slot, long epoch) {
+    /** Sender: tries to enter the write bracket as process {@code pid}. */
+    public Begin tryBeginWrite(int slot, long epoch, long pid) {
+        if (pid <= 0 || pid > PID) {
+            throw new IllegalArgumentException("pid " + pid + " does not fit the fence word");
+        }
         long off = offset(slot);
         while (true) {
             long w = (long) LONG.getVolatile(memory, off);
             if ((w >>> EPOCH_SHIFT) != epoch || (w & FENCED) != 0) {
-                return false;
+                return Begin.FENCED;
             }
-            if ((w & WRITERS) == WRITERS) {
-                throw new IllegalStateException("too many concurrent writers in fence slot " + slot);
+            if ((w & WRITING) != 0) {
+                return Begin.BUSY;
             }
-            if (LONG.compareAndSet(memory, off, w, w + 1)) {
-                return true;
+            if (LONG.compareAndSet(memory, off, w, (w & ~PID) | WRITING | pid)) {
+                return Begin.WRITING;
             }
         }
     }
 
-    /** Sender: leaves the write bracket entered by a successful {@link #tryBeginWrite}. */
+    /** Sender: leaves the bracket entered by a successful {@link #tryBeginWrite} (FENCED may have been set since). */
     public void endWrite(int slot) {
-        LONG.getAndAdd(memory, offset(slot), -1L);
+        long off = offset(slot);
+        while (true) {
+            long w = (long) LONG.getVolatile(memory, off);
+            if ((w & WRITING) == 0) {
+                throw new IllegalStateException("fence slot " + slot + ": endWrite without beginWrite");
+            }
+            if (LONG.compareAndSet(memory, off, w, w & ~WRITING)) {
+                return;
+            }
+        }
     }
 
-    /** Receiver: forbids further writes in this epoch; returns the writers still inside the bracket. */
-    public int fence(int slot, long epoch) {
+    /** Receiver: forbids further brackets in this epoch; returns the pid inside one now, or 0. */
+    public long fence(int slot, long epoch) {
         long off = offset(slot);
         while (true) {
             long w = (long) LONG.getVolatile(memory, off);
@@ -152,18 +180,22 @@ public final class FenceTable implements AutoCloseable {
                         + ", not " + epoch);
             }
             if ((w & FENCED) != 0 || LONG.compareAndSet(memory, off, w, w | FENCED)) {
-                return (int) (w & WRITERS);
+                return writer(w);
             }
         }
     }
 
-    /** Writers inside the bracket right now. */
-    public int writers(int slot) {
-        return (int) ((long) LONG.getVolatile(memory, offset(slot)) & WRITERS);
+    /** The pid of the process inside the bracket right now, or 0 when nobody writes. */
+    public long writer(int slot) {
+        return writer((long) LONG.getVolatile(memory, offset(slot)));
     }
 
     public boolean isFenced(int slot) {
         return ((long) LONG.getVolatile(memory, offset(slot)) & FENCED) != 0;
+    }
+
+    private static long writer(long word) {
+        return (word & WRITING) != 0 ? word & PID : 0;
     }
 
     private long offset(int slot) {

@@ -6,10 +6,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * Who "this host" is, for choosing the shared-memory backend: the hostname plus the kernel's boot id, so two
- * machines (or one machine before and after a reboot) never look alike. Two containers on one kernel may share
- * both; they are told apart later, when the sender maps the receiver's files and checks the incarnation stored in
- * them. Internal.
+ * Who "this host" is, for choosing the shared-memory backend: hostname, the kernel's boot id and the pid
+ * namespace. Boot id: two machines (or one before and after a reboot) never look alike. Pid namespace: the
+ * receiver judges whether a writer process is gone by its pid, so both ends must see the same pids; two
+ * containers with their own pid namespaces fall back to TCP even if they share /dev/shm. Containers that share
+ * all three are further told apart when the sender maps the receiver's files and checks the incarnation stored
+ * in them. Internal.
  */
 public final class HostIdentity {
     private static final String LOCAL = compute();
@@ -22,7 +24,15 @@ public final class HostIdentity {
     }
 
     private static String compute() {
-        return hostname() + "/" + read(Path.of("/proc/sys/kernel/random/boot_id"), "noboot");
+        return hostname() + "/" + read(Path.of("/proc/sys/kernel/random/boot_id"), "noboot") + "/" + pidNamespace();
+    }
+
+    private static String pidNamespace() {
+        try {
+            return Files.readSymbolicLink(Path.of("/proc/self/ns/pid")).toString();
+        } catch (IOException | RuntimeException e) {
+            return "pid:?";
+        }
     }
 
     private static String hostname() {

@@ -20,17 +20,20 @@ class FenceTableTest {
         Path file = dir.resolve("t.fences");
         try (FenceTable owner = FenceTable.create(file, 5, 4); FenceTable peer = FenceTable.open(file, 5)) {
             long epoch = owner.openSlot(2);
-            assertThat(peer.tryBeginWrite(2, epoch)).isTrue();
-            assertThat(peer.tryBeginWrite(2, epoch)).isTrue();
-            assertThat(owner.fence(2, epoch)).isEqualTo(2);
-            assertThat(peer.tryBeginWrite(2, epoch)).isFalse();
+            assertThat(peer.tryBeginWrite(2, epoch, 4242)).isEqualTo(FenceTable.Begin.WRITING);
+            assertThat(peer.tryBeginWrite(2, epoch, 4243)).isEqualTo(FenceTable.Begin.BUSY);
+            assertThat(owner.fence(2, epoch)).as("the writer inside the bracket").isEqualTo(4242);
+            assertThat(peer.tryBeginWrite(2, epoch, 4242)).isEqualTo(FenceTable.Begin.FENCED);
+            assertThat(owner.writer(2)).isEqualTo(4242);
             peer.endWrite(2);
-            peer.endWrite(2);
-            assertThat(owner.writers(2)).isZero();
+            assertThat(owner.writer(2)).isZero();
             long next = owner.openSlot(2);
             assertThat(next).isEqualTo(epoch + 1);
-            assertThat(peer.tryBeginWrite(2, epoch)).as("a stale epoch never writes again").isFalse();
-            assertThat(peer.tryBeginWrite(2, next)).isTrue();
+            assertThat(peer.tryBeginWrite(2, epoch, 4242)).as("a stale epoch never writes again")
+                    .isEqualTo(FenceTable.Begin.FENCED);
+            assertThat(peer.tryBeginWrite(2, next, 4244)).isEqualTo(FenceTable.Begin.WRITING);
+            assertThat(owner.writer(2)).isEqualTo(4244);
+            assertThatThrownBy(() -> peer.tryBeginWrite(1, 1, 1L << 22)).isInstanceOf(IllegalArgumentException.class);
         }
         assertThat(Files.exists(file)).isFalse();
     }
@@ -66,7 +69,7 @@ class FenceTableTest {
                     started.countDown();
                     while (!stop.get()) {
                         long e = currentEpoch.get(); // may be stale by the time we try: that is the point
-                        if (peer.tryBeginWrite(0, e)) {
+                        if (peer.tryBeginWrite(0, e, 1000) == FenceTable.Begin.WRITING) {
                             landed[(int) e].incrementAndGet();
                             peer.endWrite(0);
                         }
@@ -77,7 +80,7 @@ class FenceTableTest {
             for (int r = 0; r < rounds; r++) {
                 long e = currentEpoch.get();
                 owner.fence(0, e);
-                while (owner.writers(0) != 0) {
+                while (owner.writer(0) != 0) {
                     Thread.onSpinWait();
                 }
                 long frozen = landed[(int) e].get();
