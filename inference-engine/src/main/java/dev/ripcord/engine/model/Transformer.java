@@ -18,9 +18,10 @@ import dev.ripcord.engine.kernel.WorkerPool;
  * projections as one GEMM region, rotary embedding plus the KV-page write, attention, the output projection,
  * norm, the W1/W3 projections as one region, SwiGLU and W2. All scratch is allocated once, sized for the largest
  * chunk and batch, so nothing allocates per token. GEMM work items are (panel of output features, block of rows)
- * and attention items are (head, tile of up to four query rows) or (sequence, key/value head); each output
+ * and attention items are (key/value head, block of positions) or (sequence, key/value head); each output
  * element is computed entirely by one item in a fixed order, so results are identical for any thread count,
- * chunking or batching (see the kernel package note).
+ * chunking or batching (see the kernel package note). Attention items group about 16 query rows that share a
+ * key/value head, so each KV page is streamed once per 16 rows rather than once per row.
  *
  * <p>In the last layer of a prefill chunk only the last row's query, attention and MLP are computed: the other
  * rows' outputs would only feed logits nobody reads, while their keys and values are still written.
@@ -60,8 +61,11 @@ public final class Transformer {
     private final long layerFloats;
     private final long scoreStride;
     private final float attentionScale;
-    /** Per worker, the softmax denominators of the rows of its current attention tile. */
-    private final float[][] rowSums;
+    /** Positions per prefill attention item: with the group's heads, about 16 query rows share each page read. */
+    private final int prefillBlockTokens;
+    /** Rows of the largest attention item (prefill or decode), in whole micro-tiles of four. */
+    private final int maxAttentionRows;
+    private final AttentionScratch[] attentionScratch;
 
     private final MemorySegment x;
     private final MemorySegment xb;
@@ -124,11 +128,16 @@ public final class Transformer {
         this.logits = floats(arena, (long) maxBatch * vocab);
         // One cache line beyond a multiple of 16 floats: the score rows of a tile must not alias in the caches.
         this.scoreStride = ((c.contextLength() + 15L) & ~15L) + 16;
-        this.scores = floats(arena, (long) workers.size() * 4 * scoreStride);
+        this.prefillBlockTokens = Math.max(4, (16 / group) & ~3);
+        this.maxAttentionRows = 4 * Math.max(group * (prefillBlockTokens / 4), (group + 3) / 4);
+        this.scores = floats(arena, (long) workers.size() * maxAttentionRows * scoreStride);
+        this.attentionScratch = new AttentionScratch[workers.size()];
+        for (int i = 0; i < workers.size(); i++) {
+            attentionScratch[i] = new AttentionScratch(maxAttentionRows / 4);
+        }
         this.ropeCos = floats(arena, (long) c.contextLength() * hs);
         this.ropeSin = floats(arena, (long) c.contextLength() * hs);
         fillRopeTables();
-        this.rowSums = new float[workers.size()][4];
         this.rowPos = new int[maxRows];
         this.rowTable = new int[maxRows][];
     }
@@ -307,55 +316,91 @@ public final class Transformer {
     }
 
     /**
-     * Attention for up to four query rows that share a key/value head and a sequence. Row {@code i} attends to
-     * positions {@code [0, len0 + i·lenStep)}; its query is at {@code qOff + i·lda} in {@code q} and its output goes
-     * to {@code oOff + i·ldo} in {@code xb}.
+     * Attention for one work item: {@code tiles} micro-tiles of up to four query rows that share a key/value
+     * head and a sequence (whose pages are {@code table}). In micro-tile {@code t}, row {@code i} has its query
+     * at {@code tileQ[t] + i·stride} in {@code q}, writes its output to {@code tileO[t] + i·stride} in {@code xb},
+     * and attends to positions {@code [0, tileLen[t] + i·lenStep)}.
      *
-     * <p>Scores for a page come from one GEMM of the (pre-scaled) query rows against the page's transposed keys;
-     * each row's softmax numerators {@code exp(s - max)} and their sum are computed over exactly that row's
-     * positions; the weighted sum of values is a GEMM over the positions all rows share, then single-row GEMMs over
-     * each row's remaining positions, accumulating in position order so each output is one FMA chain over
-     * {@code [0, len)} whatever rows it was tiled with; finally each output row is divided by its sum (hs
-     * divisions instead of one per position).
+     * <p>Pages are the outer loop: each page's key block and then value block is read once (from L3 at long
+     * contexts) and reused from L1 by every micro-tile, instead of streaming the whole cache once per four rows.
+     * Scores for a page come from one GEMM per micro-tile against the page's transposed keys; each row's softmax
+     * numerators {@code exp(s - max)} and their sum are computed over exactly that row's positions; the weighted
+     * sum of values is a GEMM over the positions every row of the item has, then single-row GEMMs over each
+     * row's remaining positions, accumulating in position order, so each output is one FMA chain over
+     * {@code [0, len)} whatever rows it was grouped with; finally each output row is divided by its sum.
      */
-    private void attend(int worker, int layer, long qOff, long lda, int n, int len0, int lenStep, int kvHead,
-                        int[] table, long oOff, long ldo) {
-        long sBase = (long) worker * 4 * scoreStride;
-        int maxLen = len0 + (n - 1) * lenStep;
+    private void attend(int worker, int layer, int kvHead, int[] table, int tiles, long stride, int lenStep) {
+        AttentionScratch w = attentionScratch[worker];
+        long sBase = (long) worker * maxAttentionRows * scoreStride;
+        int maxLen = 0;
+        int minLen = Integer.MAX_VALUE;
+        for (int t = 0; t < tiles; t++) {
+            maxLen = Math.max(maxLen, w.tileLen[t] + (w.tileRows[t] - 1) * lenStep);
+            minLen = Math.min(minLen, w.tileLen[t]);
+        }
         long keyBlock = layer * layerFloats + (long) kvHead * hs * pt;
         long valueBlock = layer * layerFloats + (long) kvHeads * hs * pt + (long) kvHead * pt * hs;
         for (int page = 0, p0 = 0; p0 < maxLen; page++, p0 += pt) {
-            // Whole vectors: slots past the length are inside the page (pt is a multiple of 16) and never read.
-            int cols = Math.min(pt, (maxLen - p0 + 15) & ~15);
-            kernels.gemm(q, qOff, lda, n, hs, pool, table[page] * pageFloats + keyBlock, pt, cols,
-                    scores, sBase + p0, scoreStride, false);
-        }
-        float[] sums = rowSums[worker];
-        for (int i = 0; i < n; i++) {
-            long row = sBase + i * scoreStride;
-            int len = len0 + i * lenStep;
-            float max = kernels.max(scores, row, len);
-            sums[i] = kernels.expAndSum(scores, row, len, max);
-        }
-        for (int page = 0, p0 = 0; p0 < len0; page++, p0 += pt) {
-            int count = Math.min(pt, len0 - p0);
-            kernels.gemm(scores, sBase + p0, scoreStride, n, count, pool, table[page] * pageFloats + valueBlock, hs,
-                    hs, xb, oOff, ldo, page > 0);
-        }
-        for (int i = 1; i < n && lenStep > 0; i++) {
-            int len = len0 + i * lenStep;
-            for (int p = len0; p < len; ) {
-                int page = p / pt;
-                int slot = p % pt;
-                int count = Math.min(pt - slot, len - p);
-                kernels.gemm(scores, sBase + i * scoreStride + p, scoreStride, 1, count,
-                        pool, table[page] * pageFloats + valueBlock + (long) slot * hs, hs, hs,
-                        xb, oOff + i * ldo, ldo, true);
-                p += count;
+            long keys = table[page] * pageFloats + keyBlock;
+            for (int t = 0; t < tiles; t++) {
+                int tileMax = w.tileLen[t] + (w.tileRows[t] - 1) * lenStep;
+                if (tileMax > p0) {
+                    // Whole vectors: slots past the length are inside the page (pt is a multiple of 16), unread.
+                    int cols = Math.min(pt, (tileMax - p0 + 15) & ~15);
+                    kernels.gemm(q, w.tileQ[t], stride, w.tileRows[t], hs, pool, keys, pt, cols,
+                            scores, sBase + 4L * t * scoreStride + p0, scoreStride, false);
+                }
             }
         }
-        for (int i = 0; i < n; i++) {
-            kernels.divide(xb, oOff + i * ldo, hs, sums[i]);
+        for (int t = 0; t < tiles; t++) {
+            for (int i = 0; i < w.tileRows[t]; i++) {
+                long row = sBase + (4L * t + i) * scoreStride;
+                int len = w.tileLen[t] + i * lenStep;
+                float max = kernels.max(scores, row, len);
+                w.sums[4 * t + i] = kernels.expAndSum(scores, row, len, max);
+            }
+        }
+        for (int page = 0, p0 = 0; p0 < minLen; page++, p0 += pt) {
+            int count = Math.min(pt, minLen - p0);
+            long values = table[page] * pageFloats + valueBlock;
+            for (int t = 0; t < tiles; t++) {
+                kernels.gemm(scores, sBase + 4L * t * scoreStride + p0, scoreStride, w.tileRows[t], count,
+                        pool, values, hs, hs, xb, w.tileO[t], stride, page > 0);
+            }
+        }
+        for (int t = 0; t < tiles; t++) {
+            for (int i = 0; i < w.tileRows[t]; i++) {
+                int len = w.tileLen[t] + i * lenStep;
+                long scoreRow = sBase + (4L * t + i) * scoreStride;
+                long out = w.tileO[t] + i * stride;
+                for (int p = minLen; p < len; ) {
+                    int page = p / pt;
+                    int slot = p % pt;
+                    int count = Math.min(pt - slot, len - p);
+                    kernels.gemm(scores, scoreRow + p, scoreStride, 1, count,
+                            pool, table[page] * pageFloats + valueBlock + (long) slot * hs, hs, hs,
+                            xb, out, stride, true);
+                    p += count;
+                }
+                kernels.divide(xb, out, hs, w.sums[4 * t + i]);
+            }
+        }
+    }
+
+    /** Per-worker description of the micro-tiles of the attention item being computed. */
+    private static final class AttentionScratch {
+        final long[] tileQ;
+        final long[] tileO;
+        final int[] tileRows;
+        final int[] tileLen;
+        final float[] sums;
+
+        AttentionScratch(int maxTiles) {
+            tileQ = new long[maxTiles];
+            tileO = new long[maxTiles];
+            tileRows = new int[maxTiles];
+            tileLen = new int[maxTiles];
+            sums = new float[4 * maxTiles];
         }
     }
 
@@ -440,49 +485,64 @@ public final class Transformer {
     }
 
     /**
-     * Prefill items are (query head, tile of up to four consecutive rows), longest tiles first; decode items are
-     * (sequence, key/value head, tile of up to four of its query heads), which share one pass over the pages.
+     * Prefill items are (key/value head, block of consecutive rows) covering every query head of the group, so an
+     * item has {@link #maxAttentionRows} rows in micro-tiles of four positions of one head; the longest (last)
+     * blocks go first. Decode items are (sequence, key/value head) with the group's query heads as rows.
      */
     private final class AttentionRegion implements WorkerPool.Task {
         private final AtomicInteger next = new AtomicInteger();
         private int layer;
         private int qFrom;
-        private int tiles;
+        private int blocks;
         private int items;
-        private int headTiles;
 
         void begin(int layer, int qFrom) {
             this.layer = layer;
             this.qFrom = qFrom;
             if (prefillMode) {
-                tiles = (rows - qFrom + 3) / 4;
-                items = heads * tiles;
+                blocks = (rows - qFrom + prefillBlockTokens - 1) / prefillBlockTokens;
+                items = kvHeads * blocks;
             } else {
-                headTiles = (group + 3) / 4;
-                items = rows * kvHeads * headTiles;
+                items = rows * kvHeads;
             }
             next.set(0);
         }
 
         @Override
         public void run(int worker, int workerCount) {
+            AttentionScratch w = attentionScratch[worker];
             int item;
             while ((item = next.getAndIncrement()) < items) {
                 if (prefillMode) {
-                    int tile = tiles - 1 - item / heads;
-                    int h = item % heads;
-                    int t0 = qFrom + tile * 4;
-                    int n = Math.min(4, rows - t0);
-                    long off = (long) t0 * dim + (long) h * hs;
-                    attend(worker, layer, off, dim, n, rowPos[t0] + 1, 1, h / group, rowTable[t0], off, dim);
+                    int block = blocks - 1 - item / kvHeads;
+                    int g = item % kvHeads;
+                    int t0 = qFrom + block * prefillBlockTokens;
+                    int tokens = Math.min(prefillBlockTokens, rows - t0);
+                    int tiles = 0;
+                    for (int h = g * group; h < (g + 1) * group; h++) {
+                        for (int t = t0; t < t0 + tokens; t += 4) {
+                            long off = (long) t * dim + (long) h * hs;
+                            w.tileQ[tiles] = off;
+                            w.tileO[tiles] = off;
+                            w.tileRows[tiles] = Math.min(4, t0 + tokens - t);
+                            w.tileLen[tiles] = rowPos[t] + 1;
+                            tiles++;
+                        }
+                    }
+                    attend(worker, layer, g, rowTable[t0], tiles, dim, 1);
                 } else {
-                    int r = item / (kvHeads * headTiles);
-                    int rest = item % (kvHeads * headTiles);
-                    int g = rest / headTiles;
-                    int h0 = g * group + (rest % headTiles) * 4;
-                    int n = Math.min(4, (g + 1) * group - h0);
-                    long off = (long) r * dim + (long) h0 * hs;
-                    attend(worker, layer, off, hs, n, rowPos[r] + 1, 0, g, rowTable[r], off, hs);
+                    int r = item / kvHeads;
+                    int g = item % kvHeads;
+                    int tiles = 0;
+                    for (int h = g * group; h < (g + 1) * group; h += 4) {
+                        long off = (long) r * dim + (long) h * hs;
+                        w.tileQ[tiles] = off;
+                        w.tileO[tiles] = off;
+                        w.tileRows[tiles] = Math.min(4, (g + 1) * group - h);
+                        w.tileLen[tiles] = rowPos[r] + 1;
+                        tiles++;
+                    }
+                    attend(worker, layer, g, rowTable[r], tiles, hs, 0);
                 }
             }
         }
