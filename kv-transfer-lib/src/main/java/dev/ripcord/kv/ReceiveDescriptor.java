@@ -23,14 +23,16 @@ import java.util.Objects;
  * @param fenceSlot        the session's slot in the fence table, {@code -1} without shared memory
  * @param epoch            the session's fence epoch (shared memory), {@code 0} without
  * @param sessionId        the receive session, unique within the agent incarnation
+ * @param attachToken      random per session; ATTACH must present it, so the descriptor is the capability to
+ *                         write into these pages (session ids alone are guessable)
  * @param regionId         the receiving region
  * @param targets          the receiver's pages; sender offsets address their concatenation, in list order
  * @param totalBytes       the sum of the target lengths
  */
 public record ReceiveDescriptor(String requestId, String agentName, long agentIncarnation, String tcpHost,
                                 int tcpPort, String shmHost, String shmRegionFile, String shmFenceFile,
-                                int fenceSlot, long epoch, long sessionId, long regionId, List<ByteRange> targets,
-                                long totalBytes) {
+                                int fenceSlot, long epoch, long sessionId, long attachToken, long regionId,
+                                List<ByteRange> targets, long totalBytes) {
     private static final String PREFIX = "kvrd1";
     private static final String NULL = "~";
 
@@ -61,7 +63,7 @@ public record ReceiveDescriptor(String requestId, String agentName, long agentIn
     public String encode() {
         StringBuilder b = new StringBuilder(128 + targets.size() * 16).append(PREFIX);
         for (Object f : new Object[] {requestId, agentName, agentIncarnation, tcpHost, tcpPort, shmHost,
-                shmRegionFile, shmFenceFile, fenceSlot, epoch, sessionId, regionId, totalBytes}) {
+                shmRegionFile, shmFenceFile, fenceSlot, epoch, sessionId, attachToken, regionId, totalBytes}) {
             b.append('|').append(f == null ? NULL : f instanceof String s ? enc(s) : f.toString());
         }
         b.append('|');
@@ -75,18 +77,18 @@ public record ReceiveDescriptor(String requestId, String agentName, long agentIn
     /** Inverse of {@link #encode()}; throws {@link IllegalArgumentException} on anything else. */
     public static ReceiveDescriptor parse(String text) {
         String[] f = text.split("\\|", -1);
-        Checks.requireArgument(f.length == 15 && f[0].equals(PREFIX), "not a receive descriptor: %s",
+        Checks.requireArgument(f.length == 16 && f[0].equals(PREFIX), "not a receive descriptor: %s",
                 text.length() > 80 ? text.substring(0, 80) + "..." : text);
         try {
             List<ByteRange> targets = new ArrayList<>();
-            for (String r : f[14].split(",")) {
+            for (String r : f[15].split(",")) {
                 int plus = r.indexOf('+');
                 targets.add(new ByteRange(Long.parseLong(r.substring(0, plus)), Long.parseLong(r.substring(plus + 1))));
             }
             return new ReceiveDescriptor(str(f[1]), str(f[2]), Long.parseLong(f[3]), str(f[4]),
                     Integer.parseInt(f[5]), str(f[6]), str(f[7]), str(f[8]), Integer.parseInt(f[9]),
-                    Long.parseLong(f[10]), Long.parseLong(f[11]), Long.parseLong(f[12]), targets,
-                    Long.parseLong(f[13]));
+                    Long.parseLong(f[10]), Long.parseLong(f[11]), Long.parseLong(f[12]), Long.parseLong(f[13]),
+                    targets, Long.parseLong(f[14]));
         } catch (RuntimeException e) {
             throw new IllegalArgumentException("malformed receive descriptor: " + e.getMessage(), e);
         }

@@ -81,7 +81,7 @@ final class ReceiverConnection extends FrameDecoder {
             case HELLO -> onHello(ctx, Frames.Hello.decode(body));
             case HEARTBEAT -> {
             }
-            case ATTACH -> onAttach(body.readLong(), body.readLong(), body.readByte() != 0);
+            case ATTACH -> onAttach(body.readLong(), body.readLong(), body.readLong(), body.readByte() != 0);
             case SHM_WRITTEN -> {
                 ReceiveSession s = bound.get(body.readLong());
                 if (s != null) {
@@ -146,9 +146,14 @@ final class ReceiverConnection extends FrameDecoder {
         }
     }
 
-    private void onAttach(long sessionId, long epoch, boolean sharedMemory) {
+    private void onAttach(long sessionId, long token, long epoch, boolean sharedMemory) {
         ReceiveSession s = agent.receiveSession(sessionId);
         AbortReason refusal;
+        if (s != null && s.descriptor().attachToken() != token) {
+            log.warn("agent {}: {} presented a wrong attach token for session {}", agent.name(), peerName(),
+                    sessionId);
+            s = null; // answer exactly as for an unknown session
+        }
         if (s == null) {
             refusal = new AbortReason(AbortReason.Cause.UNKNOWN_SESSION, Side.RECEIVER,
                     "no live session " + sessionId + " (released, or the descriptor is stale)");

@@ -113,7 +113,7 @@ final class SenderConnection extends FrameDecoder {
                         "receiver " + d.agentName() + " restarted since the descriptor was made"));
                 return;
             }
-            channel.writeAndFlush(Frames.attach(channel.alloc(), d.sessionId(), d.epoch(), shm),
+            channel.writeAndFlush(Frames.attach(channel.alloc(), d.sessionId(), d.attachToken(), d.epoch(), shm),
                     channel.voidPromise());
         });
     }

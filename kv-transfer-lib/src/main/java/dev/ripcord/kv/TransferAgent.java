@@ -88,6 +88,7 @@ public final class TransferAgent implements AutoCloseable {
     private final Map<ReceiveSession, Long> draining = new HashMap<>(); // guarded by itself
     private ScheduledFuture<?> drainWatchdog; // guarded by draining
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final SecureRandom tokens = new SecureRandom();
     private final long trackingId;
 
     private TransferAgent(TransferAgentOptions options) {
@@ -275,7 +276,7 @@ public final class TransferAgent implements AutoCloseable {
         ReceiveDescriptor d = new ReceiveDescriptor(requestId, name(), incarnation, advertisedHost,
                 listenAddress.getPort(), shm ? HostIdentity.local() : null,
                 shm ? region.sharedFile().path().toString() : null, shm ? fences.path().toString() : null, slot,
-                epoch, sessionId, region.id(), targets, map.totalBytes());
+                epoch, sessionId, tokens.nextLong(), region.id(), targets, map.totalBytes());
         ReceiveSession s = new ReceiveSession(this, d, region, map, listener);
         receiveSessions.put(sessionId, s);
         metrics.liveSessions.incrementAndGet();

@@ -10,9 +10,9 @@ class ReceiveDescriptorTest {
     @Test
     void encodeParseRoundTripsEveryField() {
         ReceiveDescriptor shm = new ReceiveDescriptor("req|42 ~ é/,+", "decode-1", -7L, "10.0.0.5", 7001,
-                "vm/1234", "/dev/shm/ripcord kv|r1.region", "/dev/shm/f.fences", 3, 99, 12, 4,
+                "vm/1234", "/dev/shm/ripcord kv|r1.region", "/dev/shm/f.fences", 3, 99, 12, Long.MIN_VALUE, 4,
                 List.of(new ByteRange(8192, 4096), new ByteRange(0, 4096)), 8192);
-        ReceiveDescriptor tcp = new ReceiveDescriptor("r", "d", 1, "h", 1, null, null, null, -1, 0, 1, 1,
+        ReceiveDescriptor tcp = new ReceiveDescriptor("r", "d", 1, "h", 1, null, null, null, -1, 0, 1, 7, 1,
                 List.of(new ByteRange(0, 1)), 1);
         for (ReceiveDescriptor d : List.of(shm, tcp)) {
             String wire = d.encode();
@@ -27,11 +27,11 @@ class ReceiveDescriptorTest {
     @Test
     void rejectsWhatIsNotADescriptor() {
         assertThatThrownBy(() -> ReceiveDescriptor.parse("hello")).isInstanceOf(IllegalArgumentException.class);
-        String good = new ReceiveDescriptor("r", "d", 1, "h", 1, null, null, null, -1, 0, 1, 1,
+        String good = new ReceiveDescriptor("r", "d", 1, "h", 1, null, null, null, -1, 0, 1, 7, 1,
                 List.of(new ByteRange(0, 1)), 1).encode();
-        assertThatThrownBy(() -> ReceiveDescriptor.parse(good.replace("|1|1|1|", "|x|1|1|")))
+        assertThatThrownBy(() -> ReceiveDescriptor.parse(good.replace("|1|7|1|", "|x|7|1|")))
                 .isInstanceOf(IllegalArgumentException.class);
-        assertThatThrownBy(() -> new ReceiveDescriptor("r", "d", 1, "h", 1, null, null, null, -1, 0, 1, 1,
+        assertThatThrownBy(() -> new ReceiveDescriptor("r", "d", 1, "h", 1, null, null, null, -1, 0, 1, 7, 1,
                 List.of(new ByteRange(0, 1)), 2)).hasMessageContaining("sum");
     }
 }

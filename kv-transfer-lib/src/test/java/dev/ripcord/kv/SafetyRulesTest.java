@@ -118,7 +118,9 @@ class SafetyRulesTest {
                 decode.listenAddress().getPort()))) {
             sender.send(RawPeer.hello(99, "fake-prefill").encode(RawPeer.ALLOC));
             sender.readUntil(FrameType.HELLO, -1);
-            sender.send(Frames.attach(RawPeer.ALLOC, sid, 0, false));
+            sender.send(Frames.attach(RawPeer.ALLOC, sid, rx.descriptor().attachToken() ^ 1, 0, false));
+            sender.readUntil(FrameType.ABORT, sid); // a guessed session id is not enough
+            sender.send(Frames.attach(RawPeer.ALLOC, sid, rx.descriptor().attachToken(), 0, false));
             sender.readUntil(FrameType.ATTACHED, sid);
             // One write of two pages; only the first page's bytes arrive before the abort.
             sender.send(Frames.dataHeader(RawPeer.ALLOC, sid, 1, 0, 2 * PAGE, true));
@@ -133,7 +135,7 @@ class SafetyRulesTest {
             sender.send(Frames.dataHeader(RawPeer.ALLOC, sid, 2, PAGE, PAGE, true));
             sender.sendRaw(payload, 2 * PAGE, PAGE);
             // Sync point: the reply to an ATTACH sent after those bytes proves they were processed.
-            sender.send(Frames.attach(RawPeer.ALLOC, 4242, 0, false));
+            sender.send(Frames.attach(RawPeer.ALLOC, 4242, 0, 0, false));
             sender.readUntil(FrameType.ABORT, 4242);
         }
         assertThat(Patterns.firstMismatch(pool.segment(), PAGE, PAGE, 5, 0)).isEqualTo(-1);
@@ -160,7 +162,7 @@ class SafetyRulesTest {
             server.setReceiveBufferSize(4096); // inherited by the accepted socket; no autotuning
             server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
             ReceiveDescriptor d = new ReceiveDescriptor("req-pin", "fake-decode", 77, "127.0.0.1",
-                    server.getLocalPort(), null, null, null, -1, 0, 7, 1, List.of(new ByteRange(0, size)), size);
+                    server.getLocalPort(), null, null, null, -1, 0, 7, 99, 1, List.of(new ByteRange(0, size)), size);
             SendSession tx = prefill.connect(d);
             tx.released().thenRun(() -> events.add("session released"));
             src.released().thenRun(() -> events.add("region released"));
@@ -410,7 +412,7 @@ class SafetyRulesTest {
                 .isEqualTo(AbortReason.Cause.UNKNOWN_SESSION);
         SendSession again = prefill.connect(
                 new ReceiveDescriptor("req-x", "decode", 1, "127.0.0.1", decode.listenAddress().getPort(), null,
-                        null, null, -1, 0, 999_999, 1, List.of(new ByteRange(0, PAGE)), PAGE));
+                        null, null, -1, 0, 999_999, 5, 1, List.of(new ByteRange(0, PAGE)), PAGE));
         assertThat(get(again.released())).isEqualTo(SessionState.ABORTED);
         assertThat(again.abortReason()).get().extracting(AbortReason::cause)
                 .isEqualTo(AbortReason.Cause.PEER_UNREACHABLE); // incarnation 1 is not the running agent

@@ -62,8 +62,9 @@ public final class Frames {
         return start(alloc, FrameType.HEARTBEAT, 0);
     }
 
-    public static ByteBuf attach(ByteBufAllocator alloc, long sessionId, long epoch, boolean sharedMemory) {
-        return start(alloc, FrameType.ATTACH, 8 + 8 + 1).writeLong(sessionId).writeLong(epoch)
+    public static ByteBuf attach(ByteBufAllocator alloc, long sessionId, long token, long epoch,
+                                 boolean sharedMemory) {
+        return start(alloc, FrameType.ATTACH, 8 + 8 + 8 + 1).writeLong(sessionId).writeLong(token).writeLong(epoch)
                 .writeByte(sharedMemory ? 1 : 0);
     }
 

@@ -53,6 +53,7 @@ public final class TransferBench {
     private final SocketChannel writer;
     private final SocketChannel reader;
     private final ServerSocketChannel server;
+    private final Thread socketReader;
     private final AtomicLong socketRead = new AtomicLong();
     private final AtomicLong socketWant = new AtomicLong();
     private final TransferAgent tcpDecode;
@@ -78,7 +79,7 @@ public final class TransferBench {
         writer = SocketChannel.open(server.getLocalAddress());
         reader = server.accept();
         writer.socket().setTcpNoDelay(true);
-        Thread.ofPlatform().daemon().name("raw-socket-reader").start(this::readSocket);
+        socketReader = Thread.ofPlatform().daemon().name("raw-socket-reader").start(this::readSocket);
         tcpDecode = TransferAgent.start(TransferAgentOptions.defaults("bench-decode-tcp").withBackend(Backend.TCP));
         tcpPrefill = TransferAgent.start(TransferAgentOptions.defaults("bench-prefill-tcp")
                 .withBackend(Backend.TCP));
@@ -147,7 +148,11 @@ public final class TransferBench {
         return (System.nanoTime() - t0) / 1e9 / ops;
     }
 
-    private void close() throws IOException {
+    private void close() throws Exception {
+        writer.close();
+        reader.close();
+        server.close();
+        socketReader.join(); // it holds the arena while blocked in read()
         tcpPool.close();
         shmPool.close();
         tcpSource.close();
@@ -156,9 +161,6 @@ public final class TransferBench {
         shmPrefill.close();
         tcpDecode.close();
         shmDecode.close();
-        writer.close();
-        reader.close();
-        server.close();
         arena.close();
         Files.deleteIfExists(copyFile);
     }
