@@ -260,7 +260,7 @@ public final class SendSession {
         boolean fenced = false;
         RuntimeException failure = null;
         MemorySegment src = op.source.segment();
-        int piece = agent.options().maxPieceBytes();
+        int piece = agent.options().shmPieceBytes();
         long pid = agent.hello().pid();
         try {
             while (done < op.length && !stopWrites) {

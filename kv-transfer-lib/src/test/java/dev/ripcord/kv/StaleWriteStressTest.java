@@ -114,7 +114,7 @@ class StaleWriteStressTest {
         Random master = new Random(seed);
         decode = TransferAgent.start(TransferAgentOptions.defaults("decode").withMaxPieceBytes(page));
         prefill = TransferAgent.start(TransferAgentOptions.defaults("prefill").withBackend(backend)
-                .withMaxPieceBytes(page));
+                .withMaxPieceBytes(page).withShmPieceBytes(page));
         KvRegion pool = decode.allocateRegion((long) POOL_PAGES * page);
         KvRegion src = prefill.allocateRegion((long) POOL_PAGES * page);
         Patterns.poison(pool.segment(), 0, pool.byteSize());
