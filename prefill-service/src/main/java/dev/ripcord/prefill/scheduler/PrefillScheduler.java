@@ -136,7 +136,7 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
         // registration. A tombstone (a cancel that arrived first) aborts it right here, before any work.
         job.registration = registry.register(job.requestId, (id, reason, source) -> cancel(job, reason, source));
         if (job.state() == PrefillJob.State.CANCELLED) {
-            journal.record(job.requestId, "CANCELLED_AT_ADMISSION", job.cancelRequest().reason());
+            // The abort handler has already recorded and counted the abort (CANCELLED_AT_ADMISSION for a tombstone).
             job.registration.complete();
             return job;
         }
@@ -163,10 +163,13 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
         journal.record(job.requestId, "CANCEL_OBSERVED", reason + " via " + source);
         RequestLogging.with(job.requestId, () -> {
             if (job.moveTo(PrefillJob.State.QUEUED, PrefillJob.State.CANCELLED)) {
+                // A tombstone is delivered inside registry.register(), before submit() has queued the job: that is
+                // an abort at admission, and it is recorded once, as such (not also as a removal from the queue).
+                boolean atAdmission = source == CancelSource.TOMBSTONE;
                 queue.remove(job);
-                journal.record(job.requestId, "REMOVED_FROM_QUEUE", reason);
-                log.info("requestId={} cancelled while queued ({} via {}): no prefill work was done", job.requestId,
-                        reason, source);
+                journal.record(job.requestId, atAdmission ? "CANCELLED_AT_ADMISSION" : "REMOVED_FROM_QUEUE", reason);
+                log.info("requestId={} cancelled {} ({} via {}): no prefill work was done", job.requestId,
+                        atAdmission ? "at admission" : "while queued", reason, source);
                 count("queued", source);
                 aborts.incrementAndGet();
                 job.emit(PrefillEvent.error("cancelled: " + reason));
