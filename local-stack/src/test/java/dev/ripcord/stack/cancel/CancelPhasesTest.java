@@ -1,0 +1,209 @@
+package dev.ripcord.stack.cancel;
+
+import java.time.Duration;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+import dev.ripcord.protocol.WorkerStatus;
+import dev.ripcord.stack.LocalStackTest;
+import dev.ripcord.stack.Role;
+import dev.ripcord.stack.TestStack;
+import dev.ripcord.stack.cancel.StreamingClient.Call;
+import dev.ripcord.stack.cancel.StreamingClient.Outcome;
+import org.awaitility.Awaitility;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static dev.ripcord.stack.cancel.CancelStacks.BOTH;
+import static dev.ripcord.stack.cancel.CancelStacks.CHUNK_64;
+import static dev.ripcord.stack.cancel.CancelStacks.LONG_PROMPT_BYTES;
+import static dev.ripcord.stack.cancel.CancelStacks.ONE_RUNNING;
+import static dev.ripcord.stack.cancel.CancelStacks.SMALL_MODEL;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A cancel in each phase of a request's life stops exactly the work of that phase, through the phase's own exit:
+ * queued (removed from the prefill queue, never started), mid-prefill (stopped at the next chunk boundary), during
+ * the KV transfer (decode aborts its receive session before any KV lands), during decode (leaves the batch at the
+ * next step; the bug report's control case). Each phase is reached by observing the journal or the stream, never by
+ * waiting a time.
+ */
+@LocalStackTest(properties = {SMALL_MODEL, CHUNK_64, ONE_RUNNING, BOTH})
+class CancelPhasesTest {
+
+    private Endpoints stack;
+    private StreamingClient client;
+    private long prefillMark;
+    private long decodeMark;
+    private WorkerStatus prefillBefore;
+    private WorkerStatus decodeBefore;
+    private Prometheus prefillMetricsBefore;
+    private Prometheus decodeMetricsBefore;
+
+    @BeforeEach
+    void markJournals(TestStack testStack) {
+        stack = Endpoints.of(testStack);
+        stack.awaitWorkersIdle();
+        client = new StreamingClient(stack.gateway());
+        prefillMark = Journal.mark(stack.prefill());
+        decodeMark = Journal.mark(stack.decode());
+        prefillBefore = stack.status(Role.PREFILL);
+        decodeBefore = stack.status(Role.DECODE);
+        prefillMetricsBefore = Prometheus.scrape(stack.prefill());
+        decodeMetricsBefore = Prometheus.scrape(stack.decode());
+    }
+
+    @Test
+    void queuedRequestCancelledExplicitlyLeavesTheQueueWithoutStarting() throws Exception {
+        String longId = id("queued-long");
+        String queuedId = id("queued");
+        Call longCall = client.start(StreamingClient.completion(stack.model(), Texts.ofBytes(LONG_PROMPT_BYTES), 1,
+                true), longId);
+        DisconnectScenario.awaitChunk(stack, prefillMark, longId, 0, longCall);
+        Call queued = client.start(StreamingClient.completion(stack.model(), Texts.ofBytes(30), 8, false), queuedId);
+        awaitPrefillEvent(queuedId, "QUEUED");
+
+        assertThat(client.cancel(queuedId)).as("cancelled where it is in flight").isEqualTo(200);
+        Outcome outcome = queued.outcome().get(1, TimeUnit.MINUTES);
+        longCall.disconnect();
+        stack.awaitWorkersIdle();
+
+        assertThat(outcome.status()).as("%s", outcome).isEqualTo(409);
+        assertThat(outcome.error()).contains("request_cancelled");
+        Journal p = prefillJournal();
+        Journal d = decodeJournal();
+        // In-band, a worker sees only its stream close, so it records CLIENT_DISCONNECT whatever the client's
+        // reason; the Kafka copy carries CLIENT_CANCEL. Either may arrive first.
+        assertThat(p.of(queuedId)).as(p.toString()).extracting(e -> e.event())
+                .containsExactly("QUEUED", "CANCEL_OBSERVED", "REMOVED_FROM_QUEUE");
+        assertThat(d.has(queuedId, "KV_LANDED")).isFalse();
+        assertThat(d.seq(queuedId, "CANCEL_OBSERVED")).isGreaterThan(d.seq(queuedId, "RESERVED"));
+        assertThat(d.count(queuedId, "FREED")).isEqualTo(1);
+        assertThat(p.count(longId, "STOPPED")).as("the long one is stopped by its own disconnect").isEqualTo(1);
+
+        assertThat(delta(Role.PREFILL)).as("prefill aborts: the queued one and the long one").isEqualTo(2);
+        assertThat(delta(Role.DECODE)).as("decode aborts: both, while awaiting KV").isEqualTo(2);
+        assertThat(metricDelta(Role.PREFILL, "ripcord_cancellations_total", "phase", "queued")).isEqualTo(1);
+        assertThat(metricDelta(Role.PREFILL, "ripcord_cancellations_total", "phase", "prefill")).isEqualTo(1);
+    }
+
+    @Test
+    void explicitCancelMidPrefillStopsAtTheNextChunkBoundary() throws Exception {
+        String longId = id("mid-prefill");
+        Call call = client.start(StreamingClient.completion(stack.model(), Texts.ofBytes(LONG_PROMPT_BYTES), 1, true),
+                longId);
+        DisconnectScenario.awaitChunk(stack, prefillMark, longId, 2, call);
+
+        assertThat(client.cancel(longId)).isEqualTo(200);
+        Outcome outcome = call.outcome().get(1, TimeUnit.MINUTES);
+        stack.awaitWorkersIdle();
+
+        assertThat(outcome.status()).as("no byte was sent before the cancel: a plain error answer, %s", outcome)
+                .isEqualTo(409);
+        assertThat(outcome.error()).contains("request_cancelled");
+        Journal p = prefillJournal();
+        long observed = p.seq(longId, "CANCEL_OBSERVED");
+        assertThat(cancelDetail(p, longId)).containsAnyOf("via IN_BAND", "via KAFKA");
+        assertThat(p.chunksAfter(longId, observed)).as(p.toString()).isLessThanOrEqualTo(1);
+        assertThat(p.count(longId, "STOPPED")).isEqualTo(1);
+        assertThat(p.seq(longId, "FREED")).as("pages freed after the stop").isGreaterThan(p.seq(longId, "STOPPED"));
+        assertThat(p.has(longId, "DONE")).isFalse();
+        assertThat(delta(Role.PREFILL)).isEqualTo(1);
+        assertThat(delta(Role.DECODE)).isEqualTo(1);
+    }
+
+    @Test
+    void disconnectDuringKvTransferAbortsTheReceiveBeforeAnyKvLands() throws Exception {
+        String longId = id("kv-transfer");
+        // A non-streaming client: it waits for the whole answer, and simply goes away.
+        Call call = client.start(StreamingClient.completion(stack.model(), Texts.ofBytes(LONG_PROMPT_BYTES), 1,
+                false), longId);
+        // Three chunks of 64 tokens: six pages of 32 tokens have been pushed into decode's receive region.
+        DisconnectScenario.awaitChunk(stack, prefillMark, longId, 2, call);
+
+        call.disconnect();
+        Awaitility.await().atMost(Duration.ofMinutes(1)).until(() -> decodeJournal().has(longId, "FREED"));
+        stack.awaitWorkersIdle();
+
+        Journal d = decodeJournal();
+        Journal p = prefillJournal();
+        long observed = d.seq(longId, "CANCEL_OBSERVED");
+        assertThat(observed).isGreaterThan(d.seq(longId, "RESERVED"));
+        assertThat(d.has(longId, "KV_LANDED")).as("no KV lands after the abort\n" + d).isFalse();
+        assertThat(d.seq(longId, "KV_FAILED")).as("the receive session ends aborted").isGreaterThan(observed);
+        assertThat(d.count(longId, "FREED")).as("pages freed once, after the session is released").isEqualTo(1);
+        assertThat(d.seq(longId, "FREED")).isGreaterThan(observed);
+        assertThat(p.count(longId, "CHUNK")).as("pages were in flight").isGreaterThanOrEqualTo(3);
+        assertThat(p.count(longId, "STOPPED")).isEqualTo(1);
+        assertThat(delta(Role.DECODE)).isEqualTo(1);
+        assertThat(metricDelta(Role.DECODE, "ripcord_cancellations_total", "phase", "transfer")).isEqualTo(1);
+    }
+
+    /** The bug report's control case: once decode produces output, a disconnect stops it at the next step. */
+    @Test
+    void disconnectDuringDecodeLeavesTheBatchAtTheNextStep() throws Exception {
+        String id = id("decode");
+        int maxTokens = 400;
+        Call call = client.start(StreamingClient.completion(stack.model(), Texts.ofBytes(40, 3), maxTokens, true), id);
+        Awaitility.await("first tokens arrive").atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(5))
+                .until(() -> call.textEvents() >= 3 || call.outcome().isDone());
+        assertThat(call.outcome().isDone()).as("still generating when we disconnect").isFalse();
+
+        call.disconnect();
+        Awaitility.await().atMost(Duration.ofMinutes(1)).until(() -> decodeJournal().has(id, "FREED"));
+        stack.awaitWorkersIdle();
+
+        Journal d = decodeJournal();
+        Journal p = prefillJournal();
+        assertThat(d.seq(id, "CANCEL_OBSERVED")).isGreaterThan(d.seq(id, "KV_LANDED"));
+        assertThat(d.seq(id, "STOPPED")).isGreaterThan(d.seq(id, "CANCEL_OBSERVED"));
+        assertThat(d.has(id, "FINISHED")).as(d.toString()).isFalse();
+        int generated = Integer.parseInt(d.of(id).stream().filter(e -> e.event().equals("STOPPED")).findFirst()
+                .orElseThrow().detail().split(" ")[0]);
+        assertThat(generated).as("tokens generated before the stop").isLessThan(maxTokens);
+        assertThat(p.has(id, "DONE")).as("prefill had finished normally").isTrue();
+        assertThat(p.has(id, "CANCEL_OBSERVED")).as("a finished prefill is not aborted").isFalse();
+        assertThat(delta(Role.PREFILL)).isZero();
+        assertThat(delta(Role.DECODE)).isEqualTo(1);
+        assertThat(metricDelta(Role.DECODE, "ripcord_cancellations_total", "phase", "decode")).isEqualTo(1);
+    }
+
+    // ------------------------------------------------------------------------------------------------ helpers
+
+    private static String id(String what) {
+        return "phase-" + what + "-" + UUID.randomUUID();
+    }
+
+    private Journal prefillJournal() {
+        return Journal.since(stack.prefill(), prefillMark);
+    }
+
+    private Journal decodeJournal() {
+        return Journal.since(stack.decode(), decodeMark);
+    }
+
+    private void awaitPrefillEvent(String requestId, String event) {
+        Awaitility.await("%s %s at prefill".formatted(requestId, event)).atMost(Duration.ofMinutes(1))
+                .pollInterval(Duration.ofMillis(5)).until(() -> prefillJournal().has(requestId, event));
+    }
+
+    private static String cancelDetail(Journal journal, String requestId) {
+        return journal.of(requestId).stream().filter(e -> e.event().equals("CANCEL_OBSERVED")).findFirst()
+                .orElseThrow(() -> new AssertionError("no CANCEL_OBSERVED for " + requestId + ": "
+                        + journal.events(requestId))).detail();
+    }
+
+    private long delta(Role role) {
+        WorkerStatus before = role == Role.PREFILL ? prefillBefore : decodeBefore;
+        return stack.status(role).aborts() - before.aborts();
+    }
+
+    private double metricDelta(Role role, String name, String... labels) {
+        Prometheus before = role == Role.PREFILL ? prefillMetricsBefore : decodeMetricsBefore;
+        String[] withService = new String[labels.length + 2];
+        withService[0] = "service";
+        withService[1] = role.shortName();
+        System.arraycopy(labels, 0, withService, 2, labels.length);
+        return Prometheus.scrape(stack.worker(role)).sum(name, withService) - before.sum(name, withService);
+    }
+}

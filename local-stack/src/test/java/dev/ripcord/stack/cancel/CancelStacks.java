@@ -1,0 +1,32 @@
+package dev.ripcord.stack.cancel;
+
+/**
+ * The stack settings the cancellation tests share, as constants so that classes naming the same set share one
+ * stack (a stack is identified by its properties; starting one costs tens of seconds on a 2-core machine).
+ *
+ * <p>Why the {@code small} model: cancelling <em>during</em> prefill needs chunks that take long enough to see
+ * between two polls of the journal. With chunks of 64 tokens a chunk of the small model takes tens of milliseconds,
+ * so a prompt of 1 500 bytes is 24 chunks, about a second of prefill: long enough to disconnect after the second
+ * chunk, short enough that the uncancelled control case stays cheap. {@code max-running=1} is the bug report's
+ * setting: the cancelled prompt is all that stands between the next prompt and the engine.
+ */
+final class CancelStacks {
+
+    static final String SMALL_MODEL = "ripcord.engine.preset=small";
+    static final String CHUNK_64 = "ripcord.prefill.chunk-tokens=64";
+    static final String ONE_RUNNING = "ripcord.prefill.max-running=1";
+
+    static final String BOTH = "ripcord.cancel.propagation=both";
+    static final String IN_BAND = "ripcord.cancel.propagation=in-band";
+    static final String KAFKA = "ripcord.cancel.propagation=kafka";
+    static final String NONE = "ripcord.cancel.propagation=none";
+
+    /** Chunk size of the small-model stacks, in tokens. */
+    static final int CHUNK_TOKENS = 64;
+    /** A prompt of this many bytes is {@value #LONG_PROMPT_CHUNKS} chunks of {@value #CHUNK_TOKENS} tokens. */
+    static final int LONG_PROMPT_BYTES = 1500;
+    static final int LONG_PROMPT_CHUNKS = 24;
+
+    private CancelStacks() {
+    }
+}

@@ -1,0 +1,134 @@
+package dev.ripcord.stack.cancel;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.function.Predicate;
+import java.util.stream.Collectors;
+
+import dev.ripcord.protocol.InternalApi;
+import dev.ripcord.protocol.JournalEntry;
+
+/**
+ * A snapshot of a worker's scheduler journal ({@code GET /internal/v1/journal}), with the questions the cancellation
+ * tests ask of it. Orderings are read from the gap-free {@code seq}, never from a clock.
+ *
+ * <p>Read {@link #mark} before a scenario and {@link #since} after it, so that what other tests did on a shared
+ * stack is not in the picture.
+ */
+public final class Journal {
+
+    private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(5)).build();
+
+    private final List<JournalEntry> entries;
+
+    private Journal(List<JournalEntry> entries) {
+        this.entries = List.copyOf(entries);
+    }
+
+    /**
+     * The entries of {@code worker}'s journal after {@code after}.
+     *
+     * @throws AssertionError if the journal no longer holds all of them (it is a bounded ring)
+     */
+    public static Journal since(URI worker, long after) {
+        JournalEntry[] read = read(worker, after);
+        if (read.length > 0 && read[0].seq() != after + 1) {
+            throw new AssertionError("%s journal no longer holds entry %d (oldest held: %d); raise "
+                    .formatted(worker, after + 1, read[0].seq()) + "ripcord.worker.journal-size");
+        }
+        return new Journal(Arrays.asList(read));
+    }
+
+    /** The seq of {@code worker}'s latest journal entry: everything a later scenario does comes after it. */
+    public static long mark(URI worker) {
+        JournalEntry[] all = read(worker, 0);
+        return all.length == 0 ? 0 : all[all.length - 1].seq();
+    }
+
+    private static JournalEntry[] read(URI worker, long after) {
+        HttpRequest request = HttpRequest.newBuilder(worker.resolve(InternalApi.JOURNAL + "?after=" + after))
+                .timeout(Duration.ofSeconds(30)).GET().build();
+        try {
+            HttpResponse<byte[]> response = HTTP.send(request, HttpResponse.BodyHandlers.ofByteArray());
+            if (response.statusCode() != 200) {
+                throw new AssertionError(worker + " journal answered " + response.statusCode());
+            }
+            return StreamingClient.JSON.readValue(response.body(), JournalEntry[].class);
+        } catch (IOException e) {
+            throw new UncheckedIOException("GET journal of " + worker + " failed", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+
+    public List<JournalEntry> entries() {
+        return entries;
+    }
+
+    /** This request's entries, in order. */
+    public List<JournalEntry> of(String requestId) {
+        return entries.stream().filter(e -> e.requestId().equals(requestId)).toList();
+    }
+
+    /** This request's event names, in order (for readable assertion messages). */
+    public List<String> events(String requestId) {
+        return of(requestId).stream().map(e -> e.detail().isEmpty() ? e.event() : e.event() + "(" + e.detail() + ")")
+                .toList();
+    }
+
+    public long count(String requestId, String event) {
+        return of(requestId).stream().filter(e -> e.event().equals(event)).count();
+    }
+
+    public boolean has(String requestId, String event) {
+        return count(requestId, event) > 0;
+    }
+
+    /** The seq of the first {@code event} of {@code requestId}, if any. */
+    public OptionalLong first(String requestId, String event) {
+        return of(requestId).stream().filter(e -> e.event().equals(event)).mapToLong(JournalEntry::seq).findFirst();
+    }
+
+    /** The seq of the first {@code event} of {@code requestId}; fails if there is none. */
+    public long seq(String requestId, String event) {
+        return first(requestId, event).orElseThrow(() -> new AssertionError(
+                "no %s for %s in the journal; its events: %s".formatted(event, requestId, events(requestId))));
+    }
+
+    /** {@code CHUNK} entries of {@code requestId} with a seq greater than {@code after}. */
+    public long chunksAfter(String requestId, long after) {
+        return of(requestId).stream().filter(e -> e.event().equals("CHUNK") && e.seq() > after).count();
+    }
+
+    /** Distinct request IDs that have an entry matching {@code event}. */
+    public Set<String> idsWith(Predicate<String> event) {
+        return entries.stream().filter(e -> event.test(e.event())).map(JournalEntry::requestId)
+                .collect(Collectors.toCollection(LinkedHashSet::new));
+    }
+
+    /** For each request ID, how many of its entries match {@code event}; only IDs with at least one. */
+    public Map<String, Long> countsBy(Predicate<String> event) {
+        return entries.stream().filter(e -> event.test(e.event()))
+                .collect(Collectors.groupingBy(JournalEntry::requestId, LinkedHashMap::new, Collectors.counting()));
+    }
+
+    @Override
+    public String toString() {
+        return entries.stream().map(e -> e.seq() + " " + e.requestId() + " " + e.event() + " " + e.detail())
+                .collect(Collectors.joining("\n"));
+    }
+}
