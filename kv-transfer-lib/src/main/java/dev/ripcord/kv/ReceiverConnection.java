@@ -32,6 +32,8 @@ final class ReceiverConnection extends FrameDecoder {
     private volatile Frames.Hello peer;
     private long lastReadNanos = System.nanoTime();
     private ScheduledFuture<?> ticker;
+    private boolean reading; // event loop: inside a read, replies are flushed once at channelReadComplete
+    private boolean flushPending;
 
     ReceiverConnection(TransferAgent agent) {
         this.agent = agent;
@@ -70,6 +72,17 @@ final class ReceiverConnection extends FrameDecoder {
     @Override
     protected void onBytesRead() {
         lastReadNanos = System.nanoTime();
+        reading = true;
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+        reading = false;
+        if (flushPending) {
+            flushPending = false;
+            ctx.flush(); // every ack, ATTACHED and verdict of this read in one syscall and one packet
+        }
+        ctx.fireChannelReadComplete();
     }
 
     @Override
@@ -239,7 +252,12 @@ final class ReceiverConnection extends FrameDecoder {
             return;
         }
         if (ch.eventLoop().inEventLoop()) {
-            ch.writeAndFlush(frame.apply(ch.alloc()), ch.voidPromise());
+            if (reading) {
+                ch.write(frame.apply(ch.alloc()), ch.voidPromise());
+                flushPending = true;
+            } else {
+                ch.writeAndFlush(frame.apply(ch.alloc()), ch.voidPromise());
+            }
         } else {
             try {
                 ch.eventLoop().execute(() -> ch.writeAndFlush(frame.apply(ch.alloc()), ch.voidPromise()));

@@ -52,6 +52,7 @@ final class SenderConnection extends FrameDecoder {
     private final ArrayDeque<SendSession> readyQueue = new ArrayDeque<>();
     private long lastReadNanos = System.nanoTime();
     private ScheduledFuture<?> ticker;
+    private boolean flushScheduled;
 
     private SenderConnection(TransferAgent agent, String key, String host, int port) {
         this.agent = agent;
@@ -113,8 +114,9 @@ final class SenderConnection extends FrameDecoder {
                         "receiver " + d.agentName() + " restarted since the descriptor was made"));
                 return;
             }
-            channel.writeAndFlush(Frames.attach(channel.alloc(), d.sessionId(), d.attachToken(), d.epoch(), shm),
+            channel.write(Frames.attach(channel.alloc(), d.sessionId(), d.attachToken(), d.epoch(), shm),
                     channel.voidPromise());
+            flushSoon();
         });
     }
 
@@ -197,7 +199,24 @@ final class SenderConnection extends FrameDecoder {
     }
 
     private void write(Function<ByteBufAllocator, ByteBuf> frame) {
-        submit(() -> channel.writeAndFlush(frame.apply(channel.alloc()), channel.voidPromise()));
+        submit(() -> {
+            channel.write(frame.apply(channel.alloc()), channel.voidPromise());
+            flushSoon();
+        });
+    }
+
+    /**
+     * Event loop: one flush after the tasks already queued, so frames submitted together (ATTACH, SHM_WRITTEN,
+     * COMPLETE of a short session) leave in one syscall and reach the receiver in one read.
+     */
+    private void flushSoon() {
+        if (!flushScheduled) {
+            flushScheduled = true;
+            channel.eventLoop().execute(() -> {
+                flushScheduled = false;
+                channel.flush();
+            });
+        }
     }
 
     /** Runs {@code task} on the event loop once the handshake is done, in submission order; dropped if closed. */
