@@ -163,8 +163,8 @@ final class ReceiverConnection extends FrameDecoder {
         ReceiveSession s = agent.receiveSession(sessionId);
         AbortReason refusal;
         if (s != null && s.descriptor().attachToken() != token) {
-            log.warn("agent {}: {} presented a wrong attach token for session {}", agent.name(), peerName(),
-                    sessionId);
+            log.warn("request={} session={}: sender {} presented a wrong attach token; refused", s.requestId(),
+                    sessionId, peerName());
             s = null; // answer exactly as for an unknown session
         }
         if (s == null) {

@@ -2,6 +2,7 @@ package dev.ripcord.kv;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.ripcord.kv.shm.ShmFiles;
 import dev.ripcord.kv.testing.KvLeakCheck;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.BufferedReader;
@@ -41,6 +42,7 @@ class CrossProcessTest {
         for (AutoCloseable c : closeLast.reversed()) {
             c.close();
         }
+        ShmFiles.sweepStale(ShmFiles.defaultDirectory()); // files of the child we killed with -9
     }
 
     TransferAgent agent(TransferAgentOptions options) {

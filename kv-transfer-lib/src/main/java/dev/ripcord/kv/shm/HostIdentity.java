@@ -27,6 +27,12 @@ public final class HostIdentity {
         return hostname() + "/" + read(Path.of("/proc/sys/kernel/random/boot_id"), "noboot") + "/" + pidNamespace();
     }
 
+    /** The pid namespace as digits (the inode of /proc/self/ns/pid), or "0" when unknown. */
+    public static String pidNamespaceId() {
+        String digits = pidNamespace().replaceAll("\\D", "");
+        return digits.isEmpty() ? "0" : digits;
+    }
+
     private static String pidNamespace() {
         try {
             return Files.readSymbolicLink(Path.of("/proc/self/ns/pid")).toString();

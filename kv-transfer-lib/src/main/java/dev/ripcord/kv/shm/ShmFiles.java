@@ -12,13 +12,15 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Names, location and cleanup of the shared-memory files. Every file is named
- * {@code ripcord-kv-<pid>-<incarnation>-...} so that files left by a process killed with -9 can be recognised and
- * removed by the next agent started in the same directory. Internal.
+ * {@code ripcord-kv-<pid namespace>-<pid>-<incarnation>-...} so that files left by a process killed with -9 can
+ * be recognised and removed by the next agent started in the same directory, and never files of a live process
+ * in another pid namespace (a container sharing /dev/shm), whose pid means nothing here. Internal.
  */
 public final class ShmFiles {
     private static final Logger log = LoggerFactory.getLogger(ShmFiles.class);
     private static final String PREFIX = "ripcord-kv-";
-    private static final Pattern OWNER = Pattern.compile("^" + PREFIX + "(\\d+)-.*");
+    private static final String NAMESPACE = HostIdentity.pidNamespaceId();
+    private static final Pattern OWNER = Pattern.compile("^" + PREFIX + NAMESPACE + "-(\\d+)-.*");
 
     private ShmFiles() {
     }
@@ -33,16 +35,17 @@ public final class ShmFiles {
     }
 
     public static Path fenceFile(Path dir, long pid, long incarnation) {
-        return dir.resolve(PREFIX + pid + "-" + Long.toHexString(incarnation) + ".fences");
+        return dir.resolve(PREFIX + NAMESPACE + "-" + pid + "-" + Long.toHexString(incarnation) + ".fences");
     }
 
     public static Path regionFile(Path dir, long pid, long incarnation, long regionId) {
-        return dir.resolve(PREFIX + pid + "-" + Long.toHexString(incarnation) + "-r" + regionId + ".region");
+        return dir.resolve(PREFIX + NAMESPACE + "-" + pid + "-" + Long.toHexString(incarnation) + "-r" + regionId
+                + ".region");
     }
 
     /** Deletes Ripcord files whose owning process no longer runs. */
     public static void sweepStale(Path dir) {
-        try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, PREFIX + "*")) {
+        try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, PREFIX + NAMESPACE + "-*")) {
             for (Path f : files) {
                 Matcher m = OWNER.matcher(f.getFileName().toString());
                 if (m.matches() && !ProcessHandle.of(Long.parseLong(m.group(1))).map(ProcessHandle::isAlive)
