@@ -1,0 +1,135 @@
+package dev.ripcord.engine.bench;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+
+import dev.ripcord.engine.EngineOptions;
+import dev.ripcord.engine.InferenceEngine;
+import dev.ripcord.engine.ModelConfig;
+import dev.ripcord.engine.Preset;
+import dev.ripcord.engine.SamplingParams;
+import dev.ripcord.engine.Sequence;
+import dev.ripcord.engine.kernel.Kernels;
+import dev.ripcord.engine.model.PackedMatrix;
+
+/**
+ * The JMH workloads again, single-threaded and timed in <em>thread CPU time</em>: figures that survive a machine
+ * shared with other busy processes, where wall-clock benchmarks on two cores are mostly noise. Prints GEMM
+ * GFLOP per CPU-second, prefill tokens and GFLOP per CPU-second per chunk size, and decode tokens per
+ * CPU-second per batch size. Not a benchmark harness (no forks, no statistics): the best of a few repetitions.
+ *
+ * <pre>./ripcord bench inference-engine -l   # compiles
+ * $(./ripcord java | head -1)/bin/java --add-modules jdk.incubator.vector \
+ *     -cp inference-engine/target/test-classes:inference-engine/target/classes \
+ *     dev.ripcord.engine.bench.CpuTimeReport</pre>
+ */
+public final class CpuTimeReport {
+    static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
+
+    private CpuTimeReport() {
+    }
+
+    public static void main(String[] args) {
+        System.out.printf("CPU-time report, %d processors, load average %.1f%n",
+                Runtime.getRuntime().availableProcessors(),
+                ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
+        gemm();
+        EngineOptions options = EngineOptions.defaults().withThreads(1).withKvPages(80);
+        try (InferenceEngine engine = InferenceEngine.create(Preset.SMALL, 1, options)) {
+            engine.warmUp();
+            prefill(engine);
+            decode(engine);
+        }
+    }
+
+    static long cpu() {
+        return MX.getCurrentThreadCpuTime();
+    }
+
+    static void gemm() {
+        int rows = 512;
+        int k = 1024;
+        int n = 2048;
+        Kernels kernels = Kernels.vector();
+        try (Arena arena = Arena.ofConfined()) {
+            SplittableRandom random = new SplittableRandom(1);
+            MemorySegment x = arena.allocate((long) rows * k * 4, 64);
+            MemorySegment rowMajor = arena.allocate((long) n * k * 4, 64);
+            for (long i = 0; i < (long) rows * k; i++) {
+                x.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) random.nextGaussian());
+            }
+            for (long i = 0; i < (long) n * k; i++) {
+                rowMajor.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) random.nextGaussian() * 0.03f);
+            }
+            PackedMatrix w = PackedMatrix.pack(rowMajor, n, k, 4 * kernels.lanes(), arena);
+            MemorySegment y = arena.allocate((long) rows * n * 4, 64);
+            double best = 0;
+            for (int rep = 0; rep < 12; rep++) {
+                long t0 = cpu();
+                for (int p = 0; p < w.panels(); p++) {
+                    for (int r0 = 0; r0 < rows; r0 += 128) {
+                        int width = w.panelCols(p);
+                        kernels.gemm(x, (long) r0 * k, k, 128, k, w.data(), w.panelOffset(p), width, width,
+                                y, (long) r0 * n + (long) p * w.panelWidth(), n, false);
+                    }
+                }
+                best = Math.max(best, 2.0 * rows * k * n / (cpu() - t0));
+            }
+            System.out.printf("gemm 512x1024x2048: %.1f GFLOP per CPU-second (best of 12)%n", best);
+        }
+    }
+
+    static void prefill(InferenceEngine engine) {
+        int prompt = 2048;
+        int[] tokens = new SplittableRandom(7).ints(prompt, 3, 259).toArray();
+        ModelConfig c = engine.config();
+        for (int chunk : new int[] {64, 128, 256, 512, 1024, 2048}) {
+            double flops = (prompt / chunk) * c.classifierFlops();
+            for (int p = 0; p < prompt; p++) {
+                flops += c.flopsPerToken(p);
+            }
+            double best = Double.MAX_VALUE;
+            for (int rep = 0; rep < 3; rep++) {
+                Sequence seq = engine.newSequence(SamplingParams.greedy());
+                long t0 = cpu();
+                for (int from = 0; from < prompt; from += chunk) {
+                    engine.prefill(seq, tokens, from, Math.min(prompt, from + chunk));
+                }
+                best = Math.min(best, (cpu() - t0) / 1e9);
+                engine.free(seq);
+            }
+            System.out.printf("prefill %d tokens, chunk %4d: %6.0f tokens and %5.1f GFLOP per CPU-second%n", prompt,
+                    chunk, prompt / best, flops / best / 1e9);
+        }
+    }
+
+    static void decode(InferenceEngine engine) {
+        int[] prompt = new SplittableRandom(3).ints(256, 3, 259).toArray();
+        for (int batch : new int[] {1, 4, 8, 16}) {
+            double best = 0;
+            for (int rep = 0; rep < 3; rep++) {
+                List<Sequence> sequences = new ArrayList<>();
+                for (int i = 0; i < batch; i++) {
+                    Sequence seq = engine.newSequence(SamplingParams.greedy());
+                    engine.prefill(seq, prompt, 0, prompt.length);
+                    engine.sample(seq);
+                    sequences.add(seq);
+                }
+                int steps = 48;
+                long t0 = cpu();
+                for (int s = 0; s < steps; s++) {
+                    engine.decodeStep(sequences);
+                }
+                best = Math.max(best, batch * steps / ((cpu() - t0) / 1e9));
+                sequences.forEach(engine::free);
+            }
+            System.out.printf("decode batch %2d (context 256-304): %6.0f tokens per CPU-second%n", batch, best);
+        }
+    }
+}
