@@ -1,0 +1,104 @@
+package dev.ripcord.stack;
+
+import java.nio.file.Path;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.jupiter.api.extension.ParameterContext;
+import org.junit.jupiter.api.extension.ParameterResolutionException;
+import org.junit.jupiter.api.extension.ParameterResolver;
+import org.junit.platform.commons.support.AnnotationSupport;
+
+/**
+ * Gives {@link LocalStackTest} classes their {@link TestStack}: one stack per distinct set of properties per test
+ * run, not per class.
+ *
+ * <p>Design note: stacks live in the root context's store, keyed by their complete sorted property map, so they
+ * outlive the class that started them and are found again by any later class with the same properties. JUnit
+ * closes {@link AutoCloseable} values of a store when its context closes (the root: at the end of the run), which
+ * stops every stack exactly once without a shutdown hook racing it; {@code Store.CloseableResource} is deprecated
+ * in Jupiter 6 for exactly this. Starting a stack takes tens of seconds, so sharing them is what keeps the suite
+ * within its time budget.
+ */
+public final class StackExtension implements ParameterResolver, AfterAllCallback {
+
+    private static final ExtensionContext.Namespace NAMESPACE = ExtensionContext.Namespace.create(StackExtension.class);
+    private static final AtomicInteger STACKS = new AtomicInteger();
+
+    @Override
+    public boolean supportsParameter(ParameterContext parameter, ExtensionContext context) {
+        return parameter.getParameter().getType() == TestStack.class;
+    }
+
+    @Override
+    public TestStack resolveParameter(ParameterContext parameter, ExtensionContext context) {
+        Map<String, String> overrides = overrides(context);
+        TestStack stack = stack(context, overrides);
+        usedBy(context).add(stack);
+        return stack;
+    }
+
+    /**
+     * The shared stack with {@link TestStacks#DEFAULT_PROPERTIES} plus {@code overrides}, started if no class of
+     * this run has asked for that set yet. For tests that need a second stack beside their class's one.
+     */
+    public static TestStack stack(ExtensionContext context, Map<String, String> overrides) {
+        Map<String, String> properties = TestStacks.withDefaults(overrides);
+        return context.getRoot().getStore(NAMESPACE).computeIfAbsent(properties, StackExtension::start,
+                TestStack.class);
+    }
+
+    private static TestStack start(Map<String, String> properties) {
+        String name = properties.equals(TestStacks.withDefaults(Map.of())) ? "default"
+                : "stack-" + STACKS.incrementAndGet();
+        Path logDir = TestStacks.repositoryRoot().resolve("local-stack/target/e2e-logs").resolve(name);
+        try {
+            return TestStack.start(name, properties, logDir, null);
+        } catch (RuntimeException e) {
+            throw new ParameterResolutionException("cannot start the local stack " + properties
+                    + " (logs in " + logDir + "): " + e.getMessage(), e);
+        }
+    }
+
+    /** After a class, its stacks must hold nothing: the class that leaks is the one that fails. */
+    @Override
+    public void afterAll(ExtensionContext context) {
+        for (TestStack stack : usedBy(context)) {
+            stack.awaitWorkersIdle();
+        }
+    }
+
+    private static Set<TestStack> usedBy(ExtensionContext context) {
+        ExtensionContext classContext = context;
+        while (classContext.getTestMethod().isPresent()) {
+            classContext = classContext.getParent().orElseThrow();
+        }
+        @SuppressWarnings("unchecked")
+        Set<TestStack> used = classContext.getStore(NAMESPACE).computeIfAbsent(
+                "stacks-used", key -> Collections.newSetFromMap(new ConcurrentHashMap<>()), Set.class);
+        return used;
+    }
+
+    private static Map<String, String> overrides(ExtensionContext context) {
+        Map<String, String> overrides = new LinkedHashMap<>();
+        Class<?> testClass = context.getRequiredTestClass();
+        LocalStackTest annotation = AnnotationSupport.findAnnotation(testClass, LocalStackTest.class)
+                .orElseThrow(() -> new ParameterResolutionException(testClass.getName()
+                        + " must be annotated @LocalStackTest to receive a TestStack"));
+        for (String property : annotation.properties()) {
+            int eq = property.indexOf('=');
+            if (eq <= 0) {
+                throw new ParameterResolutionException("@LocalStackTest property '" + property
+                        + "' is not key=value");
+            }
+            overrides.put(property.substring(0, eq).trim(), property.substring(eq + 1).trim());
+        }
+        return overrides;
+    }
+}

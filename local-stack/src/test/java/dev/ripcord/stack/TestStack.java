@@ -1,0 +1,156 @@
+package dev.ripcord.stack;
+
+import java.io.PrintStream;
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+
+import dev.ripcord.engine.Preset;
+import dev.ripcord.protocol.WorkerStatus;
+import org.awaitility.Awaitility;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A running {@link LocalStack} as tests see it: where its services are, clients for its public and internal APIs,
+ * the single-process reference engine for the same model, and the check that nothing is left behind.
+ *
+ * <p>Owned by {@link StackExtension} (one per distinct set of properties per test run); tests must not close it.
+ * {@link #close()} stops the stack and frees the reference engine; a JVM shutdown hook does the same if the test
+ * JVM is stopped before JUnit closes it, so no service JVM outlives the run.
+ */
+public final class TestStack implements AutoCloseable {
+
+    private final String name;
+    private final Map<String, String> properties;
+    private final LocalStack stack;
+    private final GatewayClient gateway;
+    private final WorkerClient workers;
+    private final Thread shutdownHook;
+    private ReferenceEngine reference;
+
+    private TestStack(String name, Map<String, String> properties, LocalStack stack) {
+        this.name = name;
+        this.properties = Map.copyOf(properties);
+        this.stack = stack;
+        this.gateway = new GatewayClient(URI.create(stack.url(Role.GATEWAY)));
+        this.workers = new WorkerClient(URI.create(stack.url(Role.PREFILL)), URI.create(stack.url(Role.DECODE)));
+        this.shutdownHook = new Thread(stack::close, "test-stack-" + name + "-shutdown");
+        Runtime.getRuntime().addShutdownHook(shutdownHook);
+    }
+
+    /**
+     * Starts a stack with exactly {@code properties} on free ports, logging to {@code logDir}, and waits until every
+     * service is healthy.
+     *
+     * @param console where to relay service output, or {@code null} for the log files only
+     */
+    public static TestStack start(String name, Map<String, String> properties, Path logDir, PrintStream console) {
+        // Before the long start of the services, during which a concurrent build in the same working tree may
+        // rewrite the engine's jar under this JVM: load the engine's classes while the jar is whole.
+        ReferenceEngine.loadEngineClasses();
+        LocalStack stack = LocalStack.start(TestStacks.options(properties, logDir), console);
+        return new TestStack(name, properties, stack);
+    }
+
+    public String name() {
+        return name;
+    }
+
+    /** The Spring properties every service of this stack was started with. */
+    public Map<String, String> properties() {
+        return properties;
+    }
+
+    public URI url(Role role) {
+        return URI.create(stack.url(role));
+    }
+
+    public Path logFile(Role role) {
+        return stack.logFile(role);
+    }
+
+    public GatewayClient gateway() {
+        return gateway;
+    }
+
+    public WorkerClient workers() {
+        return workers;
+    }
+
+    public Preset preset() {
+        return presetOf(properties);
+    }
+
+    public long seed() {
+        return seedOf(properties);
+    }
+
+    private static Preset presetOf(Map<String, String> properties) {
+        return Preset.byName(properties.getOrDefault("ripcord.engine.preset", "small"));
+    }
+
+    private static long seedOf(Map<String, String> properties) {
+        return Long.parseLong(properties.getOrDefault("ripcord.engine.seed", "42"));
+    }
+
+
+    /** The model id the gateway serves: {@code ripcord-<preset>} unless a property names another. */
+    public String modelName() {
+        return properties.getOrDefault("ripcord.engine.model-name", "ripcord-" + preset().id());
+    }
+
+    /** The engine the workers run, in this JVM: same preset, same seed. Created on first use. */
+    public synchronized ReferenceEngine reference() {
+        if (reference == null) {
+            reference = new ReferenceEngine(preset(), seed());
+        }
+        return reference;
+    }
+
+    /**
+     * Waits until both workers hold nothing for any request: no KV pages, no transfer session, no registration,
+     * nothing queued or running, and exactly one transfer region (the engine's page pool, registered for as long
+     * as the worker lives). Awaits the state, not a time: pages come back only after a transfer session is
+     * released, which may follow the last token by a moment.
+     */
+    public void awaitWorkersIdle() {
+        for (Role role : new Role[] {Role.PREFILL, Role.DECODE}) {
+            Awaitility.await("%s holds nothing after its requests ended".formatted(role.shortName()))
+                    .atMost(Duration.ofSeconds(30))
+                    .pollInterval(Duration.ofMillis(50))
+                    .untilAsserted(() -> assertIdle(workers.status(role)));
+        }
+    }
+
+    private static void assertIdle(WorkerStatus status) {
+        assertThat(status.livePages()).as("%s livePages", status.role()).isZero();
+        assertThat(status.liveSessions()).as("%s liveSessions", status.role()).isZero();
+        assertThat(status.liveRegistrations()).as("%s liveRegistrations", status.role()).isZero();
+        assertThat(status.liveRegions()).as("%s liveRegions (the page pool only)", status.role()).isEqualTo(1);
+        assertThat(status.queued()).as("%s queued", status.role()).isZero();
+        assertThat(status.running()).as("%s running", status.role()).isZero();
+    }
+
+    @Override
+    public synchronized void close() {
+        try {
+            stack.close();
+        } finally {
+            if (reference != null) {
+                reference.close();
+            }
+            try {
+                Runtime.getRuntime().removeShutdownHook(shutdownHook);
+            } catch (IllegalStateException alreadyShuttingDown) {
+                // The hook is running or about to; it closes the stack, which is idempotent.
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "TestStack[" + name + ", gateway " + stack.url(Role.GATEWAY) + ", " + properties + "]";
+    }
+}

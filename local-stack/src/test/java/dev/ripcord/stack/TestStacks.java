@@ -1,0 +1,73 @@
+package dev.ripcord.stack;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Building {@link StackOptions} for stacks that tests and benchmarks start: free ports for every service and the
+ * broker (so a test stack never collides with a developer's {@code ./ripcord up} on 8080–8082/9092), logs under
+ * {@code local-stack/target/}, and the properties every test stack shares.
+ */
+public final class TestStacks {
+
+    /**
+     * What every test stack runs with unless a test overrides it: the {@code tiny} model with fixed weights, chunks
+     * of 16 tokens and pages of 32 (a 150-byte prompt is 10 chunks over 5 pages, and chunk and page boundaries do
+     * not line up), one engine thread per worker (2 cores are shared by three JVMs and the test) and a KV pool
+     * large enough for the concurrent tests (decode commits prompt + max_tokens for each request up front).
+     */
+    public static final Map<String, String> DEFAULT_PROPERTIES = Map.of(
+            "ripcord.engine.preset", "tiny",
+            "ripcord.engine.seed", "42",
+            "ripcord.engine.threads", "1",
+            "ripcord.engine.page-tokens", "32",
+            "ripcord.engine.kv-pages", "256",
+            "ripcord.prefill.chunk-tokens", "16");
+
+    /** Child-JVM flags for test stacks: fewer GC threads on a 2-core machine; nothing that slows the engine. */
+    static final List<String> JVM_FLAGS = List.of("-XX:+UseSerialGC", "-Xmx512m");
+
+    private TestStacks() {
+    }
+
+    /** {@link #DEFAULT_PROPERTIES} with {@code overrides} applied, sorted by key (the identity of a stack). */
+    public static Map<String, String> withDefaults(Map<String, String> overrides) {
+        Map<String, String> merged = new TreeMap<>(DEFAULT_PROPERTIES);
+        merged.putAll(overrides);
+        return merged;
+    }
+
+    /**
+     * Options for a stack on free ports with exactly {@code properties}, logging to {@code logDir}.
+     *
+     * <p>The ports are free when chosen, not reserved: another process could take one before the service binds
+     * it. On a developer machine that is rare enough; the service then fails to start with a clear message.
+     */
+    public static StackOptions options(Map<String, String> properties, Path logDir) {
+        Map<Role, Integer> ports = new EnumMap<>(Role.class);
+        for (Role role : Role.values()) {
+            ports.put(role, KraftBroker.freePort());
+        }
+        return new StackOptions(null, 0, ports, new LinkedHashMap<>(properties), repositoryRoot(), logDir,
+                JVM_FLAGS);
+    }
+
+    /**
+     * The repository root, where {@code <module>/target/*-exec.jar} are: the working directory or the closest
+     * directory above it that holds the {@code ripcord} script (Surefire runs in {@code local-stack/}).
+     */
+    public static Path repositoryRoot() {
+        for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
+            if (Files.isRegularFile(dir.resolve("ripcord")) && Files.isDirectory(dir.resolve("local-stack"))) {
+                return dir;
+            }
+        }
+        throw new IllegalStateException("cannot find the repository root (a directory with the ripcord script) above "
+                + Path.of("").toAbsolutePath());
+    }
+}
