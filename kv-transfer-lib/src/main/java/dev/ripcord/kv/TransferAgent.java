@@ -270,7 +270,7 @@ public final class TransferAgent implements AutoCloseable {
         TargetMap map = new TargetMap(targets, region.byteSize());
         Checks.requireState(region.retain(), "request %s: region %s is closed", requestId, region.id());
         long sessionId = sessionIds.incrementAndGet();
-        int slot = region.isSharedMemory() ? allocateFenceSlot() : -1;
+        int slot = region.isSharedMemory() ? allocateFenceSlot(requestId) : -1;
         long epoch = slot >= 0 ? fences.openSlot(slot) : 0;
         boolean shm = slot >= 0;
         ReceiveDescriptor d = new ReceiveDescriptor(requestId, name(), incarnation, advertisedHost,
@@ -296,7 +296,7 @@ public final class TransferAgent implements AutoCloseable {
         return receiveSessions.get(sessionId);
     }
 
-    private int allocateFenceSlot() {
+    private int allocateFenceSlot(String requestId) {
         synchronized (freeSlots) {
             Integer recycled = freeSlots.poll();
             if (recycled != null) {
@@ -306,7 +306,8 @@ public final class TransferAgent implements AutoCloseable {
                 return freshSlots++;
             }
         }
-        log.warn("agent {}: all {} fence slots in use; session falls back to TCP", name(), fences.slots());
+        log.warn("request={} agent {}: all {} fence slots in use; this session is offered TCP only", requestId,
+                name(), fences.slots());
         return -1;
     }
 

@@ -206,8 +206,9 @@ class CrossProcessTest {
 
     @Test
     void leaseExpiryAbortsSilentPeer() throws Exception {
-        Peer peer = peer(200);
-        Duration lease = Duration.ofMillis(200);
+        // Short, but not so short that a live peer on a loaded 2-core CI machine misses it before the freeze.
+        Peer peer = peer(1000);
+        Duration lease = Duration.ofMillis(1000);
         TransferAgent decode = agent(TransferAgentOptions.defaults("decode").withLease(lease));
         TransferAgent prefill = agent(TransferAgentOptions.defaults("prefill").withLease(lease));
         KvRegion pool = decode.allocateRegion(4 * MIB);

@@ -48,7 +48,9 @@ import org.openjdk.jmh.annotations.Warmup;
  *   the whole span (cut into 1 MiB pieces), complete, wait for both sides RELEASED. Agents and their connection
  *   live for the whole trial, as in a service.</li>
  * </ul>
- * Throughput = {@code mib} / (ms/op). Run: {@code ./ripcord bench kv-transfer-lib TransferBenchmark}.
+ * Throughput = {@code mib} / (ms/op). Run: {@code ./ripcord bench kv-transfer-lib TransferBenchmark}. Trials run one
+ * after another, so on a machine shared with other work the raw and library figures may come from different load;
+ * {@link TransferBench} interleaves them instead.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -103,8 +105,9 @@ public class TransferBenchmark {
                 decode = TransferAgent.start(TransferAgentOptions.defaults("bench-decode").withBackend(backend));
                 prefill = TransferAgent.start(TransferAgentOptions.defaults("bench-prefill").withBackend(backend));
                 pool = decode.allocateRegion(bytes);
-                source = prefill.allocateRegion(bytes);
-                source.segment().fill((byte) 1);
+                src = arena.allocate(bytes, 4096); // the same kind of source memory as the raw paths
+                src.fill((byte) 1);
+                source = prefill.registerRegion(src);
                 transfer(); // connects; first touch of every page
             }
             default -> throw new IllegalArgumentException(path);

@@ -58,19 +58,26 @@ class FrameDecoderTest {
         }
     }
 
+    /** Appends a frame to a test stream and releases it (the decoder under test never sees these buffers). */
+    static void append(ByteBuf stream, ByteBuf frame) {
+        stream.writeBytes(frame);
+        frame.release();
+    }
+
     @Test
     void decodesFramesSplitAtEveryPossibleBoundary() {
         byte[] data = new byte[3000];
         new Random(1).nextBytes(data);
         ByteBuf stream = Unpooled.buffer();
-        stream.writeBytes(new Frames.Hello(1, 2, 3, 4, "host", "peer").encode(A));
-        stream.writeBytes(Frames.dataHeader(A, 9, 1, 4096, data.length, true));
+        append(stream, new Frames.Hello(1, 2, 3, 4, "host", "peer").encode(A));
+        append(stream, Frames.dataHeader(A, 9, 1, 4096, data.length, true));
         stream.writeBytes(data);
-        stream.writeBytes(Frames.dataHeader(A, 0, 2, 0, 10, false)); // dropped payload
+        append(stream, Frames.dataHeader(A, 0, 2, 0, 10, false)); // dropped payload
         stream.writeBytes(new byte[10]);
-        stream.writeBytes(Frames.heartbeat(A));
-        stream.writeBytes(Frames.abort(A, 9, 3, "client went away"));
+        append(stream, Frames.heartbeat(A));
+        append(stream, Frames.abort(A, 9, 3, "client went away"));
         byte[] all = ByteBufUtil.getBytes(stream);
+        stream.release();
         List<String> expected = null;
         Random rnd = new Random(2);
         for (int trial = 0; trial < 300; trial++) {
@@ -149,10 +156,15 @@ class FrameDecoderTest {
         new Random(3).nextBytes(a);
         new Random(4).nextBytes(b);
         ByteBuf stream = Unpooled.buffer();
-        stream.writeBytes(new Frames.Hello(1, 2, 3, 4, "host", "peer").encode(A));
-        stream.writeBytes(Frames.dataHeader(A, 9, 1, 0, a.length, true)).writeBytes(a);
-        stream.writeBytes(Frames.heartbeat(A));
-        stream.writeBytes(Frames.dataHeader(A, 9, 2, 100_000, b.length, true)).writeBytes(b);
+        append(stream, new Frames.Hello(1, 2, 3, 4, "host", "peer").encode(A));
+        append(stream, Frames.dataHeader(A, 9, 1, 0, a.length, true));
+        stream.writeBytes(a);
+        append(stream, Frames.heartbeat(A));
+        append(stream, Frames.dataHeader(A, 9, 2, 100_000, b.length, true));
+        stream.writeBytes(b);
+        byte[] bytes = ByteBufUtil.getBytes(stream);
+        stream.release();
+        stream = Unpooled.wrappedBuffer(bytes);
         LandingRecorder r = new LandingRecorder();
         EmbeddedChannel ch = new EmbeddedChannel(r);
         RecvByteBufAllocator.Handle reads = r.directLanding(new AdaptiveRecvByteBufAllocator()).newHandle();
