@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
  * stack trace.
  */
 public final class TransferAbortedException extends CancellationException {
+    private static final long serialVersionUID = 1L;
     private final String requestId;
     private final transient AbortReason reason;
 

@@ -57,6 +57,7 @@ public abstract class FrameDecoder extends ChannelInboundHandlerAdapter {
      * header, and none is copied in user space; it costs one small read per DATA header. When the sink refuses
      * (session aborting) the payload is read into an ordinary buffer and dropped. Install per channel.
      */
+    @SuppressWarnings("deprecation") // Netty's own DelegatingHandle implements the deprecated Handle
     public RecvByteBufAllocator directLanding(RecvByteBufAllocator base) {
         return () -> new RecvByteBufAllocator.DelegatingHandle(base.newHandle()) {
             @Override
