@@ -29,7 +29,7 @@ import org.slf4j.LoggerFactory;
  * <p>Abort, drain, release. Abort first stops acceptance (state ABORTING: every later byte of the session is
  * dropped, and with shared memory the fence slot is closed so no sender copy can start), then drains (waits for
  * the copy landing right now, and with shared memory until the sender's copy left the fence bracket or its
- * process is gone), then releases. See KV-TRANSFER.md.
+ * process is gone), then releases. See docs/kv-transfer.md.
  */
 public final class ReceiveSession {
     private static final Logger log = LoggerFactory.getLogger(ReceiveSession.class);

@@ -16,7 +16,7 @@ import java.util.List;
  * Each message is {@code <|im_start|>ROLE\nCONTENT<|im_end|>\n}; the prompt ends with the generation prompt
  * {@code <|im_start|>assistant\n}, also after a final assistant message (no "continue the last message" mode).
  * Content given as text parts is joined with {@code "\n"}. The markers are plain text here; whether they become
- * special tokens is the {@link TextCodec}'s business. The same template is documented in {@code OPENAI.md}.
+ * special tokens is the {@link TextCodec}'s business. The same template is documented in {@code docs/openai.md}.
  */
 final class ChatTemplate {
 

@@ -4,7 +4,7 @@ import org.springframework.http.HttpStatus;
 
 /**
  * Every error a client of the OpenAI surface can see: HTTP status, OpenAI {@code type} and stable {@code code}.
- * Clients may branch on {@link #code()}; the set only grows. The table is repeated in {@code OPENAI.md}.
+ * Clients may branch on {@link #code()}; the set only grows. The table is repeated in {@code docs/openai.md}.
  */
 public enum ErrorCode {
     /** The body is not JSON, is empty, or its root is not an object. */

@@ -19,7 +19,7 @@
  * the generation prompt {@code <|im_start|>assistant\n}. Roles: {@code system}, {@code user}, {@code assistant}.
  * Content is a string, or an array of {@code {"type":"text","text":...}} parts joined with {@code "\n"}. The whole
  * string is tokenized with {@link dev.ripcord.gateway.openai.TextCodec#encode}; whether the markers are special
- * tokens is the codec's business. {@code gateway-service/OPENAI.md} documents the same, with the error codes.
+ * tokens is the codec's business. {@code docs/openai.md} documents the same, with the error codes.
  *
  * <h2>Stop strings</h2>
  * Applied by the gateway on detokenized text: text before the earliest match is sent, the generation is cancelled

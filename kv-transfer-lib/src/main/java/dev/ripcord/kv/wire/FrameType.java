@@ -2,7 +2,7 @@ package dev.ripcord.kv.wire;
 
 /**
  * The frames of the Ripcord KV transfer protocol. A connection always runs from a sending agent (client) to a
- * receiving agent (server); session ids on it are the receiver's. See KV-TRANSFER.md, "Wire format".
+ * receiving agent (server); session ids on it are the receiver's. See docs/kv-transfer.md, "Wire format".
  *
  * <p>Internal: not part of the library's API.
  */

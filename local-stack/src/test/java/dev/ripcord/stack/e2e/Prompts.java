@@ -21,7 +21,7 @@ final class Prompts {
         return prompt;
     }
 
-    /** The ChatML string the gateway renders for one user message (see gateway-service/OPENAI.md). */
+    /** The ChatML string the gateway renders for one user message (see docs/openai.md). */
     static String chatml(String userMessage) {
         return "<|im_start|>user\n" + userMessage + "<|im_end|>\n<|im_start|>assistant\n";
     }
