@@ -69,6 +69,19 @@ public final class EngineLoop implements AutoCloseable {
         LockSupport.unpark(thread);
     }
 
+    /**
+     * Runs {@code task} now if the caller is the loop thread, else queues it. Used to keep every emission of a
+     * request's event stream on this one thread: a Reactor sink fed from several threads must serialize them,
+     * and a thread descheduled mid-emission on a loaded machine can make another emitter give up.
+     */
+    public void runInLoop(Runnable task) {
+        if (inLoop() || closed) {
+            task.run();
+        } else {
+            execute(task);
+        }
+    }
+
     /** Makes a parked loop run its step again (new work arrived through a path other than a task). */
     public void wakeUp() {
         LockSupport.unpark(thread);

@@ -10,6 +10,7 @@ import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveSession;
 import dev.ripcord.protocol.DecodeEvent;
 import dev.ripcord.protocol.DecodeRequest;
+import dev.ripcord.worker.EngineLoop;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Sinks;
 
@@ -101,12 +102,15 @@ public final class DecodeJob {
         return cancel.get() != null;
     }
 
+    /** Where every emission of this job's events runs: the engine loop, so that the sink has one emitter. */
+    volatile EngineLoop emitter;
+
     void emit(DecodeEvent event) {
-        events.emitNext(event, RETRY);
+        emitter.runInLoop(() -> events.emitNext(event, RETRY));
     }
 
     void end() {
-        events.emitComplete(RETRY);
+        emitter.runInLoop(() -> events.emitComplete(RETRY));
     }
 
     @Override

@@ -122,6 +122,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
 
     private DecodeJob admit(DecodeRequest request) {
         DecodeJob job = new DecodeJob(request);
+        job.emitter = loop;
         job.registration = registry.register(job.requestId(), (id, reason, source) -> cancel(job, reason, source));
         if (job.state() == DecodeJob.State.CANCELLED) {
             journal.record(job.requestId(), "CANCELLED_AT_ADMISSION", job.cancelRequest().reason());

@@ -10,6 +10,8 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
+import dev.ripcord.kv.ByteRange;
+import dev.ripcord.kv.ReceiveDescriptor;
 import dev.ripcord.protocol.InternalApi;
 import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
@@ -101,11 +103,10 @@ final class CancelBeforeRegistration {
 
     /** {@code POST /internal/v1/prefill} as the gateway sends it, read to the end. */
     static List<PrefillEvent> submitToPrefill(Endpoints stack, String requestId) {
-        // Where the KV would go: a receiver that does not exist (a tombstoned request never connects to it), in the
-        // descriptor's one-line form (kv-transfer-lib's ReceiveDescriptor.encode(), stable under the kvrd1 prefix):
-        // requestId|agent|incarnation|tcpHost|tcpPort|shmHost|shmRegion|shmFence|fenceSlot|epoch|session|region|
-        // totalBytes|offset+length,...
-        String transfer = "kvrd1|" + requestId + "|no-such-decode|1|localhost|1|~|~|~|-1|0|1|1|4096|0+4096";
+        // Where the KV would go: a receiver that does not exist (a tombstoned request never connects to it). Built
+        // with the library's own record so the test follows its wire format.
+        String transfer = new ReceiveDescriptor(requestId, "no-such-decode", 1, "localhost", 1, null, null, null, -1,
+                0, 1, 1, 1, List.of(new ByteRange(0, 4096)), 4096).encode();
         PrefillRequest body = new PrefillRequest(requestId, new int[] {1, 72, 105, 33}, Sampling.GREEDY, transfer);
         HttpRequest request = HttpRequest.newBuilder(stack.prefill().resolve(InternalApi.PREFILL))
                 .timeout(Duration.ofMinutes(1))

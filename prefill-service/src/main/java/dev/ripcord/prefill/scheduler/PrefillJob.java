@@ -13,6 +13,7 @@ import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveDescriptor;
 import dev.ripcord.kv.SendSession;
 import dev.ripcord.protocol.PrefillEvent;
+import dev.ripcord.worker.EngineLoop;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Sinks;
 
@@ -115,12 +116,15 @@ public final class PrefillJob {
         return cancel.get() != null;
     }
 
+    /** Where every emission of this job's events runs: the engine loop, so that the sink has one emitter. */
+    volatile EngineLoop emitter;
+
     void emit(PrefillEvent event) {
-        events.emitNext(event, RETRY);
+        emitter.runInLoop(() -> events.emitNext(event, RETRY));
     }
 
     void end() {
-        events.emitComplete(RETRY);
+        emitter.runInLoop(() -> events.emitComplete(RETRY));
     }
 
     @Override

@@ -129,6 +129,7 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
         }
         ReceiveDescriptor descriptor = ReceiveDescriptor.parse(request.transfer());
         PrefillJob job = new PrefillJob(request.requestId(), request.tokens(), descriptor);
+        job.emitter = loop;
         SamplingParams sampling = new SamplingParams((float) request.sampling().temperature(),
                 (float) request.sampling().topP(), request.sampling().seed());
         job.sampling = sampling;
