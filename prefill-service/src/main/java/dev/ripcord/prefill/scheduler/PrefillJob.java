@@ -69,7 +69,8 @@ public final class PrefillJob {
 
     // Engine-loop state.
     Sequence sequence;
-    SendSession send;
+    /** Connected at admission (on the caller's thread), so decode's receive session is attached while queued. */
+    volatile SendSession send;
     int tokensDone;
     int pagesSent;
     int chunks;

@@ -141,15 +141,26 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
             job.registration.complete();
             return job;
         }
+        // Connect now, not when the prompt starts: decode's receive session must see its sender attach within the
+        // attach timeout however long the prompt waits in this queue. connect() never blocks.
+        try {
+            job.send = agent.connect(job.descriptor);
+        } catch (RuntimeException e) {
+            job.moveTo(PrefillJob.State.QUEUED, PrefillJob.State.FAILED);
+            job.registration.complete();
+            throw new IllegalArgumentException("cannot connect to the KV receiver: " + e.getMessage(), e);
+        }
         if (!queue.offerLast(job)) {
             job.moveTo(PrefillJob.State.QUEUED, PrefillJob.State.FAILED);
+            job.send.abort("prefill queue is full");
             job.registration.complete();
             throw new QueueFullException("prefill queue is full (" + properties.queueCapacity() + ")");
         }
         journal.record(job.requestId, "QUEUED", queue.size() - 1 + runningCount);
         job.emit(PrefillEvent.queued(queue.size() - 1 + runningCount));
         if (job.state() == PrefillJob.State.CANCELLED) {
-            // A cancel raced with the assignment of job.registration above and may have missed it.
+            // A cancel raced with the assignments above and may have missed the registration or the session.
+            job.send.abort("cancelled: " + job.cancelRequest().reason());
             job.registration.complete();
         }
         loop.wakeUp();
@@ -168,6 +179,9 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
                 // an abort at admission, and it is recorded once, as such (not also as a removal from the queue).
                 boolean atAdmission = source == CancelSource.TOMBSTONE;
                 queue.remove(job);
+                if (job.send != null) {
+                    job.send.abort("cancelled while queued: " + reason + " via " + source);
+                }
                 journal.record(job.requestId, atAdmission ? "CANCELLED_AT_ADMISSION" : "REMOVED_FROM_QUEUE", reason);
                 log.info("requestId={} cancelled {} ({} via {}): no prefill work was done", job.requestId,
                         atAdmission ? "at admission" : "while queued", reason, source);
@@ -225,7 +239,6 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
     private void start(PrefillJob job) {
         try {
             job.sequence = engine.newSequence(job.sampling);
-            job.send = agent.connect(job.descriptor);
         } catch (RuntimeException e) {
             fail(job, "cannot start prefill: " + e.getMessage(), e);
             return;
