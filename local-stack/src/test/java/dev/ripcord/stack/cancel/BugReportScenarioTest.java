@@ -75,7 +75,7 @@ class BugReportScenarioTest {
             assertThat(p.count(longId, "DONE")).as("the long prompt ran to completion\n" + r.describe()).isEqualTo(1);
             assertThat(p.count(longId, "CHUNK")).as("all its chunks ran").isEqualTo(LONG_PROMPT_CHUNKS);
             assertThat(p.chunksAfter(longId, r.disconnectMark()))
-                    .as("chunks computed for a client that was gone").isGreaterThanOrEqualTo(LONG_PROMPT_CHUNKS - 3);
+                    .as("chunks computed for a client that was gone").isGreaterThanOrEqualTo(LONG_PROMPT_CHUNKS / 2);
             assertThat(p.seq(r.shortId(), "STARTED")).as("the short prompt waited for the whole long one")
                     .isGreaterThan(p.seq(longId, "DONE"));
             assertThat(r.shortOutcome().completed()).as("%s", r.shortOutcome()).isTrue();

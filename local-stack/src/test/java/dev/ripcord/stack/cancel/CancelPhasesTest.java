@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
 
 import static dev.ripcord.stack.cancel.CancelStacks.BOTH;
 import static dev.ripcord.stack.cancel.CancelStacks.CHUNK_64;
-import static dev.ripcord.stack.cancel.CancelStacks.LONG_PROMPT_BYTES;
+import static dev.ripcord.stack.cancel.CancelStacks.OCCUPYING_PROMPT_BYTES;
 import static dev.ripcord.stack.cancel.CancelStacks.ONE_RUNNING;
 import static dev.ripcord.stack.cancel.CancelStacks.SMALL_MODEL;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -57,7 +57,7 @@ class CancelPhasesTest {
     void queuedRequestCancelledExplicitlyLeavesTheQueueWithoutStarting() throws Exception {
         String longId = id("queued-long");
         String queuedId = id("queued");
-        Call longCall = client.start(StreamingClient.completion(stack.model(), Texts.ofBytes(LONG_PROMPT_BYTES), 1,
+        Call longCall = client.start(StreamingClient.completion(stack.model(), Texts.ofBytes(OCCUPYING_PROMPT_BYTES), 1,
                 true), longId);
         DisconnectScenario.awaitChunk(stack, prefillMark, longId, 0, longCall);
         Call queued = client.start(StreamingClient.completion(stack.model(), Texts.ofBytes(30), 8, false), queuedId);
@@ -90,8 +90,8 @@ class CancelPhasesTest {
     @Test
     void explicitCancelMidPrefillStopsAtTheNextChunkBoundary() throws Exception {
         String longId = id("mid-prefill");
-        Call call = client.start(StreamingClient.completion(stack.model(), Texts.ofBytes(LONG_PROMPT_BYTES), 1, true),
-                longId);
+        Call call = client.start(StreamingClient.completion(stack.model(), Texts.ofBytes(OCCUPYING_PROMPT_BYTES), 1,
+                true), longId);
         DisconnectScenario.awaitChunk(stack, prefillMark, longId, 2, call);
 
         assertThat(client.cancel(longId)).isEqualTo(200);
@@ -116,7 +116,7 @@ class CancelPhasesTest {
     void disconnectDuringKvTransferAbortsTheReceiveBeforeAnyKvLands() throws Exception {
         String longId = id("kv-transfer");
         // A non-streaming client: it waits for the whole answer, and simply goes away.
-        Call call = client.start(StreamingClient.completion(stack.model(), Texts.ofBytes(LONG_PROMPT_BYTES), 1,
+        Call call = client.start(StreamingClient.completion(stack.model(), Texts.ofBytes(OCCUPYING_PROMPT_BYTES), 1,
                 false), longId);
         // Three chunks of 64 tokens: six pages of 32 tokens have been pushed into decode's receive region.
         DisconnectScenario.awaitChunk(stack, prefillMark, longId, 2, call);

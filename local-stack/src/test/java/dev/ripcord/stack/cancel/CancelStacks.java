@@ -26,6 +26,11 @@ final class CancelStacks {
     /** A prompt of this many bytes is {@value #LONG_PROMPT_CHUNKS} chunks of {@value #CHUNK_TOKENS} tokens. */
     static final int LONG_PROMPT_BYTES = 1500;
     static final int LONG_PROMPT_CHUNKS = 24;
+    /**
+     * A prompt that keeps prefill busy while a test steps through another request's phases: 63 chunks, a few
+     * seconds, so it cannot finish before the test is done with it even on a fast machine.
+     */
+    static final int OCCUPYING_PROMPT_BYTES = 4000;
 
     private CancelStacks() {
     }
