@@ -1,0 +1,407 @@
+package dev.ripcord.stack.bench;
+
+import java.io.PrintStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import dev.ripcord.protocol.JournalEntry;
+import dev.ripcord.protocol.WorkerStatus;
+import dev.ripcord.stack.LocalStack;
+import dev.ripcord.stack.Role;
+import dev.ripcord.stack.TestStacks;
+import dev.ripcord.stack.cancel.Endpoints;
+import dev.ripcord.stack.cancel.Journal;
+import dev.ripcord.stack.cancel.Prometheus;
+import dev.ripcord.stack.cancel.StreamingClient;
+import dev.ripcord.stack.cancel.StreamingClient.Call;
+import dev.ripcord.stack.cancel.StreamingClient.Outcome;
+import dev.ripcord.stack.cancel.Texts;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The bug report's scenario as figures: N times, a long streaming prompt whose client disconnects one second in
+ * (before any output), then at once a short request. Per propagation mode it prints the short request's time to
+ * first token against the same request on an idle stack, how long the prefill worker took from the disconnect to
+ * stopping the prompt, and how many prefill chunks were computed for a client that was already gone.
+ *
+ * <p>How each figure is taken:
+ * <ul>
+ *   <li><b>TTFT</b>: client side, request sent → first piece of text (streaming, greedy). Idle: the same short
+ *       request with nothing else running, median of several.</li>
+ *   <li><b>disconnect → abort</b>: the client's clock from closing the connection to the moment a poller that reads
+ *       the prefill journal every 2 ms first sees {@code STOPPED} for the prompt (so it includes up to one poll and
+ *       one HTTP round trip). <b>Overrun</b> is that minus the duration of the chunk that was in flight at the
+ *       disconnect (last chunk seen before it → first chunk seen after it): the target "abort within one chunk +
+ *       25 ms" is an overrun of at most 25 ms. The workers' own {@code ripcord_cancel_abort_latency_seconds}
+ *       histogram (cancel <em>observed</em> → stopped) is printed beside it.</li>
+ *   <li><b>chunk time</b>: intervals between consecutive {@code CHUNK} entries of the long prompts as the poller first
+ *       saw them, median: the contract's unit ("stopped within one chunk").</li>
+ *   <li><b>chunks wasted</b>: {@code CHUNK} entries of the long prompt after the journal position read at the
+ *       disconnect: work done for a client that was gone. The chunk in flight at the disconnect counts.</li>
+ * </ul>
+ * Targets with {@code both}: TTFT ratio ≤ 1.2; disconnect → abort p99 ≤ one chunk time + 25 ms.
+ *
+ * <p>Not a test: it asserts nothing, it prints figures. Against a running stack (one mode, whatever it runs):
+ * <pre>
+ *   ./ripcord up --ripcord.prefill.max-running=1
+ *   PrefillCancelBench --gateway=http://localhost:8080 --prefill=http://localhost:8081 --decode=http://localhost:8082
+ * </pre>
+ * or starting one stack per mode, one after the other, on free ports:
+ * <pre>
+ *   PrefillCancelBench --start-stacks [--modes=both,in-band,kafka,none] [--stack-property=k=v ...]
+ * </pre>
+ */
+public final class PrefillCancelBench {
+
+    static final String USAGE = """
+            usage: PrefillCancelBench [options]
+              --gateway=URL --prefill=URL --decode=URL   a running stack (default: ./ripcord up's ports)
+              --start-stacks           start one stack per mode instead (small model, max-running=1, 1 engine thread)
+              --modes=LIST             modes for --start-stacks (default both,in-band,kafka,none)
+              --stack-property=k=v     extra Spring property for started stacks (repeatable)
+              --n=N                    long prompts, one after the other (default 10)
+              --prompt-tokens=T        long prompt length in tokens, BOS included (default 8192)
+              --cancel-after-ms=MS     disconnect this long after sending the long prompt (default 1000)
+              --short-bytes=B          short prompt length in bytes (default 32)
+              --idle-samples=S         idle TTFT samples (default 5)""";
+
+    private static final Duration POLL = Duration.ofMillis(2);
+
+    private final Endpoints stack;
+    private final StreamingClient client;
+    private final int n;
+    private final int promptTokens;
+    private final long cancelAfterMillis;
+    private final int shortBytes;
+    private final int idleSamples;
+
+    PrefillCancelBench(Endpoints stack, int n, int promptTokens, long cancelAfterMillis, int shortBytes,
+                       int idleSamples) {
+        this.stack = stack;
+        this.client = new StreamingClient(stack.gateway());
+        this.n = n;
+        this.promptTokens = promptTokens;
+        this.cancelAfterMillis = cancelAfterMillis;
+        this.shortBytes = shortBytes;
+        this.idleSamples = idleSamples;
+    }
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> options = new LinkedHashMap<>();
+        Map<String, String> stackProperties = new LinkedHashMap<>();
+        for (String arg : args) {
+            if (arg.equals("--start-stacks")) {
+                options.put("start-stacks", "true");
+                continue;
+            }
+            int eq = arg.indexOf('=');
+            if (!arg.startsWith("--") || eq < 0) {
+                System.err.println(USAGE);
+                System.exit(2);
+            }
+            String key = arg.substring(2, eq);
+            if (key.equals("stack-property")) {
+                String kv = arg.substring(eq + 1);
+                stackProperties.put(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
+            } else {
+                options.put(key, arg.substring(eq + 1));
+            }
+        }
+        int n = Integer.parseInt(options.getOrDefault("n", "10"));
+        int promptTokens = Integer.parseInt(options.getOrDefault("prompt-tokens", "8192"));
+        long cancelAfter = Long.parseLong(options.getOrDefault("cancel-after-ms", "1000"));
+        int shortBytes = Integer.parseInt(options.getOrDefault("short-bytes", "32"));
+        int idleSamples = Integer.parseInt(options.getOrDefault("idle-samples", "5"));
+        PrintStream out = System.out;
+        List<String> report = new ArrayList<>();
+
+        if (options.containsKey("start-stacks")) {
+            for (String mode : options.getOrDefault("modes", "both,in-band,kafka,none").split(",")) {
+                Map<String, String> properties = new LinkedHashMap<>();
+                properties.put("ripcord.engine.preset", "small");
+                properties.put("ripcord.engine.threads", "1");
+                properties.put("ripcord.prefill.max-running", "1");
+                properties.putAll(stackProperties);
+                properties.put("ripcord.cancel.propagation", mode);
+                Path logDir = TestStacks.repositoryRoot().resolve("local-stack/target/bench-logs/prefill-cancel-"
+                        + mode);
+                out.printf("%n== %s: starting a stack %s (logs in %s)%n", mode, properties, logDir);
+                try (LocalStack started = LocalStack.start(TestStacks.options(properties, logDir), null)) {
+                    // Ctrl-C must not leave the service JVMs behind (close() is idempotent).
+                    Runtime.getRuntime().addShutdownHook(new Thread(started::close, "bench-stack-" + mode));
+                    Endpoints endpoints = new Endpoints(URI.create(started.url(Role.GATEWAY)),
+                            URI.create(started.url(Role.PREFILL)), URI.create(started.url(Role.DECODE)),
+                            servedModel(URI.create(started.url(Role.GATEWAY))));
+                    report.add(new PrefillCancelBench(endpoints, n, promptTokens, cancelAfter, shortBytes,
+                            idleSamples).run(mode, out));
+                }
+            }
+        } else {
+            URI gateway = URI.create(options.getOrDefault("gateway", "http://localhost:8080"));
+            Endpoints endpoints = new Endpoints(gateway,
+                    URI.create(options.getOrDefault("prefill", "http://localhost:8081")),
+                    URI.create(options.getOrDefault("decode", "http://localhost:8082")), servedModel(gateway));
+            report.add(new PrefillCancelBench(endpoints, n, promptTokens, cancelAfter, shortBytes, idleSamples)
+                    .run("running stack", out));
+        }
+        out.printf("%n%-14s %10s %12s %12s %7s %11s %11s %10s %12s %10s %9s%n", "mode", "idle TTFT",
+                "TTFT p50", "TTFT p99", "ratio", "abort p50", "abort p99", "chunk p50", "overrun p99",
+                "obs→stop", "wasted");
+        report.forEach(out::println);
+        out.println("(ms. TTFT: short request sent at the disconnect; ratio = TTFT p50 / idle TTFT (target ≤ 1.2 with "
+                + "both); abort: disconnect → STOPPED seen; overrun: abort − duration of the chunk in flight at the "
+                + "disconnect (target: abort ≤ one chunk + 25 ms, i.e. overrun ≤ 25); obs→stop: workers' histogram "
+                + "p99 bucket; wasted: chunks computed after the disconnect, mean per long prompt)");
+        System.exit(0);
+    }
+
+    /** Runs the scenario N times against this stack and returns one report line. */
+    String run(String mode, PrintStream out) throws Exception {
+        int promptBytes = promptTokens - 1;
+        out.printf("%s: warming up (one long prompt cancelled, %d short requests)%n", mode, idleSamples);
+        iteration("warmup", promptBytes);
+        List<Double> idle = new ArrayList<>();
+        for (int i = 0; i < idleSamples + 2; i++) {
+            double ttft = ttftMillis(shortRequest("bench-idle-" + i));
+            if (i >= 2) {
+                idle.add(ttft);
+            }
+        }
+        double idleTtft = percentile(idle, 50);
+        out.printf("%s: idle TTFT of the short request %s ms (p50 of %s)%n", mode, fmt(idleTtft), idle);
+
+        Prometheus histogramBefore = Prometheus.scrape(stack.prefill());
+        List<Double> ttfts = new ArrayList<>();
+        List<Double> aborts = new ArrayList<>();
+        List<Double> chunkTimes = new ArrayList<>();
+        List<Double> overruns = new ArrayList<>();
+        long wasted = 0;
+        for (int i = 0; i < n; i++) {
+            Iteration it = iteration("bench-" + i, promptBytes);
+            ttfts.add(it.shortTtftMillis());
+            if (it.abortMillis() >= 0) {
+                aborts.add(it.abortMillis());
+                overruns.add(it.overrunMillis());
+            }
+            chunkTimes.addAll(it.chunkMillis());
+            wasted += it.wastedChunks();
+            out.printf("%s #%d: short TTFT %s ms, disconnect→abort %s (chunk in flight %s ms), chunks wasted %d%n",
+                    mode, i, fmt(it.shortTtftMillis()), !it.reachedPrefill() ? "- (cancelled before it reached prefill)"
+                            : it.abortMillis() < 0 ? "never (ran to completion)" : fmt(it.abortMillis()) + " ms",
+                    fmt(it.inFlightChunkMillis()), it.wastedChunks());
+        }
+        double observedToStopped = histogramP99Millis(histogramBefore, Prometheus.scrape(stack.prefill()));
+        double chunk = percentile(chunkTimes, 50);
+        double ttftP50 = percentile(ttfts, 50);
+        return "%-14s %10s %12s %12s %7s %11s %11s %10s %12s %10s %9s".formatted(mode, fmt(idleTtft), fmt(ttftP50),
+                fmt(percentile(ttfts, 99)), "%.2f".formatted(ttftP50 / idleTtft),
+                aborts.isEmpty() ? "never" : fmt(percentile(aborts, 50)),
+                aborts.isEmpty() ? "never" : fmt(percentile(aborts, 99)), fmt(chunk),
+                overruns.isEmpty() ? "-" : fmt(percentile(overruns, 99)),
+                Double.isNaN(observedToStopped) ? "-" : "≤" + fmt(observedToStopped),
+                "%.1f".formatted((double) wasted / n));
+    }
+
+    /**
+     * One round: the long prompt, the disconnect after {@link #cancelAfterMillis}, the short request at once; then
+     * wait until the long prompt's prefill has ended and both workers are idle.
+     */
+    private Iteration iteration(String tag, int promptBytes) throws Exception {
+        awaitIdle();
+        String longId = tag + "-long-" + UUID.randomUUID();
+        long mark = Journal.mark(stack.prefill());
+        JournalPoller poller = new JournalPoller(stack.prefill(), mark, longId);
+        Thread polling = Thread.ofPlatform().daemon().name("journal-poller").start(poller);
+        try {
+            Call longCall = client.start(StreamingClient.completion(stack.model(), Texts.ofBytes(promptBytes), 1, true),
+                    longId);
+            Thread.sleep(cancelAfterMillis);
+            // Read right before the disconnect (the poller may lag by a poll): later chunks ran for nobody.
+            List<JournalEntry> newer = Journal.since(stack.prefill(), poller.lastSeq.get()).entries();
+            long seqAtDisconnect = newer.isEmpty() ? poller.lastSeq.get() : newer.getLast().seq();
+            longCall.disconnect();
+            long disconnectedAt = longCall.disconnectNanos();
+            Call shortCall = shortRequest(tag + "-short-" + UUID.randomUUID());
+            shortCall.outcome().get(10, TimeUnit.MINUTES);
+            // Over when both workers hold nothing: the long prompt may have ended at any stage, or (cold, in the
+            // warm-up) never have reached prefill at all.
+            longCall.outcome().get(10, TimeUnit.MINUTES);
+            awaitIdle();
+            Thread.sleep(POLL.multipliedBy(5)); // let the poller read the last entries
+            Long stoppedSeen = poller.firstSeen.get("STOPPED");
+            List<Long> chunkSeen = poller.chunkSeenBefore(disconnectedAt);
+            // The chunk in flight at the disconnect: from the last chunk (or the start) seen before it to the first
+            // chunk seen after it. The contract is that the abort waits for at most this one chunk.
+            Long started = poller.firstSeen.get("STARTED");
+            long inFlightFrom = !chunkSeen.isEmpty() ? chunkSeen.getLast()
+                    : started != null ? started : disconnectedAt;
+            double inFlightChunk = poller.chunkSeenAfter(disconnectedAt).stream().findFirst()
+                    .map(t -> (t - inFlightFrom) / 1e6).orElse(0.0);
+            List<Double> chunkMillis = new ArrayList<>();
+            for (int i = 1; i < chunkSeen.size(); i++) {
+                chunkMillis.add((chunkSeen.get(i) - chunkSeen.get(i - 1)) / 1e6);
+            }
+            long wasted = Journal.since(stack.prefill(), mark).of(longId).stream()
+                    .filter(e -> e.event().equals("CHUNK") && e.seq() > seqAtDisconnect).count();
+            return new Iteration(shortCall.ttftNanos() / 1e6,
+                    stoppedSeen == null ? -1 : (stoppedSeen - disconnectedAt) / 1e6, chunkMillis, wasted,
+                    poller.firstSeen.containsKey("QUEUED"), inFlightChunk);
+        } finally {
+            poller.stop = true;
+            polling.join();
+        }
+    }
+
+    /**
+     * @param abortMillis   disconnect → STOPPED seen, or -1 if the prompt was not stopped mid-prefill
+     * @param reachedPrefill whether the long prompt reached the prefill worker before the disconnect stopped it
+     */
+    private record Iteration(double shortTtftMillis, double abortMillis, List<Double> chunkMillis, long wastedChunks,
+                             boolean reachedPrefill, double inFlightChunkMillis) {
+
+        /** How far the abort overran the chunk it had to wait for: the target is at most 25 ms. */
+        double overrunMillis() {
+            return abortMillis - inFlightChunkMillis;
+        }
+    }
+
+    /** Both workers hold nothing; without {@link Endpoints#awaitWorkersIdle}'s minute limit (mode none is slow). */
+    private void awaitIdle() throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(10);
+        while (!(idle(stack.status(Role.PREFILL)) && idle(stack.status(Role.DECODE)))) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("workers still busy after 10 minutes");
+            }
+            Thread.sleep(POLL.multipliedBy(10));
+        }
+    }
+
+    private static boolean idle(WorkerStatus s) {
+        return s.queued() == 0 && s.running() == 0 && s.livePages() == 0 && s.liveSessions() == 0
+                && s.liveRegistrations() == 0;
+    }
+
+    private Call shortRequest(String id) {
+        return client.start(StreamingClient.completion(stack.model(), Texts.ofBytes(shortBytes, 5), 4, true), id);
+    }
+
+    private static double ttftMillis(Call call) throws Exception {
+        Outcome outcome = call.outcome().get(10, TimeUnit.MINUTES);
+        if (!outcome.completed()) {
+            throw new IllegalStateException("short request failed: " + outcome);
+        }
+        return call.ttftNanos() / 1e6;
+    }
+
+    /**
+     * Reads the prefill journal every {@link #POLL} and notes when each entry of one request was first seen. The
+     * journal has no timestamps (orderings are its point); for a latency we need the client's clock, and a 2 ms poll
+     * over loopback is fine-grained next to chunks of hundreds of milliseconds.
+     */
+    private static final class JournalPoller implements Runnable {
+        final URI prefill;
+        final String requestId;
+        final AtomicLong lastSeq;
+        final Map<String, Long> firstSeen = new ConcurrentHashMap<>();
+        final List<long[]> chunks = Collections.synchronizedList(new ArrayList<>());
+        volatile boolean stop;
+
+        JournalPoller(URI prefill, long mark, String requestId) {
+            this.prefill = prefill;
+            this.requestId = requestId;
+            this.lastSeq = new AtomicLong(mark);
+        }
+
+        @Override
+        public void run() {
+            while (!stop) {
+                List<JournalEntry> entries = Journal.since(prefill, lastSeq.get()).entries();
+                long now = System.nanoTime();
+                for (JournalEntry e : entries) {
+                    lastSeq.set(e.seq());
+                    if (!e.requestId().equals(requestId)) {
+                        continue;
+                    }
+                    firstSeen.putIfAbsent(e.event(), now);
+                    if (e.event().equals("CHUNK")) {
+                        chunks.add(new long[] {e.seq(), now});
+                    }
+                }
+                try {
+                    Thread.sleep(POLL);
+                } catch (InterruptedException ex) {
+                    return;
+                }
+            }
+        }
+
+        /** When each chunk was first seen, for chunks seen before {@code nanos}. */
+        List<Long> chunkSeenBefore(long nanos) {
+            synchronized (chunks) {
+                return chunks.stream().map(c -> c[1]).filter(t -> t < nanos).toList();
+            }
+        }
+
+        /** When each chunk was first seen, for chunks seen at or after {@code nanos}, in order. */
+        List<Long> chunkSeenAfter(long nanos) {
+            synchronized (chunks) {
+                return chunks.stream().map(c -> c[1]).filter(t -> t >= nanos).toList();
+            }
+        }
+    }
+
+    /** p99 of the prefill worker's cancel-observed → stopped histogram over the run, from its bucket deltas. */
+    private static double histogramP99Millis(Prometheus before, Prometheus after) {
+        String name = "ripcord_cancel_abort_latency_seconds_bucket";
+        List<Prometheus.Sample> buckets = after.samples(name, "service", "prefill");
+        double total = after.sum("ripcord_cancel_abort_latency_seconds_count", "service", "prefill")
+                - before.sum("ripcord_cancel_abort_latency_seconds_count", "service", "prefill");
+        if (total <= 0) {
+            return Double.NaN;
+        }
+        double[][] les = buckets.stream().map(b -> new double[] {
+                b.labels().get("le").equals("+Inf") ? Double.POSITIVE_INFINITY
+                        : Double.parseDouble(b.labels().get("le")),
+                b.value() - before.sum(name, "service", "prefill", "le", b.labels().get("le"))})
+                .sorted((a, b) -> Double.compare(a[0], b[0])).toArray(double[][]::new);
+        for (double[] le : les) {
+            if (le[1] >= 0.99 * total) {
+                return le[0] * 1000;
+            }
+        }
+        return Double.POSITIVE_INFINITY;
+    }
+
+    private static double percentile(List<Double> values, double p) {
+        if (values.isEmpty()) {
+            return Double.NaN;
+        }
+        double[] sorted = values.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+        int index = (int) Math.ceil(p / 100.0 * sorted.length) - 1;
+        return sorted[Math.max(0, Math.min(sorted.length - 1, index))];
+    }
+
+    private static String fmt(double millis) {
+        return Double.isNaN(millis) ? "-" : "%.0f".formatted(millis);
+    }
+
+    private static String servedModel(URI gateway) throws Exception {
+        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        HttpResponse<String> response = http.send(HttpRequest.newBuilder(gateway.resolve("/v1/models")).GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+        return JsonMapper.builder().build().readTree(response.body()).path("data").path(0).path("id").asString();
+    }
+}
