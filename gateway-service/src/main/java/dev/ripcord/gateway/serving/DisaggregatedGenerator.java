@@ -47,6 +47,8 @@ public final class DisaggregatedGenerator implements TokenGenerator {
     private static final Logger log = LoggerFactory.getLogger(DisaggregatedGenerator.class);
     private static final MediaType NDJSON = MediaType.parseMediaType(InternalApi.NDJSON);
     private static final Duration DEFAULT_RETRY_AFTER = Duration.ofSeconds(1);
+    /** How workers' ERROR events start when the request was cancelled rather than failed. */
+    private static final String WORKER_CANCELLED = "cancelled:";
 
     private final WebClient client;
     private final WorkerPool prefillPool;
@@ -178,6 +180,12 @@ public final class DisaggregatedGenerator implements TokenGenerator {
     }
 
     private static ApiException upstreamError(String id, String leg, String detail) {
+        if (detail != null && detail.startsWith(WORKER_CANCELLED)) {
+            // The worker aborted it on a cancel it received (e.g. one published before the request arrived).
+            log.info("requestId={} {} leg cancelled by the worker: {}", id, leg, detail);
+            return ApiException.of(ErrorCode.REQUEST_CANCELLED, null, "request %s was cancelled (%s)", id,
+                    detail.substring(WORKER_CANCELLED.length()).trim().toLowerCase(java.util.Locale.ROOT));
+        }
         log.warn("requestId={} {} leg failed: {}", id, leg, detail);
         return ApiException.of(ErrorCode.INTERNAL_ERROR, null, "the %s worker failed this request", leg);
     }
