@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
@@ -440,21 +441,27 @@ public final class InferenceEngine implements AutoCloseable {
     }
 
     /**
-     * Runs a few throw-away prefill chunks and decode steps so the JIT compiles the kernels before real traffic:
-     * until then the Vector API runs in its interpreted form, tens of times slower, and a cold engine's first
-     * long prompt takes seconds longer than it should. A service calls this once at startup, before reporting
-     * ready. Uses one page per 64 tokens of warm-up and frees everything it allocates.
+     * Runs throw-away prefill chunks and decode steps until the JIT has compiled the kernels, so real traffic
+     * does not pay for it: until C2 compiles a kernel, the Vector API runs in its fallback form, tens of times
+     * slower, and on a busy machine C2's queue can take tens of seconds to get there. Rounds (a 64-token prefill
+     * and four decode steps) repeat until three in a row fail to beat the fastest round by 5%, after at least
+     * five rounds, or until {@code budget} has passed. A service calls this once at startup, before reporting
+     * ready. Frees everything it allocates (one page per 64 tokens of warm-up, briefly).
      *
      * @return the wall time spent, in nanoseconds
      */
-    public long warmUp() {
+    public long warmUp(Duration budget) {
         long start = System.nanoTime();
+        long deadline = start + budget.toNanos();
         int tokens = Math.min(64, Math.min(options.maxChunkTokens(), config.contextLength() - 8));
         int[] prompt = new int[tokens];
         for (int i = 0; i < tokens; i++) {
             prompt[i] = (i * 31 + 7) % config.vocabSize();
         }
-        for (int round = 0; round < 3; round++) {
+        long best = Long.MAX_VALUE;
+        int stale = 0;
+        for (int round = 0; System.nanoTime() < deadline && (round < 5 || stale < 3); round++) {
+            long roundStart = System.nanoTime();
             Sequence seq = newSequence(SamplingParams.greedy());
             try {
                 prefill(seq, prompt, 0, tokens);
@@ -465,8 +472,16 @@ public final class InferenceEngine implements AutoCloseable {
             } finally {
                 free(seq);
             }
+            long elapsed = System.nanoTime() - roundStart;
+            stale = elapsed < best * 0.95 ? 0 : stale + 1;
+            best = Math.min(best, elapsed);
         }
         return System.nanoTime() - start;
+    }
+
+    /** {@link #warmUp(Duration)} with a 30-second budget. */
+    public long warmUp() {
+        return warmUp(Duration.ofSeconds(30));
     }
 
     /** Copies the sequence's latest logits (from its last prefill chunk or decode step) into {@code dst}. */

@@ -22,12 +22,16 @@ import dev.ripcord.engine.model.PackedMatrix;
  * The JMH workloads again, single-threaded and timed in <em>thread CPU time</em>: figures that survive a machine
  * shared with other busy processes, where wall-clock benchmarks on two cores are mostly noise. Prints GEMM
  * GFLOP per CPU-second, prefill tokens and GFLOP per CPU-second per chunk size, and decode tokens per
- * CPU-second per batch size. Not a benchmark harness (no forks, no statistics): the best of a few repetitions.
+ * CPU-second per batch size. Not a benchmark harness (no statistics): the best of a few repetitions.
+ *
+ * <p>Run each section in its own JVM, as JMH forks do: a standalone GEMM compiled before or after the engine's
+ * kernels measurably slowed whichever came second (JIT profile interplay; the services only ever run the
+ * engine).
  *
  * <pre>./ripcord bench inference-engine -l   # compiles
- * $(./ripcord java | head -1)/bin/java --add-modules jdk.incubator.vector \
+ * for s in gemm prefill decode; do $(./ripcord java | head -1)/bin/java --add-modules jdk.incubator.vector \
  *     -cp inference-engine/target/test-classes:inference-engine/target/classes \
- *     dev.ripcord.engine.bench.CpuTimeReport</pre>
+ *     dev.ripcord.engine.bench.CpuTimeReport $s; done</pre>
  */
 public final class CpuTimeReport {
     static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
@@ -39,12 +43,20 @@ public final class CpuTimeReport {
         System.out.printf("CPU-time report, %d processors, load average %.1f%n",
                 Runtime.getRuntime().availableProcessors(),
                 ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
-        gemm();
-        EngineOptions options = EngineOptions.defaults().withThreads(1).withKvPages(80);
+        String section = args.length > 0 ? args[0] : "prefill";
+        if (section.equals("gemm")) {
+            gemm();
+            return;
+        }
+        EngineOptions options = EngineOptions.defaults().withThreads(1).withKvPages(120);
         try (InferenceEngine engine = InferenceEngine.create(Preset.SMALL, 1, options)) {
             engine.warmUp();
-            prefill(engine);
-            decode(engine);
+            if (section.equals("prefill")) {
+                prefill(engine);
+            } else {
+                decode(engine, 32);
+                decode(engine, 256);
+            }
         }
     }
 
@@ -62,10 +74,10 @@ public final class CpuTimeReport {
             MemorySegment x = arena.allocate((long) rows * k * 4, 64);
             MemorySegment rowMajor = arena.allocate((long) n * k * 4, 64);
             for (long i = 0; i < (long) rows * k; i++) {
-                x.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) random.nextGaussian());
+                x.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i, (float) random.nextGaussian());
             }
             for (long i = 0; i < (long) n * k; i++) {
-                rowMajor.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) random.nextGaussian() * 0.03f);
+                rowMajor.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i, (float) random.nextGaussian() * 0.03f);
             }
             PackedMatrix w = PackedMatrix.pack(rowMajor, n, k, 4 * kernels.lanes(), arena);
             MemorySegment y = arena.allocate((long) rows * n * 4, 64);
@@ -109,8 +121,8 @@ public final class CpuTimeReport {
         }
     }
 
-    static void decode(InferenceEngine engine) {
-        int[] prompt = new SplittableRandom(3).ints(256, 3, 259).toArray();
+    static void decode(InferenceEngine engine, int promptLength) {
+        int[] prompt = new SplittableRandom(3).ints(promptLength, 3, 259).toArray();
         for (int batch : new int[] {1, 4, 8, 16}) {
             double best = 0;
             for (int rep = 0; rep < 3; rep++) {
@@ -129,7 +141,8 @@ public final class CpuTimeReport {
                 best = Math.max(best, batch * steps / ((cpu() - t0) / 1e9));
                 sequences.forEach(engine::free);
             }
-            System.out.printf("decode batch %2d (context 256-304): %6.0f tokens per CPU-second%n", batch, best);
+            System.out.printf("decode batch %2d (context %d-%d): %6.0f tokens per CPU-second%n", batch, promptLength,
+                    promptLength + 48, best);
         }
     }
 }

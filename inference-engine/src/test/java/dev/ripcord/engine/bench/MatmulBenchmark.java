@@ -68,10 +68,10 @@ public class MatmulBenchmark {
         x = arena.allocate((long) ROWS * K * 4, 64);
         MemorySegment rowMajor = arena.allocate((long) N * K * 4, 64);
         for (long i = 0; i < (long) ROWS * K; i++) {
-            x.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) random.nextGaussian());
+            x.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i, (float) random.nextGaussian());
         }
         for (long i = 0; i < (long) N * K; i++) {
-            rowMajor.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) random.nextGaussian() * 0.03f);
+            rowMajor.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i, (float) random.nextGaussian() * 0.03f);
         }
         w = PackedMatrix.pack(rowMajor, N, K, 4 * k.lanes(), arena);
         y = arena.allocate((long) ROWS * N * 4, 64);

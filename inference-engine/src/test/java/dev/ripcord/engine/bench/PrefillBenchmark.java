@@ -65,6 +65,7 @@ public class PrefillBenchmark {
         engine = InferenceEngine.create(Preset.SMALL, 1, EngineOptions.defaults().withMaxChunkTokens(PROMPT)
                 .withKvPages(2 * PROMPT / 64 + 2));
         SplittableRandom random = new SplittableRandom(7);
+        engine.warmUp();
         prompt = new int[PROMPT];
         for (int i = 0; i < PROMPT; i++) {
             prompt[i] = 3 + random.nextInt(256);
