@@ -46,11 +46,10 @@ import static org.assertj.core.api.Assertions.assertThat;
         "ripcord.prefill.queue-capacity=1024",
         // Two prompts in prefill at once, interleaved chunk by chunk: cancels land in a round-robin, too.
         "ripcord.prefill.max-running=2",
-        // Workaround: prefill connects a prompt's send session only when the prompt starts, not at admission, so a
-        // prompt queued at prefill for longer than the attach timeout (30 s) fails at decode with ATTACH_TIMEOUT even
-        // though nobody cancelled it. The storm queues hundreds of prompts; on a slow machine the queue can take that
-        // long to drain, and this keeps that bug out of the storm's counts.
-        "ripcord.kv.attach-timeout=10m",
+        // Regression guard: prefill used to attach a prompt's send session only when the prompt started, so a prompt
+        // queued longer than the attach timeout failed at decode with ATTACH_TIMEOUT although nobody cancelled it.
+        // The storm queues hundreds of prompts at once; a short timeout makes such a failure likely to show here.
+        "ripcord.kv.attach-timeout=5s",
         // Every event of the storm must still be in the journal when it is read.
         "ripcord.worker.journal-size=200000"})
 class AbortStormTest {
