@@ -98,6 +98,14 @@ public final class DecodeJob {
         return cancel.get();
     }
 
+    private final java.util.concurrent.atomic.AtomicBoolean abortCounted =
+            new java.util.concurrent.atomic.AtomicBoolean();
+
+    /** True once per job: whichever path learns first that a cancel ended it counts the abort. */
+    boolean claimAbortCount() {
+        return abortCounted.compareAndSet(false, true);
+    }
+
     boolean isCancelRequested() {
         return cancel.get() != null;
     }

@@ -188,8 +188,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
                     // Abort stops acceptance, fences late writes, then releases; pages are freed after that.
                     session.abort("cancelled: " + reason + " via " + source);
                 }
-                count("transfer", source);
-                aborts.incrementAndGet();
+                countAbort(job, "transfer", source);
                 cancelToStop.record(System.nanoTime() - job.cancelRequest().observedNanos(), TimeUnit.NANOSECONDS);
                 log.info("requestId={} cancelled while awaiting KV ({} via {}); transfer aborted", job.requestId(),
                         reason, source);
@@ -198,6 +197,10 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
                 if (job.registration != null) {
                     job.registration.complete();
                 }
+            } else if (job.state() == DecodeJob.State.FAILED) {
+                // The transfer failed first, most likely aborted by prefill for this same cancel: the cancel is
+                // what ended the job, so it counts as the one abort.
+                countAbort(job, "transfer", source);
             } else {
                 log.info("requestId={} cancel observed ({} via {}); leaves the batch at the next step",
                         job.requestId(), reason, source);
@@ -214,6 +217,9 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
                 error == null ? "" : error.getMessage());
         if (error != null) {
             if (job.moveTo(DecodeJob.State.AWAITING_KV, DecodeJob.State.FAILED)) {
+                if (job.isCancelRequested()) {
+                    countAbort(job, "transfer", job.cancelRequest().source());
+                }
                 log.warn("requestId={} KV transfer failed: {}", job.requestId(), error.toString());
                 job.emit(DecodeEvent.error("KV transfer failed: " + error.getMessage()));
                 job.end();
@@ -299,8 +305,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
         DecodeJob.CancelRequest cancel = job.cancelRequest();
         journal.record(job.requestId(), "STOPPED", job.generated + " tokens");
         cancelToStop.record(System.nanoTime() - cancel.observedNanos(), TimeUnit.NANOSECONDS);
-        count("decode", cancel.source());
-        aborts.incrementAndGet();
+        countAbort(job, "decode", cancel.source());
         log.info("requestId={} left the batch after {} tokens ({} via {})", job.requestId(), job.generated,
                 cancel.reason(), cancel.source());
         job.emit(DecodeEvent.error("cancelled: " + cancel.reason()));
@@ -318,6 +323,14 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
         job.sequence = null;
         journal.record(job.requestId(), "FREED", "");
         committedPages -= job.committedPages;
+    }
+
+    /** Counts the job's abort (metric and status), once per job whichever path gets here first. */
+    private void countAbort(DecodeJob job, String phase, CancelSource source) {
+        if (job.claimAbortCount()) {
+            count(phase, source);
+            aborts.incrementAndGet();
+        }
     }
 
     private void count(String phase, CancelSource source) {
