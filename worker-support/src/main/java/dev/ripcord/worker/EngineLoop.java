@@ -70,12 +70,14 @@ public final class EngineLoop implements AutoCloseable {
     }
 
     /**
-     * Runs {@code task} now if the caller is the loop thread, else queues it. Used to keep every emission of a
+     * Queues {@code task} to run on the loop thread, after the tasks already waiting. Used to keep every emission of a
      * request's event stream on this one thread: a Reactor sink fed from several threads must serialize them,
      * and a thread descheduled mid-emission on a loaded machine can make another emitter give up.
      */
     public void runInLoop(Runnable task) {
-        if (inLoop() || closed) {
+        // Queued even from the loop thread itself: an emission can re-enter (a subscriber cancelling inside
+        // onNext runs the cancel path on this thread), and a re-entrant emission into the same sink fails.
+        if (closed) {
             task.run();
         } else {
             execute(task);
