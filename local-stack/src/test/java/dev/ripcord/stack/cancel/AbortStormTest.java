@@ -14,6 +14,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.stream.Collectors;
 
 import dev.ripcord.engine.SamplingParams;
@@ -217,9 +218,29 @@ class AbortStormTest {
                             plan.delayMillis(), TimeUnit.MILLISECONDS);
                 }
             }
-            CompletableFuture.allOf(outcomes.values().toArray(CompletableFuture[]::new)).get(3, TimeUnit.MINUTES);
+            try {
+                CompletableFuture.allOf(outcomes.values().toArray(CompletableFuture[]::new)).get(3, TimeUnit.MINUTES);
+            } catch (TimeoutException e) {
+                throw new AssertionError(stuck(endpoints, plans, outcomes), e);
+            }
         }
         return outcomes.entrySet().stream().collect(Collectors.toMap(Map.Entry::getKey, e -> e.getValue().join()));
+    }
+
+    /** What every call that has not ended was doing, with both workers' journals for it: the timeout's story. */
+    private static String stuck(Endpoints endpoints, List<Plan> plans, Map<String, CompletableFuture<Outcome>> outcomes) {
+        Journal p = Journal.since(endpoints.prefill(), 0);
+        Journal d = Journal.since(endpoints.decode(), 0);
+        StringBuilder story = new StringBuilder("calls still open after 3 minutes:");
+        for (Plan plan : plans) {
+            if (!outcomes.get(plan.id()).isDone()) {
+                story.append("%n  %s fate=%s stream=%s max=%d%n    prefill %s%n    decode  %s".formatted(plan.id(),
+                        plan.fate(), plan.stream(), plan.maxTokens(), p.events(plan.id()), d.events(plan.id())));
+            }
+        }
+        story.append("%nprefill %s%ndecode %s".formatted(endpoints.status(Role.PREFILL),
+                endpoints.status(Role.DECODE)));
+        return story.toString();
     }
 
     /** IDs with an entry in {@code events}; fails if any has more than one. */
