@@ -13,6 +13,11 @@ public final class InternalApi {
     public static final String STATUS = "/internal/v1/status";
     /** The request ID travels in this header on every internal call, as on the public API. */
     public static final String REQUEST_ID_HEADER = "X-Request-Id";
+    /**
+     * The internal credential: every call to a worker's {@code /internal/**} carries the shared token
+     * ({@code ripcord.internal.token}) in this header; a worker answers 401 without it and 403 with a wrong one.
+     */
+    public static final String INTERNAL_TOKEN_HEADER = "X-Ripcord-Internal-Token";
     /** Media type of every internal stream. */
     public static final String NDJSON = "application/x-ndjson";
 

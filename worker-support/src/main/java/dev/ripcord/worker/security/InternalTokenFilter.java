@@ -1,0 +1,86 @@
+package dev.ripcord.worker.security;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+
+import dev.ripcord.protocol.InternalApi;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.core.Ordered;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.server.reactive.ServerHttpResponse;
+import org.springframework.web.server.ServerWebExchange;
+import org.springframework.web.server.WebFilter;
+import org.springframework.web.server.WebFilterChain;
+import reactor.core.publisher.Mono;
+
+/**
+ * Guards a worker's {@code /internal/**}: the request must carry {@value InternalApi#INTERNAL_TOKEN_HEADER} equal to
+ * {@code ripcord.internal.token}. Missing: 401. Wrong: 403. The comparison is constant-time
+ * ({@link MessageDigest#isEqual} on SHA-256 digests, so neither content nor length leaks through timing).
+ * Everything else, actuator included, passes untouched: health probes and Prometheus need no credential.
+ *
+ * <p>Rejections answer a small JSON body {@code {"error":{"message","code"}}} and never echo the presented value.
+ */
+public final class InternalTokenFilter implements WebFilter, Ordered {
+
+    public static final int ORDER = Ordered.HIGHEST_PRECEDENCE + 100;
+
+    private static final Logger log = LoggerFactory.getLogger(InternalTokenFilter.class);
+    private static final String INTERNAL = "/internal";
+
+    private final byte[] expected;
+
+    public InternalTokenFilter(String token) {
+        this.expected = digest(token);
+    }
+
+    @Override
+    public int getOrder() {
+        return ORDER;
+    }
+
+    @Override
+    public Mono<Void> filter(ServerWebExchange exchange, WebFilterChain chain) {
+        String path = exchange.getRequest().getPath().pathWithinApplication().value();
+        if (!path.equals(INTERNAL) && !path.startsWith(INTERNAL + "/")) {
+            return chain.filter(exchange);
+        }
+        String presented = exchange.getRequest().getHeaders().getFirst(InternalApi.INTERNAL_TOKEN_HEADER);
+        if (presented == null) {
+            return reject(exchange, HttpStatus.UNAUTHORIZED, "missing_internal_token",
+                    "This internal endpoint requires the " + InternalApi.INTERNAL_TOKEN_HEADER + " header.");
+        }
+        if (!MessageDigest.isEqual(expected, digest(presented))) {
+            return reject(exchange, HttpStatus.FORBIDDEN, "invalid_internal_token",
+                    "The " + InternalApi.INTERNAL_TOKEN_HEADER + " header does not hold this worker's token.");
+        }
+        return chain.filter(exchange);
+    }
+
+    private static Mono<Void> reject(ServerWebExchange exchange, HttpStatus status, String code, String message) {
+        String requestId = exchange.getRequest().getHeaders().getFirst(InternalApi.REQUEST_ID_HEADER);
+        log.warn("requestId={} {} {} refused: {} from {}", requestId == null ? "-" : requestId,
+                exchange.getRequest().getMethod(), exchange.getRequest().getPath().value(), code,
+                exchange.getRequest().getRemoteAddress());
+        ServerHttpResponse response = exchange.getResponse();
+        response.setStatusCode(status);
+        response.getHeaders().setContentType(MediaType.APPLICATION_JSON);
+        if (status == HttpStatus.UNAUTHORIZED) {
+            response.getHeaders().set(HttpHeaders.WWW_AUTHENTICATE, InternalApi.INTERNAL_TOKEN_HEADER);
+        }
+        byte[] body = ("{\"error\":{\"message\":\"" + message + "\",\"code\":\"" + code + "\"}}")
+                .getBytes(StandardCharsets.UTF_8);
+        return response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(body)));
+    }
+
+    private static byte[] digest(String token) {
+        try {
+            return MessageDigest.getInstance("SHA-256").digest(token.getBytes(StandardCharsets.UTF_8));
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every JDK has SHA-256", e);
+        }
+    }
+}

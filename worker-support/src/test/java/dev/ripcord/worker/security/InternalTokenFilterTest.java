@@ -1,0 +1,109 @@
+package dev.ripcord.worker.security;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.ripcord.protocol.InternalApi;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ReactiveWebApplicationContextRunner;
+import org.springframework.http.HttpHeaders;
+import org.springframework.test.web.reactive.server.WebTestClient;
+import org.springframework.web.reactive.function.server.RouterFunction;
+import org.springframework.web.reactive.function.server.RouterFunctions;
+import org.springframework.web.reactive.function.server.ServerResponse;
+import org.springframework.web.server.WebFilter;
+
+/** A worker's {@code /internal/**} needs the internal token: 401 without, 403 wrong, served right; actuator is open. */
+class InternalTokenFilterTest {
+
+    private static final String TOKEN = "internal-token-for-tests";
+
+    private static final RouterFunction<ServerResponse> ROUTES = RouterFunctions.route()
+            .GET(InternalApi.STATUS, request -> ServerResponse.ok().bodyValue("status"))
+            .POST(InternalApi.PREFILL, request -> ServerResponse.ok().bodyValue("prefill"))
+            .GET("/actuator/health", request -> ServerResponse.ok().bodyValue("{\"status\":\"UP\"}"))
+            .GET("/actuator/prometheus", request -> ServerResponse.ok().bodyValue("# metrics"))
+            .build();
+
+    private final WebTestClient client = WebTestClient.bindToRouterFunction(ROUTES)
+            .webFilter(new InternalTokenFilter(TOKEN)).build();
+
+    @Test
+    void internalEndpointWithoutTheTokenIs401AndNeverReachesTheRoute() {
+        client.get().uri(InternalApi.STATUS).exchange()
+                .expectStatus().isUnauthorized()
+                .expectHeader().valueEquals(HttpHeaders.WWW_AUTHENTICATE, InternalApi.INTERNAL_TOKEN_HEADER)
+                .expectBody().jsonPath("$.error.code").isEqualTo("missing_internal_token");
+        client.post().uri(InternalApi.PREFILL).exchange().expectStatus().isUnauthorized();
+    }
+
+    @Test
+    void internalEndpointWithAWrongTokenIs403AndTheBodyNeverEchoesIt() {
+        String wrong = TOKEN + "x";
+        byte[] body = client.get().uri(InternalApi.STATUS).header(InternalApi.INTERNAL_TOKEN_HEADER, wrong).exchange()
+                .expectStatus().isForbidden()
+                .expectBody().jsonPath("$.error.code").isEqualTo("invalid_internal_token")
+                .returnResult().getResponseBody();
+        assertThat(new String(body)).doesNotContain(wrong);
+        // A prefix of the right token, and an empty one, are wrong too.
+        for (String almost : new String[] {TOKEN.substring(0, TOKEN.length() - 1), ""}) {
+            client.get().uri(InternalApi.STATUS).header(InternalApi.INTERNAL_TOKEN_HEADER, almost).exchange()
+                    .expectStatus().isForbidden();
+        }
+    }
+
+    @Test
+    void internalEndpointWithTheTokenIsServed() {
+        client.get().uri(InternalApi.STATUS).header(InternalApi.INTERNAL_TOKEN_HEADER, TOKEN).exchange()
+                .expectStatus().isOk().expectBody(String.class).isEqualTo("status");
+        client.post().uri(InternalApi.PREFILL).header(InternalApi.INTERNAL_TOKEN_HEADER, TOKEN).exchange()
+                .expectStatus().isOk();
+    }
+
+    @Test
+    void actuatorHealthAndPrometheusNeedNoCredential() {
+        client.get().uri("/actuator/health").exchange().expectStatus().isOk();
+        client.get().uri("/actuator/prometheus").exchange().expectStatus().isOk();
+        // A path that merely starts with the same letters is not internal.
+        client.get().uri("/internalx").exchange().expectStatus().isNotFound();
+    }
+
+    // --- start-up ---------------------------------------------------------------------------------------------
+
+    private final ReactiveWebApplicationContextRunner runner = new ReactiveWebApplicationContextRunner()
+            .withConfiguration(AutoConfigurations.of(InternalSecurityAutoConfiguration.class));
+
+    @Test
+    void aWorkerWithoutATokenRefusesToStartAndSaysWhatToSet() {
+        runner.run(context -> {
+            assertThat(context).hasFailed();
+            assertThat(context.getStartupFailure()).rootCause()
+                    .hasMessageContaining("ripcord.internal.token is not set")
+                    .hasMessageContaining("RIPCORD_INTERNAL_TOKEN")
+                    .hasMessageContaining("ripcord.internal.auth.enabled=false");
+        });
+    }
+
+    @Test
+    void aWorkerWithATokenGuardsInternalWithIt() {
+        runner.withPropertyValues("ripcord.internal.token=" + TOKEN).run(context -> {
+            assertThat(context).hasNotFailed();
+            WebFilter filter = context.getBean("ripcordInternalTokenFilter", WebFilter.class);
+            assertThat(filter).isInstanceOf(InternalTokenFilter.class);
+            WebTestClient configured = WebTestClient.bindToRouterFunction(ROUTES).webFilter(filter).build();
+            configured.get().uri(InternalApi.STATUS).exchange().expectStatus().isUnauthorized();
+            configured.get().uri(InternalApi.STATUS).header(InternalApi.INTERNAL_TOKEN_HEADER, TOKEN).exchange()
+                    .expectStatus().isOk();
+        });
+    }
+
+    @Test
+    void disablingInternalAuthExplicitlyStartsWithoutATokenAndServesEveryone() {
+        runner.withPropertyValues("ripcord.internal.auth.enabled=false").run(context -> {
+            assertThat(context).hasNotFailed();
+            WebFilter filter = context.getBean("ripcordInternalTokenFilter", WebFilter.class);
+            WebTestClient open = WebTestClient.bindToRouterFunction(ROUTES).webFilter(filter).build();
+            open.get().uri(InternalApi.STATUS).exchange().expectStatus().isOk();
+        });
+    }
+}
