@@ -16,5 +16,10 @@ public enum CancelReason {
     /** The process that owned the request is shutting down. */
     SHUTDOWN,
     /** Another leg of the request failed, so the rest of the work is useless. */
-    UPSTREAM_ERROR
+    UPSTREAM_ERROR,
+    /**
+     * The client stopped reading its stream: it accepted no bytes for the gateway's stall timeout
+     * ({@code ripcord.gateway.openai.stream-stall-timeout}), so the gateway gave up on it.
+     */
+    CLIENT_STALLED
 }

@@ -5,6 +5,7 @@ import static org.springframework.web.reactive.function.server.RequestPredicates
 import java.time.Clock;
 import java.util.Set;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
@@ -29,10 +30,19 @@ import reactor.core.publisher.Mono;
 @EnableConfigurationProperties(OpenAiProperties.class)
 public class OpenAiConfiguration {
 
+    /** One per application: the streams' buffers and stall watches, counted in the meter registry if there is one. */
+    @Bean
+    StreamGuard openAiStreamGuard(OpenAiProperties properties, ObjectProvider<MeterRegistry> meters) {
+        StreamGuard guard = new StreamGuard(properties.streamStallTimeout());
+        meters.ifAvailable(guard.stats()::bindTo);
+        return guard;
+    }
+
     @Bean
     RouterFunction<ServerResponse> openAiRoutes(TokenGenerator generator, TextCodec codec, OpenAiProperties properties,
-            ObjectProvider<Clock> clock) {
-        OpenAiHandler handler = new OpenAiHandler(generator, codec, properties, clock.getIfUnique(Clock::systemUTC));
+            ObjectProvider<Clock> clock, StreamGuard streamGuard) {
+        OpenAiHandler handler = new OpenAiHandler(generator, codec, properties, clock.getIfUnique(Clock::systemUTC),
+                streamGuard);
         return RouterFunctions.route()
                 .POST("/v1/completions", handler::completions)
                 .POST("/v1/chat/completions", handler::chatCompletions)

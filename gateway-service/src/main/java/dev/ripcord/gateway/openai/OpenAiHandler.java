@@ -18,6 +18,7 @@ import org.springframework.http.HttpStatus;
 import org.springframework.http.InvalidMediaTypeException;
 import org.springframework.http.MediaType;
 import org.springframework.http.ReactiveHttpOutputMessage;
+import org.springframework.http.server.reactive.ServerHttpResponseDecorator;
 import org.springframework.web.reactive.function.BodyExtractors;
 import org.springframework.web.reactive.function.BodyInserter;
 import org.springframework.web.reactive.function.server.ServerRequest;
@@ -25,6 +26,7 @@ import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
+import reactor.netty.Connection;
 import reactor.util.context.Context;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.node.ArrayNode;
@@ -50,7 +52,9 @@ import dev.ripcord.gateway.openai.GenerationRequest.Kind;
  * <p>Errors: anything raised before the first byte of the response (including a generator that fails before its
  * first token) reaches {@link OpenAiErrorHandler} and becomes a proper status with an OpenAI body. A stream that
  * fails after it started ends with an error event and {@code [DONE]}. If the client goes away, WebFlux cancels the
- * response, which cancels the generation.
+ * response, which cancels the generation. A stream holds at most {@link StreamGuard#CAPACITY} events for a slow
+ * client; one that accepts nothing for {@code stream-stall-timeout} is cancelled ({@code CLIENT_STALLED}) and its
+ * connection closed ({@link StreamGuard}).
  */
 final class OpenAiHandler {
 
@@ -61,13 +65,16 @@ final class OpenAiHandler {
     private final OpenAiProperties properties;
     private final Clock clock;
     private final RequestParser parser;
+    private final StreamGuard streamGuard;
     private final long startedAt;
 
-    OpenAiHandler(TokenGenerator generator, TextCodec codec, OpenAiProperties properties, Clock clock) {
+    OpenAiHandler(TokenGenerator generator, TextCodec codec, OpenAiProperties properties, Clock clock,
+            StreamGuard streamGuard) {
         this.generator = generator;
         this.codec = codec;
         this.properties = properties;
         this.clock = clock;
+        this.streamGuard = streamGuard;
         this.parser = new RequestParser(codec, properties.maxTimeout());
         this.startedAt = clock.instant().getEpochSecond();
     }
@@ -89,7 +96,7 @@ final class OpenAiHandler {
                         .map(body -> parser.parse(kind, body, requestId, headerTimeout.orElse(null))))
                 .doOnNext(request -> log.debug("requestId={} accepted kind={} promptTokens={} maxTokens={} stream={}",
                         requestId, kind, request.promptTokens().length, request.maxTokens(), request.stream()))
-                .flatMap(request -> request.stream() ? stream(request) : complete(request))
+                .flatMap(request -> request.stream() ? stream(request, http) : complete(request))
                 .contextWrite(Context.of(RequestIds.CONTEXT_KEY, requestId));
     }
 
@@ -196,8 +203,10 @@ final class OpenAiHandler {
                 });
     }
 
-    private Mono<ServerResponse> stream(GenerationRequest request) {
+    private Mono<ServerResponse> stream(GenerationRequest request, ServerRequest http) {
         long created = clock.instant().getEpochSecond();
+        CancelCause cause = new CancelCause();
+        StreamGuard.Watch watch = streamGuard.watch(request.requestId(), cause, () -> closeConnection(http));
         Flux<byte[]> events = Flux.defer(() -> {
             ResponseShapes shapes = new ResponseShapes(request, created);
             return deltas(request)
@@ -212,12 +221,30 @@ final class OpenAiHandler {
                                 request.requestId(), failure);
                         return Mono.just(shapes.errorEvents(error));
                     });
-        }).doOnCancel(() -> log.debug("requestId={} cancelled by the client", request.requestId()))
-                .contextWrite(Context.of(RequestIds.CONTEXT_KEY, request.requestId()));
+        }).doOnCancel(() -> log.debug("requestId={} stream cancelled ({})", request.requestId(),
+                        cause.reason()))
+                .contextWrite(Context.of(RequestIds.CONTEXT_KEY, request.requestId(), CancelCause.CONTEXT_KEY, cause));
         return ServerResponse.ok()
                 .contentType(MediaType.TEXT_EVENT_STREAM)
                 .header(HttpHeaders.CACHE_CONTROL, "no-cache")
-                .body(flushEach(events));
+                .body(flushEach(events, watch));
+    }
+
+    /**
+     * Closes the client's connection at once, pending writes and all: what ends a stream whose client stopped
+     * reading, since a writer waiting on a full socket would never finish. Without a network connection (an
+     * in-memory exchange) there is nothing to close; ending the guarded stream is then all there is.
+     */
+    private static void closeConnection(ServerRequest http) {
+        Object nativeResponse;
+        try {
+            nativeResponse = ServerHttpResponseDecorator.getNativeResponse(http.exchange().getResponse());
+        } catch (RuntimeException noNetwork) {
+            return;
+        }
+        if (nativeResponse instanceof Connection connection) {
+            connection.dispose();
+        }
     }
 
     private Mono<ServerResponse> complete(GenerationRequest request) {
@@ -283,11 +310,13 @@ final class OpenAiHandler {
     }
 
     /**
-     * Writes each SSE event and flushes it, so a token reaches the client when it is generated. Buffers are made
-     * lazily from byte arrays, so nothing pooled is held if the client cancels in between.
+     * Writes each SSE event and flushes it, so a token reaches the client when it is generated. The events pass
+     * through the stream's bounded buffer and stall watch ({@link StreamGuard}). Buffers are made lazily from byte
+     * arrays, so nothing pooled is held if the client cancels in between.
      */
-    private static BodyInserter<Flux<byte[]>, ReactiveHttpOutputMessage> flushEach(Flux<byte[]> events) {
-        return (message, context) -> message.writeAndFlushWith(
-                events.map(event -> Mono.fromSupplier(() -> message.bufferFactory().wrap(event))));
+    private static BodyInserter<Flux<byte[]>, ReactiveHttpOutputMessage> flushEach(Flux<byte[]> events,
+            StreamGuard.Watch watch) {
+        return (message, context) -> watch.write(message.writeAndFlushWith(
+                watch.guard(events).map(event -> Mono.fromSupplier(() -> message.bufferFactory().wrap(event)))));
     }
 }

@@ -13,12 +13,15 @@ import org.springframework.util.unit.DataSize;
  * @param maxTimeout  largest per-request deadline a client may ask for with {@code timeout} or
  *                    {@code X-Ripcord-Timeout} (default 1h)
  * @param ownedBy     the {@code owned_by} of the served model in {@code GET /v1/models} (default {@code ripcord})
+ * @param streamStallTimeout how long a streaming client may accept no bytes while an event waits for it before the
+ *                    gateway cancels the request ({@code CLIENT_STALLED}) and closes the connection (default 60s)
  */
 @ConfigurationProperties("ripcord.gateway.openai")
 public record OpenAiProperties(
         @DefaultValue("1MB") DataSize maxBodySize,
         @DefaultValue("1h") Duration maxTimeout,
-        @DefaultValue("ripcord") String ownedBy) {
+        @DefaultValue("ripcord") String ownedBy,
+        @DefaultValue("60s") Duration streamStallTimeout) {
 
     public OpenAiProperties {
         if (maxBodySize.toBytes() < 1 || maxBodySize.toBytes() > Integer.MAX_VALUE - 8) {
@@ -28,6 +31,10 @@ public record OpenAiProperties(
         if (maxTimeout.isNegative() || maxTimeout.isZero()) {
             throw new IllegalArgumentException("ripcord.gateway.openai.max-timeout must be positive, got " + maxTimeout);
         }
+        if (streamStallTimeout.isNegative() || streamStallTimeout.isZero()) {
+            throw new IllegalArgumentException(
+                    "ripcord.gateway.openai.stream-stall-timeout must be positive, got " + streamStallTimeout);
+        }
         if (ownedBy.isBlank()) {
             throw new IllegalArgumentException("ripcord.gateway.openai.owned-by must not be blank");
         }
@@ -35,7 +42,7 @@ public record OpenAiProperties(
 
     /** The defaults, for tests and for wiring without a binder. */
     public static OpenAiProperties defaults() {
-        return new OpenAiProperties(DataSize.ofMegabytes(1), Duration.ofHours(1), "ripcord");
+        return new OpenAiProperties(DataSize.ofMegabytes(1), Duration.ofHours(1), "ripcord", Duration.ofSeconds(60));
     }
 
     int maxBodyBytes() {

@@ -12,7 +12,9 @@ import reactor.core.publisher.Flux;
  *   <li>Tokens arrive in order; the last one carries a non-null {@link GeneratedToken#finishReason()} and the Flux
  *       completes right after it. Completing without such a token is a contract violation (reported as a 500).</li>
  *   <li>Cancelling the subscription (the client went away, or a stop string matched at the gateway) must cancel
- *       the request everywhere: prefill, KV transfer and decode.</li>
+ *       the request everywhere: prefill, KV transfer and decode. Why it was cancelled is in the Reactor context:
+ *       {@link CancelCause#of} ({@code CLIENT_DISCONNECT} unless this package recorded another reason, such as
+ *       {@code CLIENT_STALLED} for a streaming client that stopped reading).</li>
  *   <li>Failures the client should see are {@link ApiException}s, e.g.
  *       {@code ApiException.of(ErrorCode.SERVICE_UNAVAILABLE, ...).withRetryAfter(...)}; anything else becomes an
  *       OpenAI 500 body. An error before the first token becomes the HTTP status; a later one ends a stream with

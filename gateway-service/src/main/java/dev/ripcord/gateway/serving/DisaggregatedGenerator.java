@@ -7,6 +7,7 @@ import dev.ripcord.cancel.CancelReason;
 import dev.ripcord.gateway.lifecycle.RequestContext;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
 import dev.ripcord.gateway.openai.ApiException;
+import dev.ripcord.gateway.openai.CancelCause;
 import dev.ripcord.gateway.openai.ErrorCode;
 import dev.ripcord.gateway.openai.GeneratedToken;
 import dev.ripcord.gateway.openai.GenerationRequest;
@@ -65,7 +66,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
 
     @Override
     public Flux<GeneratedToken> generate(GenerationRequest request) {
-        return Flux.defer(() -> {
+        return Flux.deferContextual(view -> {
             String id = request.requestId();
             RequestContext ctx;
             try {
@@ -112,8 +113,8 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                     // The legs end early when the context is cancelled; the client then learns why.
                     .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.empty()
                             : Flux.error(cancelled(id, ctx.cancelReason()))))
-                    // Cancelled from downstream: the client went away (or a stop string matched).
-                    .doOnCancel(() -> contexts.cancel(ctx, CancelReason.CLIENT_DISCONNECT))
+                    // Cancelled from downstream: the client went away (or a stop string matched, or it stalled).
+                    .doOnCancel(() -> contexts.cancel(ctx, CancelCause.of(view)))
                     .doFinally(signal -> contexts.close(ctx));
         });
     }
@@ -121,7 +122,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
     /** The prefill leg: its events carry no tokens, only progress and errors, so it contributes no elements. */
     private Flux<GeneratedToken> prefill(RequestContext ctx, GenerationRequest request, Sampling sampling,
                                          String transfer) {
-        return Flux.defer(() -> {
+        return Flux.deferContextual(view -> {
             String id = request.requestId();
             WorkerPool.Lease lease = prefillPool.acquire();
             log.info("requestId={} routed to prefill={}", id, lease.instance().uri());

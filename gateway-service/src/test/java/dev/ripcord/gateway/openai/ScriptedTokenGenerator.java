@@ -10,10 +10,12 @@ import java.util.function.Function;
 
 import reactor.core.publisher.Flux;
 
+import dev.ripcord.cancel.CancelReason;
+
 /**
  * A {@link TokenGenerator} that replays a script per request: tokens, optionally delayed, optionally followed by an
  * error or by silence. It records every request, the {@code requestId} it saw in the Reactor context, and how often
- * a generation was cancelled or completed.
+ * a generation was cancelled (and why) or completed.
  */
 final class ScriptedTokenGenerator implements TokenGenerator {
 
@@ -23,13 +25,14 @@ final class ScriptedTokenGenerator implements TokenGenerator {
     private final AtomicInteger subscriptions = new AtomicInteger();
     private final AtomicInteger cancellations = new AtomicInteger();
     private final AtomicInteger completions = new AtomicInteger();
+    private final List<CancelReason> cancelReasons = new CopyOnWriteArrayList<>();
 
     @Override
     public Flux<GeneratedToken> generate(GenerationRequest request) {
         requests.add(request);
         return Flux.deferContextual(context -> {
                     contextRequestIds.add(context.getOrDefault(RequestIds.CONTEXT_KEY, "<none>"));
-                    return script.apply(request);
+                    return script.apply(request).doOnCancel(() -> cancelReasons.add(CancelCause.of(context)));
                 })
                 .doOnSubscribe(s -> subscriptions.incrementAndGet())
                 .doOnCancel(cancellations::incrementAndGet)
@@ -43,6 +46,7 @@ final class ScriptedTokenGenerator implements TokenGenerator {
         subscriptions.set(0);
         cancellations.set(0);
         completions.set(0);
+        cancelReasons.clear();
     }
 
     /** Every request replays {@code tokens}. */
@@ -87,6 +91,11 @@ final class ScriptedTokenGenerator implements TokenGenerator {
 
     int cancellations() {
         return cancellations.get();
+    }
+
+    /** Why each cancelled generation was cancelled, as {@link CancelCause} told it at the cancel. */
+    List<CancelReason> cancelReasons() {
+        return cancelReasons;
     }
 
     int completions() {

@@ -1,0 +1,45 @@
+package dev.ripcord.gateway.openai;
+
+import java.util.concurrent.atomic.AtomicReference;
+
+import reactor.util.context.ContextView;
+
+import dev.ripcord.cancel.CancelReason;
+
+/**
+ * Why the OpenAI surface cancelled a generation, for the {@link TokenGenerator} to read when its subscription is
+ * cancelled. A Reactive Streams cancel carries no reason, so this package records one in the Reactor context of the
+ * generation, under {@value #CONTEXT_KEY}, before it cancels.
+ *
+ * <p>Contract: a generator that reports why it was cancelled reads {@link #of(ContextView)} in its cancel handler.
+ * When nothing was recorded the reason is {@link CancelReason#CLIENT_DISCONNECT}: the client went away, or a stop
+ * string ended the generation. The streaming stall guard records {@link CancelReason#CLIENT_STALLED}. The first
+ * recorded reason wins.
+ */
+public final class CancelCause {
+
+    /** Reactor context key of the generation's {@link CancelCause}. */
+    public static final String CONTEXT_KEY = "ripcord.cancelCause";
+
+    private final AtomicReference<CancelReason> reason = new AtomicReference<>();
+
+    CancelCause() {
+    }
+
+    /** Records {@code why}, unless a reason was recorded before; returns whether this call recorded it. */
+    boolean record(CancelReason why) {
+        return reason.compareAndSet(null, why);
+    }
+
+    /** The recorded reason, or {@link CancelReason#CLIENT_DISCONNECT}. */
+    public CancelReason reason() {
+        CancelReason recorded = reason.get();
+        return recorded == null ? CancelReason.CLIENT_DISCONNECT : recorded;
+    }
+
+    /** The reason recorded for the generation running under {@code context}, or {@code CLIENT_DISCONNECT}. */
+    public static CancelReason of(ContextView context) {
+        return context.<CancelCause>getOrEmpty(CONTEXT_KEY).map(CancelCause::reason)
+                .orElse(CancelReason.CLIENT_DISCONNECT);
+    }
+}
