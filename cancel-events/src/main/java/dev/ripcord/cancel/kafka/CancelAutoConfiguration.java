@@ -12,6 +12,8 @@ import dev.ripcord.cancel.CancellationRegistry;
 import dev.ripcord.cancel.Origin;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
+import io.micrometer.tracing.Tracer;
+import io.micrometer.tracing.propagation.Propagator;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -70,6 +72,13 @@ public final class CancelAutoConfiguration {
         return meters.getIfUnique(() -> Metrics.globalRegistry);
     }
 
+    /** The service's tracer and propagator (Micrometer Tracing, any bridge), or none: records then carry no trace. */
+    static TraceHeaders traceHeaders(ObjectProvider<Tracer> tracer, ObjectProvider<Propagator> propagator) {
+        Tracer t = tracer.getIfUnique();
+        Propagator p = propagator.getIfUnique();
+        return t == null || p == null ? TraceHeaders.NONE : new TraceHeaders(t, p);
+    }
+
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(StreamBridge.class)
     @Conditional(OnKafkaPropagation.class)
@@ -99,10 +108,12 @@ public final class CancelAutoConfiguration {
         @Bean(destroyMethod = "close")
         KafkaSendQueue ripcordCancelSendQueue(StreamBridge bridge, AckFutures acks, TopicProvisioner topics,
                 BindingServiceProperties bindings, CancelProperties properties,
-                ObjectProvider<MeterRegistry> meters) {
+                ObjectProvider<MeterRegistry> meters, ObjectProvider<Tracer> tracer,
+                ObjectProvider<Propagator> propagator) {
             requireDestination(bindings, CancelBindings.OUTPUT, properties.topic());
             requireDestination(bindings, CancelBindings.DLT_OUTPUT, properties.dltTopic());
-            return new KafkaSendQueue(new StreamBridgeRecordSender(bridge, acks), properties.publishQueueCapacity(),
+            return new KafkaSendQueue(new StreamBridgeRecordSender(bridge, acks, traceHeaders(tracer, propagator)),
+                    properties.publishQueueCapacity(),
                     properties.publishMaxAttempts(), properties.publishRetryBackoff(), Duration.ofSeconds(5),
                     meters(meters));
         }
@@ -110,10 +121,12 @@ public final class CancelAutoConfiguration {
         @Bean
         @ConditionalOnMissingBean
         CancelPublisher cancelPublisher(KafkaSendQueue queue, CancelProperties properties, Environment environment,
-                ObjectProvider<MeterRegistry> meters) {
+                ObjectProvider<MeterRegistry> meters, ObjectProvider<Tracer> tracer,
+                ObjectProvider<Propagator> propagator) {
             Origin origin = new Origin(environment.getProperty("spring.application.name", "ripcord"),
                     properties.instanceId());
-            return new KafkaCancelPublisher(queue, origin, Clock.systemUTC(), meters(meters));
+            return new KafkaCancelPublisher(queue, origin, Clock.systemUTC(), meters(meters),
+                    traceHeaders(tracer, propagator));
         }
     }
 
@@ -132,7 +145,8 @@ public final class CancelAutoConfiguration {
         @Bean(CancelBindings.CONSUMER_FUNCTION)
         Consumer<Message<?>> ripcordCancelConsumer(CancellationRegistry registry, DeadLetterPublisher deadLetters,
                 TopicProvisioner topics, BindingServiceProperties bindings, CancelProperties properties,
-                Environment environment, ObjectProvider<MeterRegistry> meters) {
+                Environment environment, ObjectProvider<MeterRegistry> meters, ObjectProvider<Tracer> tracer,
+                ObjectProvider<Propagator> propagator) {
             String definition = environment.getProperty("spring.cloud.function.definition", "");
             if (!Set.of(definition.split("[;|,]")).contains(CancelBindings.CONSUMER_FUNCTION)) {
                 throw new IllegalStateException(("ripcord.cancel.consume=true but spring.cloud.function.definition='%s' "
@@ -141,7 +155,7 @@ public final class CancelAutoConfiguration {
                                 definition.isBlank() ? "yourFunction" : definition, CancelBindings.CONSUMER_FUNCTION));
             }
             requireDestination(bindings, CancelBindings.INPUT, properties.topic());
-            return new CancelEventConsumer(registry, deadLetters, meters(meters));
+            return new CancelEventConsumer(registry, deadLetters, meters(meters), traceHeaders(tracer, propagator));
         }
 
         @Bean

@@ -17,6 +17,7 @@ import dev.ripcord.cancel.RequestIds;
 import dev.ripcord.cancel.kafka.DeadLetterPublisher.Poison;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.tracing.Span;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
@@ -37,7 +38,8 @@ import org.springframework.messaging.MessageHeaders;
  * skipped quietly and counted in {@code ripcord.cancel.consumed.skipped}; the function is typed {@code Message<?>}
  * rather than {@code Message<byte[]>} because the binder cannot convert such a record's {@code KafkaNull} payload to
  * bytes and would log an ERROR before we ever saw it. While a valid record is handled, MDC {@value CancelBindings#MDC_REQUEST_ID} is set,
- * so the abort handler's log lines carry the request ID too.
+ * so the abort handler's log lines carry the request ID too, and a record with a {@code traceparent} header is handled
+ * in a consumer span of the publisher's trace (so those lines carry its {@code traceId} as well).
  */
 final class CancelEventConsumer implements Consumer<Message<?>> {
 
@@ -49,8 +51,15 @@ final class CancelEventConsumer implements Consumer<Message<?>> {
     private final Map<Problem, Counter> poison = new EnumMap<>(Problem.class);
     private final Counter failures;
     private final Counter deleteMarkers;
+    private final TraceHeaders trace;
 
     CancelEventConsumer(CancellationRegistry registry, DeadLetterPublisher deadLetters, MeterRegistry meters) {
+        this(registry, deadLetters, meters, TraceHeaders.NONE);
+    }
+
+    CancelEventConsumer(CancellationRegistry registry, DeadLetterPublisher deadLetters, MeterRegistry meters,
+                        TraceHeaders trace) {
+        this.trace = trace;
         this.registry = registry;
         this.deadLetters = deadLetters;
         for (CancelOutcome outcome : CancelOutcome.values()) {
@@ -103,7 +112,8 @@ final class CancelEventConsumer implements Consumer<Message<?>> {
         }
 
         MDC.put(CancelBindings.MDC_REQUEST_ID, event.requestId());
-        try {
+        // The publisher's trace goes on: this handling (and the abort handler it runs) logs with its traceId.
+        try (TraceHeaders.Continued ignored = trace.continueTrace(headers, "ripcord.cancel consume", Span.Kind.CONSUMER)) {
             CancelOutcome outcome = registry.cancel(event.requestId(), event.reason(), CancelSource.KAFKA);
             consumed.get(outcome).increment();
             log.debug("consumed cancel requestId={} reason={} origin={} at {}-{}@{}: {}", event.requestId(),

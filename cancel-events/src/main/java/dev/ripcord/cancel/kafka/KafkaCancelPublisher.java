@@ -13,6 +13,7 @@ import dev.ripcord.cancel.CancelEventCodec;
 import dev.ripcord.cancel.CancelPublisher;
 import dev.ripcord.cancel.CancelReason;
 import dev.ripcord.cancel.Origin;
+import dev.ripcord.cancel.logging.RequestMdc;
 import dev.ripcord.cancel.kafka.KafkaSendQueue.SendOutcome;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -29,6 +30,10 @@ import org.springframework.messaging.support.MessageBuilder;
  * it only encodes the JSON (microseconds) and enqueues; the send happens on {@link KafkaSendQueue}'s thread.
  * Metrics: {@code ripcord.cancel.published{outcome=acked|gave_up|rejected}}, {@code ripcord.cancel.publish.latency}
  * (publish call to broker ack, acked records only) and {@code ripcord.cancel.publish.retries}.
+ *
+ * <p>Tracing: the record carries the caller's trace context as W3C {@code traceparent} (and {@code tracestate},
+ * {@code baggage} where present) headers, captured on the caller's thread before the hand-off to the queue; see
+ * {@link TraceHeaders}.
  */
 final class KafkaCancelPublisher implements CancelPublisher {
 
@@ -39,8 +44,14 @@ final class KafkaCancelPublisher implements CancelPublisher {
     private final Clock clock;
     private final Map<SendOutcome, Counter> published = new EnumMap<>(SendOutcome.class);
     private final Timer latency;
+    private final TraceHeaders trace;
 
     KafkaCancelPublisher(KafkaSendQueue queue, Origin origin, Clock clock, MeterRegistry meters) {
+        this(queue, origin, clock, meters, TraceHeaders.NONE);
+    }
+
+    KafkaCancelPublisher(KafkaSendQueue queue, Origin origin, Clock clock, MeterRegistry meters, TraceHeaders trace) {
+        this.trace = trace;
         this.queue = queue;
         this.origin = origin;
         this.clock = clock;
@@ -63,13 +74,16 @@ final class KafkaCancelPublisher implements CancelPublisher {
     @Override
     public CompletableFuture<Void> publish(CancelEvent event) {
         Objects.requireNonNull(event, "event");
-        Message<byte[]> message = MessageBuilder.withPayload(CancelEventCodec.encode(event))
+        MessageBuilder<byte[]> builder = MessageBuilder.withPayload(CancelEventCodec.encode(event))
                 .setHeader(KafkaHeaders.KEY, event.requestId().getBytes(StandardCharsets.UTF_8))
-                .setHeader(MessageHeaders.CONTENT_TYPE, "application/json")
-                .build();
+                .setHeader(MessageHeaders.CONTENT_TYPE, "application/json");
+        // On the caller's thread: the send happens on the queue's thread, where the caller's span is not current.
+        trace.capture().forEach(builder::setHeader);
+        Message<byte[]> message = builder.build();
         long start = System.nanoTime();
         String requestId = event.requestId();
-        return queue.submit(CancelBindings.OUTPUT, message, (outcome, attempts, error) -> {
+        // The outcome is reported on the queue's thread: the request ID goes into its MDC for these lines.
+        return queue.submit(CancelBindings.OUTPUT, message, (outcome, attempts, error) -> RequestMdc.with(requestId, () -> {
             published.get(outcome).increment();
             switch (outcome) {
                 case ACKED -> {
@@ -82,6 +96,6 @@ final class KafkaCancelPublisher implements CancelPublisher {
                 case REJECTED -> log.warn("cancel publish rejected requestId={} reason={}: queue full or closed",
                         requestId, event.reason());
             }
-        });
+        }));
     }
 }

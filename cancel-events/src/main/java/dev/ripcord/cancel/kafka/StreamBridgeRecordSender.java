@@ -2,6 +2,7 @@ package dev.ripcord.cancel.kafka;
 
 import java.util.concurrent.CompletableFuture;
 
+import io.micrometer.tracing.Span;
 import org.springframework.cloud.stream.function.StreamBridge;
 import org.springframework.integration.kafka.support.KafkaIntegrationHeaders;
 import org.springframework.messaging.support.MessageBuilder;
@@ -12,10 +13,17 @@ final class StreamBridgeRecordSender implements RecordSender {
 
     private final StreamBridge bridge;
     private final AckFutures acks;
+    private final TraceHeaders trace;
 
     StreamBridgeRecordSender(StreamBridge bridge, AckFutures acks) {
+        this(bridge, acks, TraceHeaders.NONE);
+    }
+
+    /** @param trace continues the trace a message carries around its send, see {@link TraceHeaders#continueTrace} */
+    StreamBridgeRecordSender(StreamBridge bridge, AckFutures acks, TraceHeaders trace) {
         this.bridge = bridge;
         this.acks = acks;
+        this.trace = trace;
     }
 
     @Override
@@ -25,7 +33,8 @@ final class StreamBridgeRecordSender implements RecordSender {
                 .setHeader(KafkaIntegrationHeaders.FUTURE_TOKEN, token)
                 .build();
         boolean accepted;
-        try {
+        try (TraceHeaders.Continued ignored = trace.continueTrace(message.getHeaders(), "ripcord.cancel publish",
+                Span.Kind.PRODUCER)) {
             accepted = bridge.send(binding, tagged);
         } catch (RuntimeException e) {
             acks.take(token);

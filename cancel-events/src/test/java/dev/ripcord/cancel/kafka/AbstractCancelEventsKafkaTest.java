@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
@@ -26,6 +27,8 @@ import dev.ripcord.cancel.Registration;
 import dev.ripcord.cancel.RequestIds;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.tracing.Span;
+import io.micrometer.tracing.Tracer;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.Config;
@@ -244,6 +247,44 @@ abstract class AbstractCancelEventsKafkaTest {
     }
 
     @Test
+    void aCancelPublishedInsideASpanCarriesItsTraceparentAndTheConsumerContinuesThatTrace() throws Exception {
+        String id = RequestIds.newId();
+        Tracer workerTracer = workerA.getBean(Tracer.class);
+        List<String> traceIdsAtAbort = new CopyOnWriteArrayList<>();
+        Registration onA = registry(workerA).register(id, (requestId, reason, source) -> {
+            Span current = workerTracer.currentSpan();
+            traceIdsAtAbort.add(current == null ? "no span" : current.context().traceId());
+        });
+
+        Tracer tracer = gateway.getBean(Tracer.class);
+        Span request = tracer.nextSpan().name("client request").start();
+        CompletableFuture<Void> published;
+        try (Tracer.SpanInScope ignored = tracer.withSpan(request)) {
+            published = publisher(gateway).publish(id, CancelReason.CLIENT_DISCONNECT);
+        } finally {
+            request.end();
+        }
+        published.get(60, TimeUnit.SECONDS);
+
+        List<ConsumerRecord<byte[], byte[]>> found = new ArrayList<>();
+        for (int partition = 0; partition < 3 && found.isEmpty(); partition++) {
+            found.addAll(readAll(TOPIC, partition, record -> id.equals(new String(record.key(), UTF_8))));
+        }
+        assertThat(found).hasSize(1);
+        // W3C trace context (version 00, trace ID, parent span ID, flags) of the request's trace; the parent is the
+        // send's span, a descendant of the request's span.
+        String traceparent = header(found.getFirst(), "traceparent").orElseThrow();
+        assertThat(traceparent).as("headers %s", describe(found.getFirst()))
+                .matches("00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]")
+                .startsWith("00-" + request.context().traceId() + "-");
+
+        // The worker aborts inside a consumer span of the same trace, so its log lines carry that traceId.
+        await().atMost(ARRIVAL).until(() -> traceIdsAtAbort.size() == 1);
+        assertThat(traceIdsAtAbort).containsExactly(request.context().traceId());
+        onA.complete();
+    }
+
+    @Test
     void topicsAreProvisionedCompactAndDelete() throws Exception {
         try (Admin admin = admin()) {
             ConfigResource topic = new ConfigResource(ConfigResource.Type.TOPIC, TOPIC);
@@ -276,6 +317,12 @@ abstract class AbstractCancelEventsKafkaTest {
 
     private static AbortHandler recorder(List<Abort> aborts) {
         return (id, reason, source) -> aborts.add(new Abort(id, reason, source));
+    }
+
+    private static List<String> describe(ConsumerRecord<byte[], byte[]> record) {
+        List<String> all = new ArrayList<>();
+        record.headers().forEach(h -> all.add(h.key() + "=" + new String(h.value(), UTF_8)));
+        return all;
     }
 
     private static Optional<String> header(ConsumerRecord<byte[], byte[]> record, String name) {
