@@ -1,0 +1,31 @@
+package dev.ripcord.cancel.kafka;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+import org.apache.kafka.clients.admin.NewTopic;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
+
+/**
+ * The topics a service creates at start-up with the default {@code ripcord.cancel.*} settings, read from
+ * {@link TopicProvisioner} itself (this class sits in its package for that), so that deployment files that create
+ * the topics ahead of the services (compose's kafka-init, Strimzi's KafkaTopic) are checked against the code.
+ */
+public final class ProvisionedTopics {
+
+    private ProvisionedTopics() {
+    }
+
+    /** Topic name to (partitions, configs), with the defaults. */
+    public static Map<String, Map.Entry<Integer, Map<String, String>>> withDefaults() {
+        CancelProperties defaults = new Binder(new MapConfigurationPropertySource(Map.of()))
+                .bindOrCreate("ripcord.cancel", CancelProperties.class);
+        Map<String, Map.Entry<Integer, Map<String, String>>> topics = new LinkedHashMap<>();
+        for (NewTopic topic : new NewTopic[] {TopicProvisioner.cancellationsTopic(defaults),
+                TopicProvisioner.deadLetterTopic(defaults)}) {
+            topics.put(topic.name(), Map.entry(topic.numPartitions(), new LinkedHashMap<>(topic.configs())));
+        }
+        return topics;
+    }
+}

@@ -1,0 +1,223 @@
+package dev.ripcord.deploy;
+
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import dev.ripcord.stack.Role;
+import dev.ripcord.stack.StackOptions;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * {@code docker-compose.yml} is the Docker user's {@code ./ripcord up}: checked here without a Docker engine. It
+ * parses; every dependency, network and volume it names is defined; every service has an image or a build; the
+ * ports are the local stack's; credentials come from {@code .env} exactly as contract C1 names them; the topics it
+ * creates are the ones the services would create.
+ */
+class ComposeFileTest {
+
+    private static final Pattern INTERPOLATION = Pattern.compile("\\$\\{([A-Za-z_][A-Za-z0-9_]*)(:?[-?])?([^}]*)}");
+    private static final List<String> RIPCORD = List.of("gateway", "prefill", "decode");
+
+    private final Map<String, Object> compose = Yaml.document(Repo.path("docker-compose.yml"));
+    private final Map<String, Object> services = Yaml.map(compose.get("services"));
+
+    private Map<String, Object> service(String name) {
+        assertThat(services).as("services").containsKey(name);
+        return Yaml.map(services.get(name));
+    }
+
+    @Test
+    void everyDependencyNetworkAndVolumeIsDefined() {
+        Set<String> networks = Yaml.map(compose.get("networks")).keySet();
+        Set<String> volumes = Yaml.map(compose.get("volumes")).keySet();
+        services.forEach((name, definition) -> {
+            Map<String, Object> service = Yaml.map(definition);
+            Object dependsOn = service.get("depends_on");
+            Map<String, Object> dependencies = dependsOn instanceof List<?> list
+                    ? list.stream().collect(LinkedHashMap::new, (m, d) -> m.put((String) d, Map.of()), Map::putAll)
+                    : Yaml.map(dependsOn);
+            dependencies.forEach((target, how) -> {
+                assertThat(services).as("%s depends on %s", name, target).containsKey(target);
+                Object condition = Yaml.map(how).get("condition");
+                if ("service_healthy".equals(condition)) {
+                    assertThat(Yaml.map(services.get(target))).as("%s waits for %s to be healthy", name, target)
+                            .containsKey("healthcheck");
+                } else {
+                    assertThat(condition).as("%s -> %s condition", name, target)
+                            .isIn("service_completed_successfully", "service_started");
+                }
+            });
+            Object serviceNetworks = service.get("networks");
+            Set<String> used = serviceNetworks instanceof Map<?, ?> m ? Yaml.map(m).keySet()
+                    : new LinkedHashSet<>(Yaml.list(serviceNetworks).stream().map(String::valueOf).toList());
+            assertThat(networks).as("%s's networks", name).containsAll(used);
+            for (Object mount : Yaml.list(service.get("volumes"))) {
+                String source = mount instanceof String s ? s.split(":")[0] : String.valueOf(Yaml.map(mount).get("source"));
+                if (!source.startsWith(".") && !source.startsWith("/")) {
+                    assertThat(volumes).as("%s's named volume", name).contains(source);
+                }
+            }
+            assertThat(service.containsKey("image") || service.containsKey("build"))
+                    .as("%s has an image or a build", name).isTrue();
+        });
+    }
+
+    @Test
+    void theThreeServicesBuildFromTheDockerfileWithTheBuildsVersion() {
+        for (String name : RIPCORD) {
+            Map<String, Object> service = service(name);
+            assertThat(service.get("image")).isEqualTo("ripcord/" + name + ":" + Repo.version());
+            assertThat(Yaml.at(service, "build.context")).isEqualTo(".");
+            assertThat(Yaml.at(service, "build.args.SERVICE")).isEqualTo(name);
+        }
+        assertThat(Repo.read("Dockerfile")).contains("ARG SERVICE", "${SERVICE}-service/target/${SERVICE}-service-");
+        assertThat(service("kafka").get("image")).asString().startsWith("apache/kafka:").doesNotEndWith(":latest");
+    }
+
+    @Test
+    void portsAreTheLocalStacksAndTheServicesOwn() {
+        StackOptions defaults = StackOptions.defaults(Repo.root());
+        for (Role role : Role.values()) {
+            int port = defaults.port(role);
+            assertThat(Repo.serverPort(role.shortName())).as("%s application.yml", role).isEqualTo(port);
+            assertThat(publishedPorts(role.shortName())).as("%s ports", role).containsExactly(port + ":" + port);
+        }
+        assertThat(publishedPorts("kafka")).containsExactly(defaults.kafkaPort() + ":" + defaults.kafkaPort());
+    }
+
+    /** {@code host:container} of every published port, without a bind address. */
+    private List<String> publishedPorts(String name) {
+        List<String> ports = new ArrayList<>();
+        for (Object p : Yaml.list(service(name).get("ports"))) {
+            String[] parts = String.valueOf(p).split(":");
+            ports.add(parts[parts.length - 2] + ":" + parts[parts.length - 1]);
+        }
+        return ports;
+    }
+
+    @Test
+    void everyServiceHasAHealthCheckAndRipcordsProbeReadiness() {
+        for (String name : List.of("kafka", "gateway", "prefill", "decode")) {
+            assertThat(Yaml.at(service(name), "healthcheck.test")).as("%s healthcheck", name).isNotNull();
+        }
+        for (String name : RIPCORD) {
+            assertThat(String.join(" ", Yaml.list(Yaml.at(service(name), "healthcheck.test")).stream()
+                    .map(String::valueOf).toList()))
+                    .contains("http://localhost:" + Repo.serverPort(name) + "/actuator/health/readiness");
+        }
+        assertThat(Yaml.at(service("gateway"), "depends_on.prefill.condition")).isEqualTo("service_healthy");
+        assertThat(Yaml.at(service("gateway"), "depends_on.decode.condition")).isEqualTo("service_healthy");
+    }
+
+    @Test
+    void workersGetTimeToDrainBeforeDockerKillsThem() {
+        for (String name : RIPCORD) {
+            Duration needed = Repo.shutdownPhaseTimeout(name).plus(name.equals("gateway") ? Duration.ZERO
+                    : Duration.ofSeconds(10)); // ripcord.worker.drain-timeout
+            Duration grace = Repo.duration(String.valueOf(service(name).get("stop_grace_period")));
+            assertThat(grace).as("%s stop_grace_period", name).isGreaterThanOrEqualTo(needed);
+        }
+    }
+
+    @Test
+    void credentialsComeFromTheEnvFileAsContractC1NamesThem() {
+        Map<String, Set<String>> fromEnvFile = new LinkedHashMap<>();
+        for (String name : RIPCORD) {
+            Map<String, Object> env = Yaml.map(service(name).get("environment"));
+            Set<String> credentials = new LinkedHashSet<>();
+            env.forEach((key, value) -> {
+                Matcher m = INTERPOLATION.matcher(String.valueOf(value));
+                if (m.matches() && "?".equals(m.group(2) == null ? null : m.group(2).replace(":", ""))) {
+                    assertThat(m.group(1)).as("%s: %s passes through under its own name", name, key).isEqualTo(key);
+                    assertThat(m.group(2)).as("%s: %s refuses an empty value too", name, key).isEqualTo(":?");
+                    credentials.add(key);
+                }
+            });
+            fromEnvFile.put(name, credentials);
+        }
+        assertThat(fromEnvFile).containsEntry("gateway",
+                Set.of("RIPCORD_INTERNAL_TOKEN", "RIPCORD_GATEWAY_AUTH_API_KEY_HASHES"));
+        assertThat(fromEnvFile).containsEntry("prefill", Set.of("RIPCORD_INTERNAL_TOKEN"));
+        assertThat(fromEnvFile).containsEntry("decode", Set.of("RIPCORD_INTERNAL_TOKEN"));
+    }
+
+    @Test
+    void everyInterpolatedVariableIsDescribedInEnvExample() {
+        // A variable is described by a line "NAME=" or, when optional, "# NAME=" (indented lines are examples).
+        Set<String> described = new LinkedHashSet<>();
+        for (String line : Repo.read(".env.example").split("\n")) {
+            Matcher m = Pattern.compile("^(?:# )?([A-Z][A-Z0-9_]*)=").matcher(line);
+            if (m.find()) {
+                described.add(m.group(1));
+            }
+        }
+        Matcher m = INTERPOLATION.matcher(Repo.read("docker-compose.yml"));
+        Set<String> used = new LinkedHashSet<>();
+        while (m.find()) {
+            used.add(m.group(1));
+        }
+        assertThat(used).isNotEmpty();
+        assertThat(described).as(".env.example").containsAll(used);
+        assertThat(used).as("variables .env.example describes but compose ignores").containsAll(described);
+        assertThat(Repo.read(".gitignore")).as(".env never reaches git").contains("/.env");
+    }
+
+    @Test
+    void theGatewayReachesTheWorkersByServiceNameAndPort() {
+        Map<String, Object> env = Yaml.map(service("gateway").get("environment"));
+        for (String worker : List.of("prefill", "decode")) {
+            URI uri = URI.create(String.valueOf(env.get("RIPCORD_GATEWAY_" + worker.toUpperCase() + "_WORKERS")));
+            assertThat(uri.getHost()).isEqualTo(worker);
+            assertThat(uri.getPort()).isEqualTo(Repo.serverPort(worker));
+            Map<String, Object> workerEnv = Yaml.map(service(worker).get("environment"));
+            assertThat(workerEnv).as("%s advertises its KV agent under its service name", worker)
+                    .containsEntry("RIPCORD_KV_ADVERTISED_HOST", worker)
+                    .containsEntry("RIPCORD_KV_BIND_HOST", "0.0.0.0");
+        }
+    }
+
+    @Test
+    void everyServiceUsesTheBrokersContainerListener() {
+        String advertised = String.valueOf(Yaml.at(service("kafka"), "environment.KAFKA_ADVERTISED_LISTENERS"));
+        for (String name : RIPCORD) {
+            Map<String, Object> env = Yaml.map(service(name).get("environment"));
+            String bootstrap = String.valueOf(env.get("SPRING_KAFKA_BOOTSTRAP_SERVERS"));
+            assertThat(env.get("SPRING_CLOUD_STREAM_KAFKA_BINDER_BROKERS")).isEqualTo(bootstrap);
+            assertThat(advertised).as("%s's bootstrap is an advertised listener", name).contains("//" + bootstrap);
+        }
+    }
+
+    @Test
+    void kafkaInitCreatesTheTopicsAsTheServicesWould() {
+        String script = String.join(" ", Yaml.list(service("kafka-init").get("command")).stream()
+                .map(String::valueOf).toList());
+        Map<String, TopicSpec> created = new LinkedHashMap<>();
+        for (String command : script.split("&&")) {
+            Matcher topic = Pattern.compile("--topic (\\S+)").matcher(command);
+            Matcher partitions = Pattern.compile("--partitions (\\d+)").matcher(command);
+            assertThat(topic.find() && partitions.find()).as("a create command: %s", command).isTrue();
+            Map<String, String> config = new LinkedHashMap<>();
+            Matcher c = Pattern.compile("--config ([^=\\s]+)=(\\S+)").matcher(command);
+            while (c.find()) {
+                config.put(c.group(1), c.group(2));
+            }
+            assertThat(command).contains("--create", "--if-not-exists", "--replication-factor 1");
+            created.put(topic.group(1), new TopicSpec(Integer.parseInt(partitions.group(1)), config));
+        }
+        assertThat(created).isEqualTo(TopicSpec.asTheServicesCreateThem());
+        for (String name : RIPCORD) {
+            assertThat(Yaml.at(service(name), "depends_on.kafka-init.condition"))
+                    .isEqualTo("service_completed_successfully");
+        }
+    }
+}

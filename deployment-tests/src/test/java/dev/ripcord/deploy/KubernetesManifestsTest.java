@@ -1,0 +1,493 @@
+package dev.ripcord.deploy;
+
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Every Kustomize overlay under {@code k8s/} renders (with {@link Kustomize}'s subset), every resource passes the
+ * Kubernetes (or Strimzi) schema, and the facts the services rely on hold in the rendered output: probes where the
+ * services serve them, a grace period that covers the drain, credentials that exist, a network policy that keeps
+ * workers' internal ports for the gateway, a gateway that lists every worker replica.
+ */
+class KubernetesManifestsTest {
+
+    static final String GATEWAY = "gateway";
+    static final String PREFILL = "prefill";
+    static final String DECODE = "decode";
+    private static final Set<String> WORKERS = Set.of(PREFILL, DECODE);
+    private static final String COMPONENT = "app.kubernetes.io/component";
+    /** Created out of band in every overlay that is not dev, never committed (docs/deployment.md). */
+    private static final String CREDENTIALS = "ripcord-credentials";
+    /** Spring Boot's own default for ripcord.worker.drain-timeout (WorkerAutoConfiguration). */
+    private static final Duration DEFAULT_DRAIN = Duration.ofSeconds(10);
+
+    static Stream<String> overlays() {
+        return Stream.of("k8s/overlays/dev", "k8s/overlays/prod", "k8s/overlays/strimzi");
+    }
+
+    static Stream<String> everyKustomization() {
+        return Stream.concat(Stream.of("k8s/base"), overlays());
+    }
+
+    @ParameterizedTest
+    @MethodSource("everyKustomization")
+    void everyResourcePassesItsSchemaAndIsNamedOnce(String dir) {
+        List<Map<String, Object>> resources = rendered(dir);
+        assertThat(resources).isNotEmpty();
+        Set<String> ids = new HashSet<>();
+        for (Map<String, Object> r : resources) {
+            String id = r.get("kind") + "/" + Kustomize.name(r);
+            assertThat(ids.add(id)).as("%s: %s defined twice", dir, id).isTrue();
+            assertThat(ResourceSchema.problems(r)).as("%s: %s", dir, id).isEmpty();
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("overlays")
+    void everyResourceLandsInTheOverlaysNamespace(String dir) {
+        for (Map<String, Object> r : rendered(dir)) {
+            assertThat(Yaml.at(r, "metadata.namespace")).as("%s: namespace of %s/%s", dir, r.get("kind"),
+                    Kustomize.name(r)).isInstanceOf(String.class);
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("overlays")
+    void everyContainerHasProbesResourcesAndRunsAsNonRoot(String dir) {
+        for (Map<String, Object> workload : workloads(rendered(dir))) {
+            String id = dir + ": " + workload.get("kind") + "/" + Kustomize.name(workload);
+            Map<String, Object> pod = pod(workload);
+            Map<String, Object> podSecurity = Yaml.map(pod.get("securityContext"));
+            for (Map<String, Object> c : containers(workload)) {
+                for (String probe : List.of("startupProbe", "livenessProbe", "readinessProbe")) {
+                    assertThat(c.get(probe)).as("%s: %s of %s", id, probe, c.get("name")).isNotNull();
+                }
+                for (String bound : List.of("requests", "limits")) {
+                    for (String resource : List.of("cpu", "memory")) {
+                        assertThat(Yaml.at(c, "resources." + bound + "." + resource))
+                                .as("%s: resources.%s.%s of %s", id, bound, resource, c.get("name")).isNotNull();
+                    }
+                }
+                // Memory is not compressible: a request below the limit only defers the OOM kill to a busy node.
+                assertThat(Yaml.at(c, "resources.requests.memory")).as("%s: memory request = limit", id)
+                        .isEqualTo(Yaml.at(c, "resources.limits.memory"));
+                Map<String, Object> security = Yaml.map(c.get("securityContext"));
+                assertThat(first(security.get("runAsNonRoot"), podSecurity.get("runAsNonRoot")))
+                        .as("%s: runAsNonRoot", id).isEqualTo(true);
+                Object uid = first(security.get("runAsUser"), podSecurity.get("runAsUser"));
+                assertThat(uid).as("%s: numeric non-root runAsUser", id).isInstanceOf(Integer.class);
+                assertThat((Integer) uid).as("%s: runAsUser", id).isPositive();
+                assertThat(security.get("allowPrivilegeEscalation")).as("%s: allowPrivilegeEscalation", id)
+                        .isEqualTo(false);
+                for (String probe : List.of("startupProbe", "livenessProbe", "readinessProbe")) {
+                    Object port = Yaml.at(c, probe + ".httpGet.port");
+                    port = port != null ? port : Yaml.at(c, probe + ".tcpSocket.port");
+                    if (port != null) {
+                        assertThat(portNames(c)).as("%s: %s port", id, probe).contains(String.valueOf(port));
+                    }
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("overlays")
+    void ripcordPodsProbeTheServicePortAndOutliveTheirDrain(String dir) {
+        List<Map<String, Object>> resources = rendered(dir);
+        for (Map<String, Object> workload : ripcordWorkloads(resources)) {
+            String component = component(workload);
+            String id = dir + ": " + component;
+            Map<String, Object> c = containers(workload).getFirst();
+            Map<String, String> env = environment(resources, c);
+
+            // /livez and /readyz exist on the service port only with this switch (Spring Boot's additional paths).
+            assertThat(env).as("%s: env", id).containsEntry("MANAGEMENT_ENDPOINT_HEALTH_PROBES_ADD_ADDITIONAL_PATHS", "true");
+            assertThat(env.get("MANAGEMENT_SERVER_PORT")).as("%s: management port", id)
+                    .isEqualTo(String.valueOf(containerPort(c, "management")));
+            assertThat(containerPort(c, "http")).as("%s: service port = application.yml's server.port", id)
+                    .isEqualTo(Repo.serverPort(component));
+            assertThat(Yaml.at(c, "startupProbe.httpGet.path")).isEqualTo("/livez");
+            assertThat(Yaml.at(c, "livenessProbe.httpGet.path")).isEqualTo("/livez");
+            assertThat(Yaml.at(c, "readinessProbe.httpGet.path")).isEqualTo("/readyz");
+            for (String probe : List.of("startupProbe", "livenessProbe", "readinessProbe")) {
+                assertThat(Yaml.at(c, probe + ".httpGet.port")).as("%s: %s on the service port", id, probe)
+                        .isEqualTo("http");
+            }
+
+            Object preStopSleep = Yaml.at(c, "lifecycle.preStop.sleep.seconds");
+            assertThat(preStopSleep).as("%s: preStop sleep", id).isInstanceOf(Integer.class);
+            Duration drain = WORKERS.contains(component)
+                    ? Repo.duration(env.getOrDefault("RIPCORD_WORKER_DRAIN_TIMEOUT", DEFAULT_DRAIN.toString()))
+                    : Duration.ZERO;
+            Duration phase = env.containsKey("SPRING_LIFECYCLE_TIMEOUT_PER_SHUTDOWN_PHASE")
+                    ? Repo.duration(env.get("SPRING_LIFECYCLE_TIMEOUT_PER_SHUTDOWN_PHASE"))
+                    : Repo.shutdownPhaseTimeout(component);
+            Duration needed = Duration.ofSeconds((Integer) preStopSleep).plus(drain).plus(phase);
+            Duration grace = Duration.ofSeconds((Integer) pod(workload).get("terminationGracePeriodSeconds"));
+            assertThat(grace).as("%s: terminationGracePeriodSeconds >= preStop + drain-timeout + shutdown phase", id)
+                    .isGreaterThanOrEqualTo(needed);
+            // A liveness failure during the drain must not be able to kill the pod before the grace period ends.
+            int period = (Integer) Yaml.map(c.get("livenessProbe")).getOrDefault("periodSeconds", 10);
+            int failures = (Integer) Yaml.map(c.get("livenessProbe")).getOrDefault("failureThreshold", 3);
+            assertThat(Duration.ofSeconds((long) period * failures)).as("%s: liveness window >= grace period", id)
+                    .isGreaterThanOrEqualTo(grace);
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("overlays")
+    void ripcordImagesAreTheBuildsVersion(String dir) {
+        for (Map<String, Object> workload : ripcordWorkloads(rendered(dir))) {
+            String image = (String) containers(workload).getFirst().get("image");
+            assertThat(image).isEqualTo("ripcord/" + component(workload) + ":" + Repo.version());
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("overlays")
+    void everyReferencedConfigMapAndSecretExists(String dir) {
+        List<Map<String, Object>> resources = rendered(dir);
+        boolean dev = dir.endsWith("/dev");
+        Map<String, Object> credentials = find(resources, "Secret", CREDENTIALS);
+        if (dev) {
+            assertThat(credentials).as("dev carries its dev-only credentials").isNotNull();
+            String hashes = String.valueOf(Yaml.at(credentials, "stringData.RIPCORD_GATEWAY_AUTH_API_KEY_HASHES"));
+            assertThat(hashes.split(",")).allMatch(h -> h.strip().matches("sha256:[0-9a-f]{64}"));
+        } else {
+            assertThat(credentials).as("%s must not carry credentials: they are created out of band", dir).isNull();
+            assertThat(Repo.read("docs/deployment.md")).as("docs/deployment.md says how to create them")
+                    .contains("kubectl create secret generic " + CREDENTIALS);
+        }
+        for (Map<String, Object> workload : workloads(resources)) {
+            for (Map<String, Object> c : containers(workload)) {
+                for (Object from : Yaml.list(c.get("envFrom"))) {
+                    Object cm = Yaml.at(from, "configMapRef.name");
+                    Object secret = Yaml.at(from, "secretRef.name");
+                    if (cm != null) {
+                        assertThat(find(resources, "ConfigMap", (String) cm)).as("%s: ConfigMap %s", dir, cm).isNotNull();
+                    }
+                    if (secret != null) {
+                        assertThat(find(resources, "Secret", (String) secret)).as("%s: Secret %s", dir, secret).isNotNull();
+                    }
+                }
+                for (Object e : Yaml.list(c.get("env"))) {
+                    Map<String, Object> secretRef = Yaml.map(Yaml.at(e, "valueFrom.secretKeyRef"));
+                    if (!secretRef.isEmpty()) {
+                        assertThat(secretRef.get("name")).as("%s: the one Secret", dir).isEqualTo(CREDENTIALS);
+                        if (dev) {
+                            assertThat(Yaml.map(credentials.get("stringData"))).as("%s: key %s", dir, secretRef.get("key"))
+                                    .containsKey((String) secretRef.get("key"));
+                        }
+                    }
+                    Map<String, Object> cmRef = Yaml.map(Yaml.at(e, "valueFrom.configMapKeyRef"));
+                    if (!cmRef.isEmpty()) {
+                        Map<String, Object> cm = find(resources, "ConfigMap", (String) cmRef.get("name"));
+                        assertThat(cm).as("%s: ConfigMap %s", dir, cmRef.get("name")).isNotNull();
+                        assertThat(Yaml.map(cm.get("data"))).containsKey((String) cmRef.get("key"));
+                    }
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("overlays")
+    void credentialsGoOnlyWhereTheyAreNeeded(String dir) {
+        List<Map<String, Object>> resources = rendered(dir);
+        for (Map<String, Object> workload : ripcordWorkloads(resources)) {
+            Set<String> fromSecret = new HashSet<>();
+            for (Object e : Yaml.list(containers(workload).getFirst().get("env"))) {
+                if (Yaml.at(e, "valueFrom.secretKeyRef") != null) {
+                    fromSecret.add((String) Yaml.map(e).get("name"));
+                }
+            }
+            Set<String> expected = GATEWAY.equals(component(workload))
+                    ? Set.of("RIPCORD_INTERNAL_TOKEN", "RIPCORD_GATEWAY_AUTH_API_KEY_HASHES")
+                    : Set.of("RIPCORD_INTERNAL_TOKEN");
+            assertThat(fromSecret).as("%s: %s's credentials (contract C1)", dir, component(workload))
+                    .isEqualTo(expected);
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("overlays")
+    void servicesSelectTheirPodsAndWorkersAreHeadless(String dir) {
+        List<Map<String, Object>> resources = rendered(dir);
+        for (Map<String, Object> service : ofKind(resources, "Service")) {
+            Map<String, Object> selector = Yaml.map(Yaml.at(service, "spec.selector"));
+            List<Map<String, Object>> selected = workloads(resources).stream()
+                    .filter(w -> matches(selector, podLabels(w))).toList();
+            assertThat(selected).as("%s: Service %s selects one workload", dir, Kustomize.name(service)).hasSize(1);
+            Map<String, Object> c = containers(selected.getFirst()).getFirst();
+            for (Object p : Yaml.list(Yaml.at(service, "spec.ports"))) {
+                assertThat(portNames(c)).as("%s: Service %s targetPort", dir, Kustomize.name(service))
+                        .contains(String.valueOf(Yaml.map(p).get("targetPort")));
+            }
+        }
+        for (Map<String, Object> sts : ofKind(resources, "StatefulSet")) {
+            Map<String, Object> service = find(resources, "Service", (String) Yaml.at(sts, "spec.serviceName"));
+            assertThat(service).as("%s: governing Service of %s", dir, Kustomize.name(sts)).isNotNull();
+            assertThat(Yaml.at(service, "spec.clusterIP")).as("%s: headless", dir).isEqualTo("None");
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("overlays")
+    void theGatewayListsEveryWorkerReplicaByItsStableName(String dir) {
+        List<Map<String, Object>> resources = rendered(dir);
+        Map<String, Object> gateway = ripcordWorkloads(resources).stream()
+                .filter(w -> GATEWAY.equals(component(w))).findFirst().orElseThrow();
+        Map<String, String> env = environment(resources, containers(gateway).getFirst());
+        for (String role : WORKERS) {
+            Map<String, Object> sts = find(resources, "StatefulSet", role);
+            assertThat(sts).as("%s: %s is a StatefulSet", dir, role).isNotNull();
+            int replicas = (Integer) Yaml.at(sts, "spec.replicas");
+            String service = (String) Yaml.at(sts, "spec.serviceName");
+            int port = containerPort(containers(sts).getFirst(), "http");
+            List<URI> expected = IntStream.range(0, replicas)
+                    .mapToObj(i -> URI.create("http://" + role + "-" + i + "." + service + ":" + port)).toList();
+            String key = "RIPCORD_GATEWAY_" + role.toUpperCase() + "_WORKERS";
+            assertThat(env).as("%s: gateway env", dir).containsKey(key);
+            List<URI> listed = Stream.of(env.get(key).split(",")).map(String::strip).map(URI::create).toList();
+            assertThat(listed).as("%s: %s lists every %s replica", dir, key, role).containsExactlyElementsOf(expected);
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("overlays")
+    void onlyTheGatewayReachesWorkersInternalPortsAndOnlyPrefillDecodesKvPort(String dir) {
+        List<Map<String, Object>> resources = rendered(dir);
+        List<Map<String, Object>> policies = ofKind(resources, "NetworkPolicy");
+        for (Map<String, Object> worker : ripcordWorkloads(resources)) {
+            String role = component(worker);
+            if (!WORKERS.contains(role)) {
+                continue;
+            }
+            Map<String, String> podLabels = podLabels(worker);
+            List<Map<String, Object>> selecting = policies.stream()
+                    .filter(p -> matches(Yaml.map(Yaml.at(p, "spec.podSelector.matchLabels")), podLabels))
+                    .filter(p -> Yaml.list(Yaml.at(p, "spec.policyTypes")).contains("Ingress"))
+                    .toList();
+            assertThat(selecting).as("%s: %s is isolated for ingress by a NetworkPolicy", dir, role).isNotEmpty();
+            Map<String, Object> c = containers(worker).getFirst();
+            for (Object p : Yaml.list(c.get("ports"))) {
+                String portName = (String) Yaml.map(p).get("name");
+                int portNumber = (Integer) Yaml.map(p).get("containerPort");
+                if ("management".equals(portName)) {
+                    continue; // health and metrics: open to the cluster on purpose
+                }
+                Set<String> allowedSources = new HashSet<>();
+                for (Map<String, Object> policy : selecting) {
+                    for (Object rule : Yaml.list(Yaml.at(policy, "spec.ingress"))) {
+                        if (!admitsPort(Yaml.map(rule), portName, portNumber)) {
+                            continue;
+                        }
+                        List<Object> from = Yaml.list(Yaml.map(rule).get("from"));
+                        assertThat(from).as("%s: %s port %s admitted from everywhere", dir, role, portName).isNotEmpty();
+                        for (Object peer : from) {
+                            Map<String, Object> peerMap = Yaml.map(peer);
+                            assertThat(peerMap.keySet()).as("%s: peers are pods of this namespace", dir)
+                                    .containsExactly("podSelector");
+                            Map<String, Object> selector = Yaml.map(Yaml.at(peerMap, "podSelector.matchLabels"));
+                            assertThat(selector).as("%s: a peer selector names a component", dir).containsKey(COMPONENT);
+                            workloads(resources).stream().filter(w -> matches(selector, podLabels(w)))
+                                    .forEach(w -> allowedSources.add(component(w)));
+                        }
+                    }
+                }
+                Set<String> expected = "kv".equals(portName) ? Set.of(PREFILL) : Set.of(GATEWAY);
+                assertThat(allowedSources).as("%s: who reaches %s's %s port", dir, role, portName).isEqualTo(expected);
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("overlays")
+    void everyWorkloadHasADisruptionBudget(String dir) {
+        List<Map<String, Object>> resources = rendered(dir);
+        for (Map<String, Object> workload : ripcordWorkloads(resources)) {
+            long budgets = ofKind(resources, "PodDisruptionBudget").stream()
+                    .filter(pdb -> matches(Yaml.map(Yaml.at(pdb, "spec.selector.matchLabels")), podLabels(workload)))
+                    .count();
+            assertThat(budgets).as("%s: PodDisruptionBudgets for %s", dir, component(workload)).isEqualTo(1);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"k8s/overlays/prod", "k8s/overlays/strimzi"})
+    void productionRunsSeveralOfEverythingSpreadOverNodes(String dir) {
+        List<Map<String, Object>> resources = rendered(dir);
+        assertThat(ripcordWorkloads(resources)).extracting(KubernetesManifestsTest::component)
+                .containsExactlyInAnyOrder(GATEWAY, PREFILL, DECODE);
+        for (Map<String, Object> workload : ripcordWorkloads(resources)) {
+            assertThat((Integer) Yaml.at(workload, "spec.replicas")).as("%s: replicas of %s", dir, component(workload))
+                    .isGreaterThanOrEqualTo(2);
+            Map<String, Object> antiAffinity = Yaml.map(Yaml.at(pod(workload), "affinity.podAntiAffinity"));
+            assertThat(antiAffinity).as("%s: anti-affinity of %s", dir, component(workload)).isNotEmpty();
+        }
+        Map<String, Object> config = find(resources, "ConfigMap", "ripcord-config");
+        assertThat(Integer.parseInt((String) Yaml.at(config, "data.RIPCORD_CANCEL_REPLICATION_FACTOR")))
+                .as("%s: cancellation topics replicated", dir).isGreaterThanOrEqualTo(3);
+    }
+
+    @ParameterizedTest
+    @MethodSource("overlays")
+    void everyServiceUsesOneKafkaThatExists(String dir) {
+        List<Map<String, Object>> resources = rendered(dir);
+        Map<String, Object> data = Yaml.map(Yaml.at(find(resources, "ConfigMap", "ripcord-config"), "data"));
+        String bootstrap = (String) data.get("SPRING_KAFKA_BOOTSTRAP_SERVERS");
+        assertThat(data.get("SPRING_CLOUD_STREAM_KAFKA_BINDER_BROKERS")).as("binder and Spring agree")
+                .isEqualTo(bootstrap);
+        String host = bootstrap.substring(0, bootstrap.lastIndexOf(':'));
+        int port = Integer.parseInt(bootstrap.substring(bootstrap.lastIndexOf(':') + 1));
+        Map<String, Object> kafka = find(resources, "Kafka", "ripcord");
+        if (dir.endsWith("/dev")) {
+            Map<String, Object> service = find(resources, "Service", host);
+            assertThat(service).as("dev: the kafka Service").isNotNull();
+            assertThat(Yaml.list(Yaml.at(service, "spec.ports"))).anyMatch(p -> Objects.equals(Yaml.map(p).get("port"), port));
+        } else if (kafka != null) {
+            assertThat(host).isEqualTo(Kustomize.name(kafka) + "-kafka-bootstrap");
+            assertThat(Yaml.list(Yaml.at(kafka, "spec.kafka.listeners")))
+                    .anyMatch(l -> Objects.equals(Yaml.map(l).get("port"), port) && Objects.equals(Yaml.map(l).get("tls"), false));
+            int brokers = ofKind(resources, "KafkaNodePool").stream()
+                    .filter(pool -> Yaml.list(Yaml.at(pool, "spec.roles")).contains("broker"))
+                    .mapToInt(pool -> (Integer) Yaml.at(pool, "spec.replicas")).sum();
+            assertThat(Integer.parseInt((String) data.get("RIPCORD_CANCEL_REPLICATION_FACTOR")))
+                    .as("replication factor <= brokers").isLessThanOrEqualTo(brokers);
+        }
+        assertThat(data.get("RIPCORD_CANCEL_REPLICATION_FACTOR")).isNotNull();
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = "k8s/overlays/strimzi")
+    void strimziTopicsAreWhatTheServicesWouldCreate(String dir) {
+        List<Map<String, Object>> resources = rendered(dir);
+        int replication = Integer.parseInt((String) Yaml.at(find(resources, "ConfigMap", "ripcord-config"),
+                "data.RIPCORD_CANCEL_REPLICATION_FACTOR"));
+        Map<String, TopicSpec> topics = new LinkedHashMap<>();
+        for (Map<String, Object> topic : ofKind(resources, "KafkaTopic")) {
+            assertThat(Yaml.map(Yaml.at(topic, "metadata.labels"))).containsEntry("strimzi.io/cluster",
+                    Kustomize.name(find(resources, "Kafka", "ripcord")));
+            Map<String, String> config = new LinkedHashMap<>();
+            Yaml.map(Yaml.at(topic, "spec.config")).forEach((k, v) -> config.put(k, String.valueOf(v)));
+            topics.put((String) Yaml.at(topic, "spec.topicName"),
+                    new TopicSpec((Integer) Yaml.at(topic, "spec.partitions"), config));
+            assertThat(Yaml.at(topic, "spec.replicas")).isEqualTo(replication);
+        }
+        assertThat(topics).isEqualTo(TopicSpec.asTheServicesCreateThem());
+    }
+
+    // --- helpers over rendered resources --------------------------------------------------------------------
+
+    private static final Map<String, List<Map<String, Object>>> RENDERED = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** {@code dir} rendered once per test run; each caller gets its own copy. */
+    @SuppressWarnings("unchecked")
+    static List<Map<String, Object>> rendered(String dir) {
+        List<Map<String, Object>> resources = RENDERED.computeIfAbsent(dir, d -> Kustomize.render(Repo.path(d)));
+        return (List<Map<String, Object>>) Yaml.deepCopy(resources);
+    }
+
+    static List<Map<String, Object>> ofKind(List<Map<String, Object>> resources, String kind) {
+        return resources.stream().filter(r -> kind.equals(r.get("kind"))).toList();
+    }
+
+    static Map<String, Object> find(List<Map<String, Object>> resources, String kind, String name) {
+        return resources.stream().filter(r -> kind.equals(r.get("kind")) && name.equals(Kustomize.name(r)))
+                .findFirst().orElse(null);
+    }
+
+    static List<Map<String, Object>> workloads(List<Map<String, Object>> resources) {
+        return resources.stream().filter(r -> Set.of("Deployment", "StatefulSet").contains(r.get("kind"))).toList();
+    }
+
+    static List<Map<String, Object>> ripcordWorkloads(List<Map<String, Object>> resources) {
+        return workloads(resources).stream().filter(w -> "ripcord".equals(podLabels(w).get("app.kubernetes.io/name")))
+                .toList();
+    }
+
+    static String component(Map<String, Object> workload) {
+        return podLabels(workload).get(COMPONENT);
+    }
+
+    static Map<String, Object> pod(Map<String, Object> workload) {
+        return Yaml.map(Yaml.at(workload, "spec.template.spec"));
+    }
+
+    static List<Map<String, Object>> containers(Map<String, Object> workload) {
+        List<Map<String, Object>> containers = new ArrayList<>();
+        Yaml.list(pod(workload).get("containers")).forEach(c -> containers.add(Yaml.map(c)));
+        return containers;
+    }
+
+    static Map<String, String> podLabels(Map<String, Object> workload) {
+        Map<String, String> labels = new LinkedHashMap<>();
+        Yaml.map(Yaml.at(workload, "spec.template.metadata.labels")).forEach((k, v) -> labels.put(k, (String) v));
+        return labels;
+    }
+
+    /** A container's environment as the pod sees it: envFrom ConfigMaps, then env literals (which win). */
+    static Map<String, String> environment(List<Map<String, Object>> resources, Map<String, Object> container) {
+        Map<String, String> env = new LinkedHashMap<>();
+        for (Object from : Yaml.list(container.get("envFrom"))) {
+            Object cm = Yaml.at(from, "configMapRef.name");
+            if (cm != null) {
+                Yaml.map(Yaml.at(find(resources, "ConfigMap", (String) cm), "data"))
+                        .forEach((k, v) -> env.put(k, String.valueOf(v)));
+            }
+        }
+        for (Object e : Yaml.list(container.get("env"))) {
+            Map<String, Object> var = Yaml.map(e);
+            env.put((String) var.get("name"), var.containsKey("value") ? String.valueOf(var.get("value")) : "<ref>");
+        }
+        return env;
+    }
+
+    static Set<String> portNames(Map<String, Object> container) {
+        Set<String> names = new HashSet<>();
+        for (Object p : Yaml.list(container.get("ports"))) {
+            names.add(String.valueOf(Yaml.map(p).get("name")));
+            names.add(String.valueOf(Yaml.map(p).get("containerPort")));
+        }
+        return names;
+    }
+
+    static int containerPort(Map<String, Object> container, String name) {
+        return Yaml.list(container.get("ports")).stream().map(Yaml::map).filter(p -> name.equals(p.get("name")))
+                .map(p -> (Integer) p.get("containerPort")).findFirst()
+                .orElseThrow(() -> new AssertionError("no port named " + name + " on " + container.get("name")));
+    }
+
+    private static boolean matches(Map<String, Object> selector, Map<String, String> labels) {
+        return !selector.isEmpty() && selector.entrySet().stream()
+                .allMatch(e -> Objects.equals(labels.get(e.getKey()), e.getValue()));
+    }
+
+    private static boolean admitsPort(Map<String, Object> rule, String name, int number) {
+        List<Object> ports = Yaml.list(rule.get("ports"));
+        if (ports.isEmpty()) {
+            return true;
+        }
+        return ports.stream().map(Yaml::map)
+                .anyMatch(p -> name.equals(p.get("port")) || Objects.equals(number, p.get("port")));
+    }
+
+    private static Object first(Object a, Object b) {
+        return a != null ? a : b;
+    }
+}
