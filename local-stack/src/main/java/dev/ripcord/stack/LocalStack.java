@@ -114,6 +114,14 @@ public final class LocalStack implements AutoCloseable {
         return services.get(role).isAlive();
     }
 
+    /**
+     * Kills {@code role}'s process with SIGKILL, as a crash would (no drain, no graceful shutdown), and returns once
+     * it is gone. For fault tests; the rest of the stack keeps running and {@link #close()} still stops it.
+     */
+    public void kill(Role role) {
+        services.get(role).kill();
+    }
+
     /** Stops the services in reverse dependency order (gateway first), then the broker. Idempotent. */
     @Override
     public synchronized void close() {

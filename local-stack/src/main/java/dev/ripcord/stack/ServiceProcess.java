@@ -138,6 +138,23 @@ final class ServiceProcess implements AutoCloseable {
                 + "; see " + logFile);
     }
 
+    /**
+     * SIGKILL at once, as a crash would: no graceful shutdown, no drain. Returns once the process is gone. For fault
+     * tests; {@link #close()} is still safe afterwards.
+     */
+    void kill() {
+        process.destroyForcibly();
+        try {
+            if (!process.waitFor(30, TimeUnit.SECONDS)) {
+                throw new IllegalStateException(role.shortName() + " (pid " + process.pid()
+                        + ") is still alive 30 s after SIGKILL");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while killing " + role.shortName(), e);
+        }
+    }
+
     /** SIGTERM, wait for graceful shutdown, then SIGKILL. Idempotent. */
     @Override
     public void close() {

@@ -60,10 +60,14 @@ public class DecodeRoutes {
         return request.bodyToMono(DecodeRequest.class).flatMap(body -> {
             int context = engine.config().contextLength();
             if (!RequestIds.isValid(body.requestId()) || body.sampling() == null || body.promptTokens() < 1
-                    || body.maxTokens() < 1 || body.promptTokens() + body.maxTokens() > context) {
+                    || body.maxTokens() < 1 || (long) body.promptTokens() + body.maxTokens() > context
+                    || !Double.isFinite(body.sampling().temperature()) || body.sampling().temperature() < 0
+                    || !Double.isFinite(body.sampling().topP()) || body.sampling().topP() <= 0
+                    || body.sampling().topP() > 1) {
+                // Nothing was registered or reserved: a bad request leaves nothing behind.
                 return ServerResponse.badRequest().bodyValue(DecodeEvent.error(
-                        "requestId, sampling, promptTokens >= 1 and maxTokens >= 1 within the context of "
-                                + context + " are required"));
+                        "requestId, sampling (finite temperature >= 0, top_p in (0, 1]), promptTokens >= 1 and "
+                                + "maxTokens >= 1 within the context of " + context + " are required"));
             }
             return Mono.fromFuture(scheduler.submit(body)).flatMap(job -> {
                 Flux<DecodeEvent> events = job.events().doOnCancel(() -> {
@@ -82,6 +86,7 @@ public class DecodeRoutes {
                         .header(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, properties.retryAfter().toSeconds())))
                         .bodyValue(DecodeEvent.error(e.getMessage()));
             });
-        });
+        }).switchIfEmpty(Mono.defer(() -> ServerResponse.badRequest()
+                .bodyValue(DecodeEvent.error("the body is empty; a DecodeRequest is required"))));
     }
 }

@@ -6,11 +6,14 @@ import java.time.Clock;
 import java.util.Set;
 
 import io.micrometer.core.instrument.MeterRegistry;
+import io.netty.channel.ChannelOption;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.reactor.netty.NettyServerCustomizer;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.http.HttpMethod;
+import org.springframework.util.unit.DataSize;
 import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.RouterFunctions;
 import org.springframework.web.reactive.function.server.ServerRequest;
@@ -36,6 +39,17 @@ public class OpenAiConfiguration {
         StreamGuard guard = new StreamGuard(properties.streamStallTimeout());
         meters.ifAvailable(guard.stats()::bindTo);
         return guard;
+    }
+
+    /**
+     * Caps the kernel send buffer of client connections when {@code socket-send-buffer} is set, so that what a
+     * client that stops reading can pin in the kernel is bounded too, and its stall is seen sooner.
+     */
+    @Bean
+    NettyServerCustomizer openAiSocketSendBuffer(OpenAiProperties properties) {
+        DataSize size = properties.socketSendBuffer();
+        return size == null ? server -> server
+                : server -> server.childOption(ChannelOption.SO_SNDBUF, (int) size.toBytes());
     }
 
     @Bean

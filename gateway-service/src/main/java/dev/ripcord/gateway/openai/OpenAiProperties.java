@@ -2,6 +2,7 @@ package dev.ripcord.gateway.openai;
 
 import java.time.Duration;
 
+import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.util.unit.DataSize;
@@ -15,13 +16,17 @@ import org.springframework.util.unit.DataSize;
  * @param ownedBy     the {@code owned_by} of the served model in {@code GET /v1/models} (default {@code ripcord})
  * @param streamStallTimeout how long a streaming client may accept no bytes while an event waits for it before the
  *                    gateway cancels the request ({@code CLIENT_STALLED}) and closes the connection (default 60s)
+ * @param socketSendBuffer the kernel send buffer ({@code SO_SNDBUF}) of every client connection; null (the default)
+ *                    leaves the operating system's automatic sizing, which lets one connection whose client does not
+ *                    read hold up to {@code net.ipv4.tcp_wmem}'s maximum (4 MiB on Linux) before the gateway sees it
  */
 @ConfigurationProperties("ripcord.gateway.openai")
 public record OpenAiProperties(
         @DefaultValue("1MB") DataSize maxBodySize,
         @DefaultValue("1h") Duration maxTimeout,
         @DefaultValue("ripcord") String ownedBy,
-        @DefaultValue("60s") Duration streamStallTimeout) {
+        @DefaultValue("60s") Duration streamStallTimeout,
+        @Nullable DataSize socketSendBuffer) {
 
     public OpenAiProperties {
         if (maxBodySize.toBytes() < 1 || maxBodySize.toBytes() > Integer.MAX_VALUE - 8) {
@@ -35,6 +40,10 @@ public record OpenAiProperties(
             throw new IllegalArgumentException(
                     "ripcord.gateway.openai.stream-stall-timeout must be positive, got " + streamStallTimeout);
         }
+        if (socketSendBuffer != null && (socketSendBuffer.toBytes() < 1 || socketSendBuffer.toBytes() > Integer.MAX_VALUE)) {
+            throw new IllegalArgumentException(
+                    "ripcord.gateway.openai.socket-send-buffer must be between 1B and 2GB, got " + socketSendBuffer);
+        }
         if (ownedBy.isBlank()) {
             throw new IllegalArgumentException("ripcord.gateway.openai.owned-by must not be blank");
         }
@@ -42,7 +51,7 @@ public record OpenAiProperties(
 
     /** The defaults, for tests and for wiring without a binder. */
     public static OpenAiProperties defaults() {
-        return new OpenAiProperties(DataSize.ofMegabytes(1), Duration.ofHours(1), "ripcord", Duration.ofSeconds(60));
+        return new OpenAiProperties(DataSize.ofMegabytes(1), Duration.ofHours(1), "ripcord", Duration.ofSeconds(60), null);
     }
 
     int maxBodyBytes() {

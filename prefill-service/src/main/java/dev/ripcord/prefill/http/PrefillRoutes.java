@@ -45,7 +45,8 @@ public class PrefillRoutes {
                                                  InferenceEngine engine, TransferAgent agent,
                                                 SchedulerJournal journal) {
         return RouterFunctions.route()
-                .POST(InternalApi.PREFILL, request -> prefill(request, scheduler, registry, cancel, properties))
+                .POST(InternalApi.PREFILL, request -> prefill(request, scheduler, registry, cancel, properties,
+                        engine.config().vocabSize()))
                 .GET(InternalApi.STATUS, request -> ServerResponse.ok().bodyValue(new WorkerStatus("prefill",
                         scheduler.queued(), scheduler.running(), engine.pagePool().pagesLive(),
                         agent.stats().liveRegions(), agent.stats().liveSessions(), registry.liveRegistrations(),
@@ -57,12 +58,12 @@ public class PrefillRoutes {
 
     private static Mono<ServerResponse> prefill(ServerRequest request, PrefillScheduler scheduler,
                                                 CancellationRegistry registry, CancelProperties cancel,
-                                                PrefillProperties properties) {
+                                                PrefillProperties properties, int vocabulary) {
         return request.bodyToMono(PrefillRequest.class).flatMap(body -> {
-            if (!RequestIds.isValid(body.requestId()) || body.tokens() == null || body.tokens().length == 0
-                    || body.transfer() == null || body.sampling() == null) {
-                return ServerResponse.badRequest().bodyValue(PrefillEvent.error(
-                        "requestId, tokens, sampling and transfer are required"));
+            String invalid = invalid(body, vocabulary);
+            if (invalid != null) {
+                // Nothing was registered or reserved: a bad request leaves nothing behind.
+                return ServerResponse.badRequest().bodyValue(PrefillEvent.error(invalid));
             }
             PrefillJob job;
             try {
@@ -85,6 +86,26 @@ public class PrefillRoutes {
                 }
             });
             return ServerResponse.ok().contentType(NDJSON).body(events, PrefillEvent.class);
-        });
+        }).switchIfEmpty(Mono.defer(() -> ServerResponse.badRequest()
+                .bodyValue(PrefillEvent.error("the body is empty; a PrefillRequest is required"))));
+    }
+
+    /** What is wrong with {@code body} before any work is admitted for it, or null. */
+    private static String invalid(PrefillRequest body, int vocabulary) {
+        if (!RequestIds.isValid(body.requestId()) || body.tokens() == null || body.tokens().length == 0
+                || body.transfer() == null || body.sampling() == null) {
+            return "requestId, tokens, sampling and transfer are required";
+        }
+        for (int token : body.tokens()) {
+            if (token < 0 || token >= vocabulary) {
+                return "token ids must be in 0.." + (vocabulary - 1) + ", got " + token;
+            }
+        }
+        double temperature = body.sampling().temperature();
+        double topP = body.sampling().topP();
+        if (!Double.isFinite(temperature) || temperature < 0 || !Double.isFinite(topP) || topP <= 0 || topP > 1) {
+            return "sampling needs a finite temperature >= 0 and a top_p in (0, 1]";
+        }
+        return null;
     }
 }
