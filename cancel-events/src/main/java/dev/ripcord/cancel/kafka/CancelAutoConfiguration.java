@@ -21,6 +21,8 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProp
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.context.properties.bind.Bindable;
+import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.kafka.autoconfigure.KafkaProperties;
 import org.springframework.cloud.stream.binder.kafka.KafkaBindingRebalanceListener;
 import org.springframework.cloud.stream.config.BindingServiceProperties;
@@ -52,6 +54,8 @@ import org.springframework.messaging.Message;
 @AutoConfiguration
 @EnableConfigurationProperties(CancelProperties.class)
 public final class CancelAutoConfiguration {
+
+    static final String BINDER_CONFIGURATION = "spring.cloud.stream.kafka.binder.configuration";
 
     @Bean
     @ConditionalOnMissingBean
@@ -94,6 +98,16 @@ public final class CancelAutoConfiguration {
             if (brokers != null && !brokers.isBlank()) {
                 admin.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
             }
+            // Client settings given to the binder (security.protocol, sasl.*, ssl.*: docs/security.md) apply to this
+            // admin client too, so that security configured in either place reaches every Kafka client.
+            Binder.get(environment).bind(BINDER_CONFIGURATION, Bindable.mapOf(String.class, String.class))
+                    .ifBound(configuration -> configuration.forEach((key, value) -> {
+                        if (AdminClientConfig.configNames().contains(key)) {
+                            // The binder reads key/trust store locations as Spring resources; Kafka wants a path.
+                            admin.put(key, key.endsWith(".location") && value.startsWith("file:")
+                                    ? value.substring("file:".length()) : value);
+                        }
+                    }));
             int timeoutMs = (int) Math.min(Integer.MAX_VALUE, properties.adminTimeout().toMillis());
             admin.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, timeoutMs);
             admin.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, timeoutMs);

@@ -51,6 +51,11 @@ final class TopicProvisioner implements InitializingBean {
         this.adminConfig = Map.copyOf(adminConfig);
     }
 
+    /** The configuration of the admin client this provisioner creates. */
+    Map<String, Object> adminConfig() {
+        return adminConfig;
+    }
+
     @Override
     public void afterPropertiesSet() {
         if (!properties.provisionTopics()) {

@@ -28,18 +28,28 @@ public final class RequestContext {
     public enum State { ACTIVE, COMPLETED, CANCELLED }
 
     private final String requestId;
+    private final String owner;
     private final AtomicReference<State> state = new AtomicReference<>(State.ACTIVE);
     private final Sinks.One<CancelReason> cancelled = Sinks.one();
     private final AtomicInteger liveLinks;
     private volatile CancelReason reason;
 
-    RequestContext(String requestId, AtomicInteger liveLinks) {
+    RequestContext(String requestId, String owner, AtomicInteger liveLinks) {
         this.requestId = requestId;
+        this.owner = owner;
         this.liveLinks = liveLinks;
     }
 
     public String requestId() {
         return requestId;
+    }
+
+    /**
+     * The identity of the API key that started the request ({@code key-…}, or {@code anonymous} when authentication
+     * is off): the only caller who may cancel it.
+     */
+    public String owner() {
+        return owner;
     }
 
     public State state() {

@@ -12,6 +12,7 @@ import dev.ripcord.cancel.CancelPublisher;
 import dev.ripcord.cancel.CancelReason;
 import dev.ripcord.cancel.Origin;
 import dev.ripcord.cancel.kafka.CancelProperties;
+import dev.ripcord.gateway.auth.ApiKeys;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.slf4j.Logger;
@@ -57,13 +58,25 @@ public final class RequestContexts {
     }
 
     /**
-     * Opens the context of a new request. It is cancelled ({@code DEADLINE}) when its deadline passes: the
+     * Opens the context of a new request owned by {@link ApiKeys#ANONYMOUS}. It is cancelled ({@code DEADLINE}) when
+     * its deadline passes: the
      * client's, or the server's maximum when the client gave none or a longer one.
      *
      * @throws DuplicateRequestException if a request with this ID is already in flight here
      */
     public RequestContext open(String requestId, Duration deadline) {
-        RequestContext ctx = new RequestContext(requestId, liveLinks);
+        return open(requestId, ApiKeys.ANONYMOUS, deadline);
+    }
+
+    /**
+     * Opens the context of a new request owned by {@code owner} (the caller's API key identity, see
+     * {@link ApiKeys#identity(reactor.util.context.ContextView)}); only that owner can {@linkplain #cancel(String,
+     * String, CancelReason) cancel} it by ID. Otherwise as {@link #open(String, Duration)}.
+     *
+     * @throws DuplicateRequestException if a request with this ID is already in flight here
+     */
+    public RequestContext open(String requestId, String owner, Duration deadline) {
+        RequestContext ctx = new RequestContext(requestId, owner, liveLinks);
         if (live.putIfAbsent(requestId, ctx) != null) {
             throw new DuplicateRequestException(requestId);
         }
@@ -87,6 +100,29 @@ public final class RequestContexts {
         }
         cancel(ctx, reason);
         return Optional.of(ctx);
+    }
+
+    /**
+     * Cancels a live request of this gateway on behalf of {@code caller}: only if {@code caller} owns it. Empty if it
+     * is not in flight here <em>or belongs to someone else</em>; the two are deliberately indistinguishable, so a
+     * caller learns nothing about other keys' requests.
+     */
+    public Optional<RequestContext> cancel(String requestId, String caller, CancelReason reason) {
+        RequestContext ctx = live.get(requestId);
+        if (ctx == null) {
+            return Optional.empty();
+        }
+        if (!ctx.owner().equals(caller)) {
+            log.info("requestId={} apiKey={} cancel refused: the request belongs to another key", requestId, caller);
+            return Optional.empty();
+        }
+        cancel(ctx, reason);
+        return Optional.of(ctx);
+    }
+
+    /** Whether a request with this ID is in flight here, whoever owns it. */
+    public boolean isLive(String requestId) {
+        return live.containsKey(requestId);
     }
 
     /** Cancels {@code ctx} (first cancel wins) and publishes the out-of-band event. Never blocks. */

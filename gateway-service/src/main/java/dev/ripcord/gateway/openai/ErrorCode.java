@@ -40,8 +40,12 @@ public enum ErrorCode {
     REQUEST_TOO_LARGE(HttpStatus.CONTENT_TOO_LARGE, Type.INVALID_REQUEST, "request_too_large"),
     /** The {@code Content-Type} is not {@code application/json} (UTF-8). */
     UNSUPPORTED_MEDIA_TYPE(HttpStatus.UNSUPPORTED_MEDIA_TYPE, Type.INVALID_REQUEST, "unsupported_media_type"),
+    /** No {@code Authorization: Bearer} key, or not one the gateway accepts; carries {@code WWW-Authenticate}. */
+    INVALID_API_KEY(HttpStatus.UNAUTHORIZED, Type.INVALID_REQUEST, "invalid_api_key"),
     /** Too many requests from this client; carries {@code Retry-After}. */
     RATE_LIMIT_EXCEEDED(HttpStatus.TOO_MANY_REQUESTS, Type.RATE_LIMIT, "rate_limit_exceeded"),
+    /** This API key already has {@code ripcord.gateway.auth.max-concurrent-streams} completions in flight. */
+    CONCURRENCY_LIMIT_EXCEEDED(HttpStatus.TOO_MANY_REQUESTS, Type.RATE_LIMIT, "concurrency_limit_exceeded"),
     /** A bug or an unexpected failure; the message never carries internals. */
     REQUEST_CANCELLED(HttpStatus.CONFLICT, Type.INVALID_REQUEST, "request_cancelled"),
     DUPLICATE_REQUEST_ID(HttpStatus.CONFLICT, Type.INVALID_REQUEST, "duplicate_request_id"),

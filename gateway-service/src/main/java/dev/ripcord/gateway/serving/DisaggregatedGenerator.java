@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
 
 import dev.ripcord.cancel.CancelReason;
+import dev.ripcord.gateway.auth.ApiKeys;
 import dev.ripcord.gateway.lifecycle.RequestContext;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
 import dev.ripcord.gateway.openai.ApiException;
@@ -70,7 +71,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             String id = request.requestId();
             RequestContext ctx;
             try {
-                ctx = contexts.open(id, request.timeout());
+                ctx = contexts.open(id, ApiKeys.identity(view), request.timeout()); // the caller owns it
             } catch (RequestContexts.DuplicateRequestException e) {
                 return Flux.error(ApiException.of(ErrorCode.DUPLICATE_REQUEST_ID, null,
                         "a request with id %s is already in flight", id));

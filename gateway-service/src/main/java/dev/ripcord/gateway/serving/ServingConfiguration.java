@@ -5,6 +5,7 @@ import java.time.Clock;
 import dev.ripcord.cancel.CancelPublisher;
 import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.gateway.GatewayProperties;
+import dev.ripcord.gateway.auth.InternalTls;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
 import dev.ripcord.gateway.openai.OpenAiProperties;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -39,13 +40,14 @@ public class ServingConfiguration {
      * request holds one connection to a decode worker and one to a prefill worker for its whole life.
      */
     @Bean
-    WebClient internalWebClient(WebClient.Builder builder, GatewayProperties properties) {
+    WebClient internalWebClient(WebClient.Builder builder, GatewayProperties properties, InternalTls tls) {
         ConnectionProvider pool = ConnectionProvider.builder("ripcord-internal")
                 .maxConnections(2048)
                 .pendingAcquireMaxCount(-1)
                 .build();
-        HttpClient http = HttpClient.create(pool)
-                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) properties.connectTimeout().toMillis());
+        // TLS (mTLS) to the workers when ripcord.gateway.internal-ssl-bundle names an SSL bundle; see docs/security.md
+        HttpClient http = tls.apply(HttpClient.create(pool)
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) properties.connectTimeout().toMillis()));
         return builder.clientConnector(new ReactorClientHttpConnector(http)).build();
     }
 

@@ -1,0 +1,61 @@
+package dev.ripcord.gateway.auth;
+
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import dev.ripcord.gateway.lifecycle.RequestContext;
+import dev.ripcord.gateway.lifecycle.RequestContexts;
+import dev.ripcord.gateway.openai.ApiException;
+import dev.ripcord.gateway.openai.ErrorCode;
+import dev.ripcord.gateway.openai.GeneratedToken;
+import dev.ripcord.gateway.openai.GenerationRequest;
+import dev.ripcord.gateway.openai.TokenGenerator;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Sinks;
+
+/**
+ * Stands in for the serving core the way it treats ownership: opens the request's context owned by the caller's
+ * identity from the Reactor context, links the generation to it, and closes it at the end. Each request's tokens
+ * come from a sink the test drives ({@link #tokens}), so a request stays in flight until the test says otherwise.
+ */
+final class ScriptedGenerator implements TokenGenerator {
+
+    private final RequestContexts contexts;
+    private final Map<String, Sinks.Many<GeneratedToken>> sinks = new ConcurrentHashMap<>();
+    /** The owner identity each generation saw in its Reactor context, in order. */
+    final List<String> owners = new CopyOnWriteArrayList<>();
+
+    ScriptedGenerator(RequestContexts contexts) {
+        this.contexts = contexts;
+    }
+
+    /** The sink of request {@code requestId}'s tokens (created on first use, by the test or the request). */
+    Sinks.Many<GeneratedToken> tokens(String requestId) {
+        return sinks.computeIfAbsent(requestId, id -> Sinks.many().unicast().onBackpressureBuffer());
+    }
+
+    /** Finishes request {@code requestId} with one token. */
+    void finish(String requestId) {
+        Sinks.Many<GeneratedToken> sink = tokens(requestId);
+        sink.tryEmitNext(new GeneratedToken(0, 'k', GeneratedToken.LENGTH));
+        sink.tryEmitComplete();
+    }
+
+    @Override
+    public Flux<GeneratedToken> generate(GenerationRequest request) {
+        return Flux.deferContextual(view -> {
+            String owner = ApiKeys.identity(view);
+            owners.add(owner);
+            RequestContext ctx = contexts.open(request.requestId(), owner, null);
+            return ctx.link(tokens(request.requestId()).asFlux())
+                    .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.empty()
+                            : Flux.error(ApiException.of(ErrorCode.REQUEST_CANCELLED, null, "cancelled"))))
+                    .doFinally(signal -> {
+                        contexts.close(ctx);
+                        sinks.remove(request.requestId());
+                    });
+        });
+    }
+}
