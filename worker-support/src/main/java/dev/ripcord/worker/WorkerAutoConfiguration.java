@@ -5,11 +5,14 @@ import java.io.UncheckedIOException;
 
 import dev.ripcord.engine.EngineOptions;
 import dev.ripcord.engine.InferenceEngine;
+import dev.ripcord.engine.KvPagePool;
 import dev.ripcord.engine.Preset;
 import dev.ripcord.kv.KvRegion;
 import dev.ripcord.kv.TransferAgent;
 import dev.ripcord.kv.TransferAgentOptions;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.MeterBinder;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -75,6 +78,28 @@ public class WorkerAutoConfiguration {
         TransferAgent agent = TransferAgent.start(options);
         log.info("transfer agent {} listening on {}", agent.name(), agent.listenAddress());
         return agent;
+    }
+
+    /** The request ID of every internal call in the Reactor context, hence in the MDC of its log lines. */
+    @Bean
+    RequestIdWebFilter requestIdWebFilter() {
+        return new RequestIdWebFilter();
+    }
+
+    /**
+     * The KV cache's memory: {@code ripcord.kv.cache.live.bytes}, the bytes of pages held by requests (reserved,
+     * being filled, decoding, or waiting for their transfer session to release), and
+     * {@code ripcord.kv.cache.capacity.bytes}, the whole pool.
+     */
+    @Bean
+    MeterBinder kvCacheMetrics(InferenceEngine engine) {
+        return registry -> {
+            KvPagePool pool = engine.pagePool();
+            Gauge.builder("ripcord.kv.cache.live.bytes", pool, KvPagePool::bytesLive).baseUnit("bytes")
+                    .description("KV cache bytes held by requests").register(registry);
+            Gauge.builder("ripcord.kv.cache.capacity.bytes", pool, p -> (double) p.pageCount() * p.pageBytes())
+                    .baseUnit("bytes").description("KV cache bytes in the page pool").register(registry);
+        };
     }
 
     /** The scheduler's journal of recent events, served at {@code /internal/v1/journal}. */

@@ -1,6 +1,8 @@
 package dev.ripcord.cancel.kafka;
 
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.Map;
@@ -17,6 +19,7 @@ import dev.ripcord.cancel.RequestIds;
 import dev.ripcord.cancel.kafka.DeadLetterPublisher.Poison;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
 import io.micrometer.tracing.Span;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -51,6 +54,7 @@ final class CancelEventConsumer implements Consumer<Message<?>> {
     private final Map<Problem, Counter> poison = new EnumMap<>(Problem.class);
     private final Counter failures;
     private final Counter deleteMarkers;
+    private final Timer deliveryToAbort;
     private final TraceHeaders trace;
 
     CancelEventConsumer(CancellationRegistry registry, DeadLetterPublisher deadLetters, MeterRegistry meters) {
@@ -78,6 +82,10 @@ final class CancelEventConsumer implements Consumer<Message<?>> {
                 .description("Valid records whose handling threw").register(meters);
         deleteMarkers = Counter.builder("ripcord.cancel.consumed.skipped")
                 .description("Records with a null value (delete markers), skipped").register(meters);
+        deliveryToAbort = Timer.builder("ripcord.cancel.kafka.delivery")
+                .description("the event's timestamp (publisher's clock) -> a live request here aborted by it")
+                .publishPercentileHistogram()
+                .register(meters);
     }
 
     @Override
@@ -116,6 +124,13 @@ final class CancelEventConsumer implements Consumer<Message<?>> {
         try (TraceHeaders.Continued ignored = trace.continueTrace(headers, "ripcord.cancel consume", Span.Kind.CONSUMER)) {
             CancelOutcome outcome = registry.cancel(event.requestId(), event.reason(), CancelSource.KAFKA);
             consumed.get(outcome).increment();
+            if (outcome == CancelOutcome.ABORTED) {
+                // Only first deliveries that stopped work: replays after a restart would read as minutes of latency.
+                Duration delivery = Duration.between(event.timestamp(), Instant.now());
+                if (!delivery.isNegative()) {
+                    deliveryToAbort.record(delivery);
+                }
+            }
             log.debug("consumed cancel requestId={} reason={} origin={} at {}-{}@{}: {}", event.requestId(),
                     event.reason(), event.origin(), topic, partition, offset, outcome);
         } catch (RuntimeException e) {

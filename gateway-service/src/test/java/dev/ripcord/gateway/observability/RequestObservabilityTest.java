@@ -1,0 +1,205 @@
+package dev.ripcord.gateway.observability;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import dev.ripcord.gateway.GatewayApplication;
+import dev.ripcord.protocol.InternalApi;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.context.annotation.ComponentScan;
+import org.springframework.context.annotation.FilterType;
+import org.springframework.core.type.classreading.MetadataReader;
+import org.springframework.core.type.classreading.MetadataReaderFactory;
+import org.springframework.core.type.filter.TypeFilter;
+import org.springframework.http.MediaType;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+import org.springframework.web.reactive.function.client.WebClient;
+import reactor.core.publisher.Mono;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.server.HttpServer;
+
+/**
+ * Facts about the gateway's logs and traces, through the real application on a real port with two fake workers
+ * (tiny Reactor Netty servers speaking the internal NDJSON protocol) and no Kafka:
+ * <ul>
+ *   <li>every gateway log line about the request, including those written on Netty event-loop threads (the
+ *       WebClient's response callbacks), has the request ID in its MDC;</li>
+ *   <li>both workers receive a W3C {@code traceparent} of the gateway's trace, the one in the MDC of its log
+ *       lines, or the client's own trace when the client sent one.</li>
+ * </ul>
+ */
+@SpringBootTest(classes = RequestObservabilityTest.Gateway.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+        properties = {
+                "ripcord.cancel.propagation=in-band",
+                // No Kafka here; and no functional bean may be bound to it by accident.
+                "spring.cloud.stream.function.autodetect=false",
+                "management.tracing.sampling.probability=1.0",
+                "logging.level.dev.ripcord=DEBUG",
+        })
+class RequestObservabilityTest {
+
+    /** The gateway as it ships: every main configuration and Boot's auto-configuration, no test's configuration. */
+    @SpringBootConfiguration
+    @EnableAutoConfiguration
+    @ComponentScan(basePackageClasses = GatewayApplication.class,
+            excludeFilters = @ComponentScan.Filter(type = FilterType.CUSTOM, classes = MainClassesOnly.class))
+    static class Gateway {
+    }
+
+    /** Leaves out what was compiled from src/test, and the application class (its own scan has no such filter). */
+    static final class MainClassesOnly implements TypeFilter {
+        @Override
+        public boolean match(MetadataReader reader, MetadataReaderFactory factory) throws IOException {
+            return reader.getResource().getURL().toString().contains("/test-classes/")
+                    || reader.getClassMetadata().getClassName().equals(GatewayApplication.class.getName());
+        }
+    }
+
+    /** What a fake worker saw of one call: the headers the tests care about. */
+    record Call(String path, String requestId, String traceparent) {
+    }
+
+    /** Reactor Netty's event-loop threads: {@code reactor-http-epoll-3}, {@code webflux-http-nio-1}, ... */
+    private static final String EVENT_LOOP = ".+-http-(epoll|nio|kqueue|io_uring)-\\d+";
+
+    private static final List<Call> calls = new CopyOnWriteArrayList<>();
+    private static final DisposableServer decode = worker(InternalApi.DECODE,
+            "{\"type\":\"RESERVED\",\"transfer\":\"t-1\"}\n"
+                    + "{\"type\":\"TOKEN\",\"index\":0,\"token\":72}\n"
+                    + "{\"type\":\"TOKEN\",\"index\":1,\"token\":105,\"finishReason\":\"length\"}\n");
+    private static final DisposableServer prefill = worker(InternalApi.PREFILL,
+            "{\"type\":\"QUEUED\",\"position\":0}\n{\"type\":\"STARTED\"}\n{\"type\":\"DONE\",\"firstToken\":72}\n");
+
+    @DynamicPropertySource
+    static void workers(DynamicPropertyRegistry registry) {
+        registry.add("ripcord.gateway.decode-workers", () -> "http://127.0.0.1:" + decode.port());
+        registry.add("ripcord.gateway.prefill-workers", () -> "http://127.0.0.1:" + prefill.port());
+    }
+
+    @AfterAll
+    static void stopWorkers() {
+        decode.disposeNow(Duration.ofSeconds(10));
+        prefill.disposeNow(Duration.ofSeconds(10));
+    }
+
+    @LocalServerPort
+    int port;
+
+    @Autowired
+    MeterRegistry meters;
+
+    private final ListAppender<ILoggingEvent> appender = new ListAppender<>();
+    private final Logger gatewayLogs = (Logger) LoggerFactory.getLogger("dev.ripcord.gateway");
+
+    @BeforeEach
+    void captureLogs() {
+        calls.clear();
+        appender.start();
+        gatewayLogs.addAppender(appender);
+    }
+
+    @AfterEach
+    void stopCapturing() {
+        gatewayLogs.detachAppender(appender);
+        appender.stop();
+    }
+
+    @Test
+    void everyGatewayLogLineAboutARequestCarriesItsIdInTheMdcOnEventLoopThreadsToo() {
+        String id = "obs-mdc-1";
+        complete(id, Map.of());
+
+        List<ILoggingEvent> aboutIt = appender.list.stream()
+                .filter(e -> e.getFormattedMessage().contains(id)).toList();
+        assertThat(aboutIt).as("log lines about %s", id).isNotEmpty();
+        assertThat(aboutIt).allSatisfy(e -> assertThat(e.getMDCPropertyMap())
+                .as("MDC of [%s] %s", e.getThreadName(), e.getFormattedMessage())
+                .containsEntry("requestId", id));
+        assertThat(aboutIt).as("lines written on a Netty event loop")
+                .anySatisfy(e -> assertThat(e.getThreadName()).matches(EVENT_LOOP));
+    }
+
+    @Test
+    void bothWorkersReceiveTheTraceparentOfTheGatewaysTrace() {
+        String id = "obs-trace-1";
+        complete(id, Map.of());
+
+        assertThat(calls).extracting(Call::path).containsExactlyInAnyOrder(InternalApi.DECODE, InternalApi.PREFILL);
+        assertThat(calls).extracting(Call::requestId).containsOnly(id);
+        String traceId = traceIdOf(calls.getFirst().traceparent());
+        assertThat(calls).allSatisfy(call -> assertThat(call.traceparent()).matches("00-[0-9a-f]{32}-[0-9a-f]{16}-01"))
+                .extracting(call -> traceIdOf(call.traceparent())).containsOnly(traceId);
+        // ... and it is the trace the gateway's own log lines about the request carry.
+        assertThat(appender.list.stream().filter(e -> e.getFormattedMessage().contains(id)))
+                .isNotEmpty()
+                .allSatisfy(e -> assertThat(e.getMDCPropertyMap()).containsEntry("traceId", traceId));
+    }
+
+    @Test
+    void aClientsTraceContinuesThroughTheGatewayToBothWorkers() {
+        String clientTrace = "4bf92f3577b34da6a3ce929d0e0e4736";
+        complete("obs-trace-2", Map.of("traceparent", "00-" + clientTrace + "-00f067aa0ba902b7-01"));
+
+        assertThat(calls).hasSize(2).allSatisfy(call -> {
+            assertThat(traceIdOf(call.traceparent())).isEqualTo(clientTrace);
+            assertThat(call.traceparent()).doesNotContain("00f067aa0ba902b7"); // the gateway's spans are children
+        });
+    }
+
+    @Test
+    void timeToFirstTokenAndTokensAreMeasured() {
+        double tokensBefore = meters.counter("ripcord.gateway.tokens").count();
+        long ttftBefore = meters.timer("ripcord.gateway.ttft").count();
+
+        complete("obs-metrics-1", Map.of());
+
+        assertThat(meters.counter("ripcord.gateway.tokens").count() - tokensBefore).isEqualTo(2.0);
+        assertThat(meters.timer("ripcord.gateway.ttft").count() - ttftBefore).isEqualTo(1);
+    }
+
+    private void complete(String id, Map<String, String> headers) {
+        String body = WebClient.create("http://127.0.0.1:" + port).post().uri("/v1/completions")
+                .header("X-Request-Id", id)
+                .headers(h -> headers.forEach(h::set))
+                .contentType(MediaType.APPLICATION_JSON)
+                .bodyValue("{\"model\":\"ripcord-small\",\"prompt\":\"hello\",\"max_tokens\":2}")
+                .retrieve().bodyToMono(String.class).block(Duration.ofSeconds(30));
+        assertThat(body).contains("\"finish_reason\":\"length\"");
+    }
+
+    private static String traceIdOf(String traceparent) {
+        assertThat(traceparent).isNotNull();
+        return traceparent.split("-")[1];
+    }
+
+    private static DisposableServer worker(String path, String ndjson) {
+        return HttpServer.create().host("127.0.0.1").port(0)
+                .route(routes -> routes.post(path, (request, response) -> {
+                    calls.add(new Call(path, request.requestHeaders().get(InternalApi.REQUEST_ID_HEADER),
+                            request.requestHeaders().get("traceparent")));
+                    return request.receive().then().then(response.header("Content-Type", InternalApi.NDJSON)
+                            .sendString(Mono.just(ndjson), StandardCharsets.UTF_8).then());
+                }))
+                .bindNow(Duration.ofSeconds(10));
+    }
+}
