@@ -1,18 +1,41 @@
 package dev.ripcord.gateway.routing;
 
 import java.net.URI;
+import java.util.Locale;
 import java.util.concurrent.atomic.AtomicInteger;
 
-/** One prefill or decode worker the gateway can route to, with its count of requests in flight. */
+import io.github.resilience4j.bulkhead.Bulkhead;
+import io.github.resilience4j.circuitbreaker.CircuitBreaker;
+
+/**
+ * One prefill or decode worker the gateway can route to: its count of legs in flight, its circuit breaker and its
+ * bulkhead, all three named {@link #name()} = {@code <role>:<host>:<port>} (the name metrics carry).
+ */
 public final class WorkerInstance {
 
     private final String role;
     private final URI uri;
+    private final String name;
+    private final CircuitBreaker circuitBreaker;
+    private final Bulkhead bulkhead;
     private final AtomicInteger outstanding = new AtomicInteger();
+    private final AtomicInteger routed = new AtomicInteger();
 
-    WorkerInstance(String role, URI uri) {
+    WorkerInstance(String role, URI uri, CircuitBreaker circuitBreaker, Bulkhead bulkhead) {
         this.role = role;
         this.uri = uri;
+        this.name = nameOf(role, uri);
+        this.circuitBreaker = circuitBreaker;
+        this.bulkhead = bulkhead;
+    }
+
+    /** {@code <role>:<host>:<port>}, e.g. {@code decode:127.0.0.1:8082}; the port defaults by scheme. */
+    public static String nameOf(String role, URI uri) {
+        int port = uri.getPort();
+        if (port < 0) {
+            port = "https".equals(uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT)) ? 443 : 80;
+        }
+        return role + ":" + uri.getHost() + ":" + port;
     }
 
     public String role() {
@@ -23,17 +46,38 @@ public final class WorkerInstance {
         return uri;
     }
 
-    /** Requests routed here and not yet finished. */
+    public String name() {
+        return name;
+    }
+
+    public CircuitBreaker circuitBreaker() {
+        return circuitBreaker;
+    }
+
+    public Bulkhead bulkhead() {
+        return bulkhead;
+    }
+
+    /** Legs routed here and not yet finished. */
     public int outstanding() {
         return outstanding.get();
+    }
+
+    /** Legs ever routed here (a lease was handed out), for tests and diagnostics. */
+    public int routed() {
+        return routed.get();
     }
 
     AtomicInteger counter() {
         return outstanding;
     }
 
+    AtomicInteger routedCounter() {
+        return routed;
+    }
+
     @Override
     public String toString() {
-        return role + "@" + uri;
+        return name;
     }
 }

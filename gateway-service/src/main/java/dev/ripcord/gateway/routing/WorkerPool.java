@@ -1,19 +1,35 @@
 package dev.ripcord.gateway.routing;
 
 import java.net.URI;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import dev.ripcord.gateway.resilience.WorkerResilience;
+import io.github.resilience4j.bulkhead.Bulkhead;
+import io.github.resilience4j.circuitbreaker.CircuitBreaker;
+
 /**
- * The instances of one worker role, chosen by least outstanding requests.
+ * The instances of one worker role, chosen by least outstanding legs among those whose circuit breaker and bulkhead
+ * let a call through.
  *
  * <p>Least-outstanding rather than round-robin because request cost varies by orders of magnitude (a 16K-token
  * prefill against a 5-token one): the count of requests in flight is the cheapest honest proxy for load. Ties go
  * to the instance after the last one chosen, so equal load spreads evenly. Spring Cloud LoadBalancer offers
  * round-robin and random only, hence this small class.
  *
- * <p>{@link #acquire()} returns a {@link Lease}; closing it (exactly once takes effect) gives the slot back.
+ * <p>Routing asks each candidate, in load order, for a bulkhead slot and then a breaker permission, and takes the
+ * first that grants both: an open breaker (or a half-open one whose probes are all out) takes its instance out of
+ * routing, and a full bulkhead sends the leg to the next instance. Neither ever waits. When no instance grants
+ * both, {@link #acquire} throws {@link NoWorkerAvailableException}.
+ *
+ * <p>{@link #acquire} returns a {@link Lease}; the caller reports the call's outcome to the instance's breaker
+ * through it ({@link Lease#admitted()}, {@link Lease#failed}, {@link Lease#ignored()}) and closes it when the leg
+ * ends, which gives the bulkhead slot back (exactly once).
  */
 public final class WorkerPool {
 
@@ -21,13 +37,17 @@ public final class WorkerPool {
     private final List<WorkerInstance> instances;
     private final AtomicInteger next = new AtomicInteger();
 
-    public WorkerPool(String role, List<URI> uris) {
+    public WorkerPool(String role, List<URI> uris, WorkerResilience resilience) {
         if (uris == null || uris.isEmpty()) {
             throw new IllegalArgumentException("no " + role + " workers configured (ripcord.gateway." + role
                     + "-workers)");
         }
         this.role = role;
-        this.instances = uris.stream().map(u -> new WorkerInstance(role, u)).toList();
+        // One instance per address: the same worker listed twice would share its breaker and bulkhead anyway.
+        this.instances = uris.stream().distinct().map(u -> {
+            String name = WorkerInstance.nameOf(role, u);
+            return new WorkerInstance(role, u, resilience.circuitBreaker(name), resilience.bulkhead(name));
+        }).toList();
     }
 
     public String role() {
@@ -38,27 +58,57 @@ public final class WorkerPool {
         return instances;
     }
 
-    /** Picks the instance with the fewest requests in flight and counts this request against it. */
+    /** {@link #acquire(Collection)} with no instance to avoid. */
     public Lease acquire() {
-        int n = instances.size();
-        int start = Math.floorMod(next.getAndIncrement(), n);
-        WorkerInstance best = null;
-        int bestLoad = Integer.MAX_VALUE;
-        for (int i = 0; i < n; i++) {
-            WorkerInstance candidate = instances.get((start + i) % n);
-            int load = candidate.outstanding();
-            if (load < bestLoad) {
-                best = candidate;
-                bestLoad = load;
-            }
-        }
-        best.counter().incrementAndGet();
-        return new Lease(best);
+        return acquire(List.of());
     }
 
-    /** A slot on one instance, held for the life of one request's leg. */
+    /**
+     * Picks the least-loaded instance that grants a bulkhead slot and a breaker permission, preferring instances
+     * not in {@code tried} (a retry goes elsewhere when it can, and back to a tried instance only when nothing else
+     * may take it).
+     *
+     * @throws NoWorkerAvailableException when every instance's breaker refuses or its bulkhead is full
+     */
+    public Lease acquire(Collection<WorkerInstance> tried) {
+        int n = instances.size();
+        int start = Math.floorMod(next.getAndIncrement(), n);
+        List<WorkerInstance> order = new ArrayList<>(instances);
+        order.sort(Comparator.<WorkerInstance>comparingInt(i -> tried.contains(i) ? 1 : 0)
+                .thenComparingInt(WorkerInstance::outstanding)
+                .thenComparingInt(i -> Math.floorMod(instances.indexOf(i) - start, n)));
+        int open = 0;
+        int full = 0;
+        for (WorkerInstance candidate : order) {
+            Bulkhead bulkhead = candidate.bulkhead();
+            if (!bulkhead.tryAcquirePermission()) {
+                full++;
+                continue;
+            }
+            CircuitBreaker breaker = candidate.circuitBreaker();
+            if (!breaker.tryAcquirePermission()) {
+                bulkhead.releasePermission(); // not used: no call, so no "call finished" event either
+                open++;
+                continue;
+            }
+            candidate.counter().incrementAndGet();
+            candidate.routedCounter().incrementAndGet();
+            return new Lease(candidate);
+        }
+        throw new NoWorkerAvailableException(role, open, full);
+    }
+
+    /**
+     * One leg's hold on one instance: a bulkhead slot for the life of the leg and a breaker permission for its
+     * call. The breaker hears at most one outcome per lease ({@link #admitted}, {@link #failed}, {@link #ignored});
+     * the first one reported wins, and a lease closed without any (the client went away while connecting) gives
+     * its permission back. {@link #failedAfterAdmission} is the one exception: a stream that breaks after the
+     * worker admitted the leg is recorded as a further failure of the instance.
+     */
     public static final class Lease implements AutoCloseable {
         private final WorkerInstance instance;
+        private final long startNanos = System.nanoTime();
+        private final AtomicBoolean outcome = new AtomicBoolean();
         private final AtomicBoolean released = new AtomicBoolean();
 
         private Lease(WorkerInstance instance) {
@@ -69,12 +119,50 @@ public final class WorkerPool {
             return instance;
         }
 
-        /** Gives the slot back; only the first call has an effect. */
+        /** The worker admitted the call: a success for its breaker. */
+        public void admitted() {
+            if (outcome.compareAndSet(false, true)) {
+                instance.circuitBreaker().onSuccess(elapsedNanos(), TimeUnit.NANOSECONDS);
+            }
+        }
+
+        /** The call failed because of the instance (no connection, 5xx, no answer in time): a breaker failure. */
+        public void failed(Throwable cause) {
+            if (outcome.compareAndSet(false, true)) {
+                instance.circuitBreaker().onError(elapsedNanos(), TimeUnit.NANOSECONDS, cause);
+            }
+        }
+
+        /** The call ended in a way that says nothing about the instance's health (busy, 4xx): no outcome. */
+        public void ignored() {
+            if (outcome.compareAndSet(false, true)) {
+                instance.circuitBreaker().releasePermission();
+            }
+        }
+
+        /** The admitted leg's stream broke (connection lost mid-stream): one more failure for the breaker. */
+        public void failedAfterAdmission(Throwable cause) {
+            outcome.set(true); // whatever was reported at admission stays; close() must not release on top
+            instance.circuitBreaker().onError(elapsedNanos(), TimeUnit.NANOSECONDS, cause);
+        }
+
+        /**
+         * Gives the bulkhead slot back, and the breaker permission if no outcome was reported; only the first call
+         * has an effect.
+         */
         @Override
         public void close() {
             if (released.compareAndSet(false, true)) {
+                if (outcome.compareAndSet(false, true)) {
+                    instance.circuitBreaker().releasePermission();
+                }
                 instance.counter().decrementAndGet();
+                instance.bulkhead().onComplete();
             }
+        }
+
+        private long elapsedNanos() {
+            return System.nanoTime() - startNanos;
         }
     }
 }

@@ -13,6 +13,7 @@ import dev.ripcord.gateway.openai.ErrorCode;
 import dev.ripcord.gateway.openai.GeneratedToken;
 import dev.ripcord.gateway.openai.GenerationRequest;
 import dev.ripcord.gateway.openai.TokenGenerator;
+import dev.ripcord.gateway.resilience.WorkerResilience;
 import dev.ripcord.gateway.routing.WorkerPool;
 import dev.ripcord.protocol.DecodeEvent;
 import dev.ripcord.protocol.DecodeRequest;
@@ -28,6 +29,8 @@ import org.springframework.http.MediaType;
 import org.springframework.web.reactive.function.client.ClientResponse;
 import org.springframework.web.reactive.function.client.WebClient;
 import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * The gateway's side of one disaggregated request: decode leg first (to reserve KV and learn where to push it),
@@ -43,26 +46,40 @@ import reactor.core.publisher.Flux;
  *                                                                       │      QUEUED, STARTED, CHUNK.., DONE
  *                                  TOKEN, TOKEN, ..., TOKEN(finish) ◄───┘ (relayed to the client)
  * </pre>
+ *
+ * <p>Each leg goes through a {@link WorkerLeg}: routing past open breakers and full bulkheads, a timeout on the
+ * worker's admission event only, and retries only before admission (decode on any worker fault; prefill only when
+ * the worker never saw the request, because the transfer descriptor is single-use). The whole leg, retries and
+ * backoffs included, is linked to the request's context.
  */
 public final class DisaggregatedGenerator implements TokenGenerator {
 
     private static final Logger log = LoggerFactory.getLogger(DisaggregatedGenerator.class);
     private static final MediaType NDJSON = MediaType.parseMediaType(InternalApi.NDJSON);
-    private static final Duration DEFAULT_RETRY_AFTER = Duration.ofSeconds(1);
     /** How workers' ERROR events start when the request was cancelled rather than failed. */
     private static final String WORKER_CANCELLED = "cancelled:";
 
     private final WebClient client;
-    private final WorkerPool prefillPool;
-    private final WorkerPool decodePool;
+    private final WorkerLeg prefillLeg;
+    private final WorkerLeg decodeLeg;
     private final RequestContexts contexts;
+    private final Duration defaultRetryAfter;
 
     public DisaggregatedGenerator(WebClient client, WorkerPool prefillPool, WorkerPool decodePool,
-                                  RequestContexts contexts) {
+                                  RequestContexts contexts, WorkerResilience resilience) {
+        this(client, prefillPool, decodePool, contexts, resilience, Schedulers.parallel());
+    }
+
+    /**
+     * @param timer runs the admission timeouts and retry backoffs (tests pass a virtual-time scheduler)
+     */
+    public DisaggregatedGenerator(WebClient client, WorkerPool prefillPool, WorkerPool decodePool,
+                                  RequestContexts contexts, WorkerResilience resilience, Scheduler timer) {
         this.client = client;
-        this.prefillPool = prefillPool;
-        this.decodePool = decodePool;
+        this.prefillLeg = WorkerLeg.prefill(prefillPool, resilience, timer);
+        this.decodeLeg = WorkerLeg.decode(decodePool, resilience, timer);
         this.contexts = contexts;
+        this.defaultRetryAfter = resilience.properties().retryAfter();
     }
 
     @Override
@@ -79,18 +96,17 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             // One seed for both legs: prefill samples the first token, decode the rest.
             long seed = request.seed().orElseGet(() -> ThreadLocalRandom.current().nextLong());
             Sampling sampling = new Sampling(request.temperature(), request.topP(), seed);
-            WorkerPool.Lease decodeLease = decodePool.acquire();
-            log.info("requestId={} routed to decode={} promptTokens={} maxTokens={}", id,
-                    decodeLease.instance().uri(), request.promptTokens().length, request.maxTokens());
+            log.info("requestId={} accepted: promptTokens={} maxTokens={}", id, request.promptTokens().length,
+                    request.maxTokens());
             DecodeRequest decodeRequest = new DecodeRequest(id, request.promptTokens().length, request.maxTokens(),
                     sampling, request.ignoreEos());
-            Flux<DecodeEvent> decodeEvents = ctx.link(client.post()
-                    .uri(decodeLease.instance().uri().resolve(InternalApi.DECODE))
+            Flux<DecodeEvent> decodeEvents = ctx.link(decodeLeg.events(id, instance -> client.post()
+                    .uri(instance.uri().resolve(InternalApi.DECODE))
                     .header(InternalApi.REQUEST_ID_HEADER, id)
                     .contentType(MediaType.APPLICATION_JSON)
                     .accept(NDJSON)
                     .bodyValue(decodeRequest)
-                    .exchangeToFlux(response -> events(response, DecodeEvent.class, "decode", id)));
+                    .exchangeToFlux(response -> events(response, DecodeEvent.class))));
             return decodeEvents
                     .switchOnFirst((first, events) -> {
                         DecodeEvent reserved = first.get();
@@ -107,10 +123,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                         });
                         return Flux.merge(tokens, prefill(ctx, request, sampling, reserved.transfer()));
                     })
-                    .doFinally(signal -> {
-                        decodeLease.close();
-                        log.debug("requestId={} decode leg ended: {}", id, signal);
-                    })
+                    .doFinally(signal -> log.debug("requestId={} decode leg ended: {}", id, signal))
                     // The legs end early when the context is cancelled; the client then learns why.
                     .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.empty()
                             : Flux.error(cancelled(id, ctx.cancelReason()))))
@@ -125,15 +138,14 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                                          String transfer) {
         return Flux.deferContextual(view -> {
             String id = request.requestId();
-            WorkerPool.Lease lease = prefillPool.acquire();
-            log.info("requestId={} routed to prefill={}", id, lease.instance().uri());
-            return ctx.link(client.post()
-                    .uri(lease.instance().uri().resolve(InternalApi.PREFILL))
+            PrefillRequest prefillRequest = new PrefillRequest(id, request.promptTokens(), sampling, transfer);
+            return ctx.link(prefillLeg.events(id, instance -> client.post()
+                    .uri(instance.uri().resolve(InternalApi.PREFILL))
                     .header(InternalApi.REQUEST_ID_HEADER, id)
                     .contentType(MediaType.APPLICATION_JSON)
                     .accept(NDJSON)
-                    .bodyValue(new PrefillRequest(id, request.promptTokens(), sampling, transfer))
-                    .exchangeToFlux(response -> events(response, PrefillEvent.class, "prefill", id)))
+                    .bodyValue(prefillRequest)
+                    .exchangeToFlux(response -> events(response, PrefillEvent.class))))
                     .<GeneratedToken>handle((e, sink) -> {
                         switch (e.type()) {
                             case QUEUED -> log.debug("requestId={} prefill queued at position {}", id, e.position());
@@ -143,26 +155,24 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                             case DONE -> log.debug("requestId={} prefill done, first token {}", id, e.firstToken());
                             case ERROR -> sink.error(upstreamError(id, "prefill", e.error()));
                         }
-                    })
-                    .doFinally(signal -> lease.close());
+                    });
         });
     }
 
-    private static <T> Flux<T> events(ClientResponse response, Class<T> type, String leg, String id) {
-        HttpStatus status = HttpStatus.resolve(response.statusCode().value());
+    /** A worker's answer: its event stream if it admitted the request, else a {@link WorkerRefusedException}. */
+    private <T> Flux<T> events(ClientResponse response, Class<T> type) {
         if (response.statusCode().is2xxSuccessful()) {
             return response.bodyToFlux(type);
         }
-        if (status == HttpStatus.SERVICE_UNAVAILABLE || status == HttpStatus.TOO_MANY_REQUESTS) {
-            Duration retryAfter = retryAfter(response.headers().asHttpHeaders());
-            return response.releaseBody().thenMany(Flux.error(ApiException.serviceUnavailable(retryAfter,
-                    "the %s workers are at capacity; retry after %d s", leg, retryAfter.toSeconds())));
-        }
+        int status = response.statusCode().value();
+        Duration retryAfter = status == HttpStatus.SERVICE_UNAVAILABLE.value()
+                || status == HttpStatus.TOO_MANY_REQUESTS.value()
+                ? retryAfter(response.headers().asHttpHeaders()) : null;
         return response.bodyToMono(String.class).defaultIfEmpty("")
-                .flatMapMany(body -> Flux.error(upstreamError(id, leg, response.statusCode() + " " + body)));
+                .flatMapMany(body -> Flux.error(new WorkerRefusedException(status, retryAfter, body)));
     }
 
-    private static Duration retryAfter(HttpHeaders headers) {
+    private Duration retryAfter(HttpHeaders headers) {
         String value = headers.getFirst(HttpHeaders.RETRY_AFTER);
         if (value != null) {
             try {
@@ -171,7 +181,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                 // An HTTP-date or garbage: fall back to the default.
             }
         }
-        return DEFAULT_RETRY_AFTER;
+        return defaultRetryAfter;
     }
 
     private static ApiException cancelled(String id, CancelReason reason) {

@@ -8,6 +8,7 @@ import dev.ripcord.gateway.GatewayProperties;
 import dev.ripcord.gateway.auth.InternalTls;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
 import dev.ripcord.gateway.openai.OpenAiProperties;
+import dev.ripcord.gateway.resilience.WorkerResilience;
 import io.micrometer.core.instrument.MeterRegistry;
 import dev.ripcord.gateway.openai.TokenGenerator;
 import dev.ripcord.gateway.routing.WorkerPool;
@@ -26,18 +27,20 @@ import reactor.netty.resources.ConnectionProvider;
 public class ServingConfiguration {
 
     @Bean
-    WorkerPool prefillPool(GatewayProperties properties) {
-        return new WorkerPool("prefill", properties.prefillWorkers());
+    WorkerPool prefillPool(GatewayProperties properties, WorkerResilience resilience) {
+        return new WorkerPool("prefill", properties.prefillWorkers(), resilience);
     }
 
     @Bean
-    WorkerPool decodePool(GatewayProperties properties) {
-        return new WorkerPool("decode", properties.decodeWorkers());
+    WorkerPool decodePool(GatewayProperties properties, WorkerResilience resilience) {
+        return new WorkerPool("decode", properties.decodeWorkers(), resilience);
     }
 
     /**
      * The client for internal calls. Its own connection pool, sized for many concurrent long streams: each
-     * request holds one connection to a decode worker and one to a prefill worker for its whole life.
+     * request holds one connection to a decode worker and one to a prefill worker for its whole life. Built from
+     * Boot's {@code WebClient.Builder}, so every {@code WebClientCustomizer} applies. Its only timeout is the
+     * connect timeout; the admission timeout is the legs' ({@link WorkerLeg}), and nothing times a healthy stream.
      */
     @Bean
     WebClient internalWebClient(WebClient.Builder builder, GatewayProperties properties, InternalTls tls) {
@@ -59,7 +62,7 @@ public class ServingConfiguration {
 
     @Bean
     TokenGenerator tokenGenerator(WebClient internalWebClient, WorkerPool prefillPool, WorkerPool decodePool,
-                                  RequestContexts requestContexts) {
-        return new DisaggregatedGenerator(internalWebClient, prefillPool, decodePool, requestContexts);
+                                  RequestContexts requestContexts, WorkerResilience resilience) {
+        return new DisaggregatedGenerator(internalWebClient, prefillPool, decodePool, requestContexts, resilience);
     }
 }

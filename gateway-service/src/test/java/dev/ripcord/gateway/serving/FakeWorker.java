@@ -1,0 +1,148 @@
+package dev.ripcord.gateway.serving;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import dev.ripcord.protocol.InternalApi;
+import org.reactivestreams.Publisher;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.server.HttpServer;
+import reactor.netty.http.server.HttpServerResponse;
+
+/**
+ * A scripted stand-in for a prefill or decode worker: a Reactor Netty server on a free loopback port that answers
+ * {@code POST /internal/v1/*} as its {@link Script} says, and counts what reached it — calls, the request IDs they
+ * carried, and exchanges the gateway closed before the answer was over (the in-band cancel a real worker sees).
+ */
+final class FakeWorker implements AutoCloseable {
+
+    /** How to answer call number {@code call} (from 1). */
+    @FunctionalInterface
+    interface Script {
+        Publisher<Void> answer(int call, HttpServerResponse response);
+    }
+
+    private final DisposableServer server;
+    private final AtomicInteger calls = new AtomicInteger();
+    private final AtomicInteger closedByGateway = new AtomicInteger();
+    private final List<String> requestIds = new CopyOnWriteArrayList<>();
+    private volatile Script script;
+
+    private FakeWorker(Script script) {
+        this.script = script;
+        this.server = HttpServer.create().host("127.0.0.1").port(0)
+                .route(routes -> routes.post("/internal/v1/{leg}", (request, response) -> {
+                    String id = request.requestHeaders().get(InternalApi.REQUEST_ID_HEADER);
+                    return request.receive().aggregate().asString().defaultIfEmpty("").flatMapMany(body -> {
+                        requestIds.add(id);
+                        int call = calls.incrementAndGet();
+                        // Counts a close before the answer completed: what the worker sees as the in-band cancel.
+                        Flux<Void> answer = Flux.from(this.script.answer(call, response));
+                        return answer.doOnCancel(closedByGateway::incrementAndGet);
+                    });
+                }))
+                .bindNow(Duration.ofSeconds(10));
+    }
+
+    static FakeWorker start(Script script) {
+        return new FakeWorker(script);
+    }
+
+    /** A URI nothing listens on: connecting is refused. */
+    static URI refusingUri() {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return URI.create("http://127.0.0.1:" + socket.getLocalPort());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    void script(Script next) {
+        this.script = next;
+    }
+
+    URI uri() {
+        return URI.create("http://127.0.0.1:" + server.port());
+    }
+
+    int port() {
+        return server.port();
+    }
+
+    int calls() {
+        return calls.get();
+    }
+
+    int closedByGateway() {
+        return closedByGateway.get();
+    }
+
+    List<String> requestIds() {
+        return requestIds;
+    }
+
+    @Override
+    public void close() {
+        server.disposeNow(Duration.ofSeconds(10));
+    }
+
+    // ------------------------------------------------------------------------------------------ answers
+
+    /** A refusal: {@code status} with {@code Retry-After: 2} and an ERROR event as body, as workers answer. */
+    static Script status(int status) {
+        return (call, response) -> response.status(status)
+                .header("Retry-After", "2")
+                .header("Content-Type", "application/json")
+                .sendString(Mono.just("{\"type\":\"ERROR\",\"error\":\"refused by the fake\"}"));
+    }
+
+    /** An NDJSON stream of {@code lines}, each flushed as it comes. */
+    static Script stream(Flux<String> lines) {
+        return (call, response) -> response.status(200)
+                .header("Content-Type", InternalApi.NDJSON)
+                .sendString(lines.map(line -> line + "\n"), java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /** Never answers; the exchange stays open until the gateway closes it. */
+    static Script hang() {
+        return (call, response) -> Mono.never();
+    }
+
+    /** The first {@code n} calls get {@code first}, the rest {@code then}. */
+    static Script firstThen(int n, Script first, Script then) {
+        return (call, response) -> call <= n ? first.answer(call, response) : then.answer(call, response);
+    }
+
+    /** A decode worker that admits and generates {@code tokens} tokens at once (the last one says "length"). */
+    static Script decodeGenerating(int tokens) {
+        return (call, response) -> stream(decodeLines(tokens)).answer(call, response);
+    }
+
+    /** RESERVED followed by {@code tokens} tokens. */
+    static Flux<String> decodeLines(int tokens) {
+        return Flux.concat(Flux.just(reserved()), Flux.range(0, tokens).map(i -> token(i, i == tokens - 1)));
+    }
+
+    /** A prefill worker that queues, starts and finishes at once. */
+    static Script prefillDone() {
+        return stream(Flux.just("{\"type\":\"QUEUED\",\"position\":0}", "{\"type\":\"STARTED\"}",
+                "{\"type\":\"DONE\",\"firstToken\":7}"));
+    }
+
+    static String reserved() {
+        return "{\"type\":\"RESERVED\",\"transfer\":\"descriptor\"}";
+    }
+
+    static String token(int index, boolean last) {
+        return "{\"type\":\"TOKEN\",\"index\":" + index + ",\"token\":" + (100 + index)
+                + (last ? ",\"finishReason\":\"length\"" : "") + "}";
+    }
+}

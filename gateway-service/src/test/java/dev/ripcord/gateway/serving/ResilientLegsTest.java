@@ -1,0 +1,536 @@
+package dev.ripcord.gateway.serving;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.net.URI;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.OptionalLong;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import dev.ripcord.cancel.CancelPropagation;
+import dev.ripcord.cancel.CancelPublisher;
+import dev.ripcord.cancel.kafka.CancelProperties;
+import dev.ripcord.gateway.lifecycle.RequestContexts;
+import dev.ripcord.gateway.openai.ApiException;
+import dev.ripcord.gateway.openai.ErrorCode;
+import dev.ripcord.gateway.openai.GeneratedToken;
+import dev.ripcord.gateway.openai.GenerationRequest;
+import dev.ripcord.gateway.resilience.ResilienceProperties;
+import dev.ripcord.gateway.resilience.WorkerResilience;
+import dev.ripcord.gateway.routing.WorkerInstance;
+import dev.ripcord.gateway.routing.WorkerPool;
+import io.github.resilience4j.circuitbreaker.CircuitBreaker;
+import io.github.resilience4j.circuitbreaker.event.CircuitBreakerOnStateTransitionEvent;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.netty.channel.ChannelOption;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.http.client.reactive.ReactorClientHttpConnector;
+import org.springframework.web.reactive.function.client.WebClient;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+import reactor.netty.http.client.HttpClient;
+import reactor.netty.resources.ConnectionProvider;
+import reactor.test.StepVerifier;
+import reactor.test.scheduler.VirtualTimeScheduler;
+
+/**
+ * The serving core against scripted fake workers: retries stop at admission, breakers take sick instances out of
+ * routing, bulkheads spill to the next instance, only the admission is timed, and a cancel stops everything,
+ * backoffs included. Every assertion is on counts and states (calls that reached each fake, breaker transitions,
+ * bulkhead slots); the timers that matter run on a virtual clock.
+ */
+class ResilientLegsTest {
+
+    private static final Duration WAIT = Duration.ofSeconds(10);
+
+    private final List<FakeWorker> workers = new ArrayList<>();
+    private final List<WorkerPool> pools = new ArrayList<>();
+    private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+    private final ConnectionProvider connections = ConnectionProvider.builder("resilient-legs-test")
+            .maxConnections(64).pendingAcquireMaxCount(-1).build();
+    private final WebClient client = WebClient.builder()
+            .clientConnector(new ReactorClientHttpConnector(HttpClient.create(connections)
+                    .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 2000)))
+            .build();
+    private final RequestContexts contexts = new RequestContexts(CancelPublisher.discarding(), cancelProperties(),
+            meters, Clock.systemUTC(), Duration.ofHours(1));
+    private final AtomicInteger ids = new AtomicInteger();
+
+    @AfterEach
+    void nothingIsLeftHeld() {
+        // Every lease closed exactly once (bulkhead slots all back, nothing outstanding) and no request or leg left.
+        await().atMost(WAIT).untilAsserted(() -> {
+            assertThat(contexts.liveRequests()).as("live requests").isZero();
+            assertThat(contexts.liveLinks()).as("linked legs").isZero();
+            for (WorkerPool pool : pools) {
+                for (WorkerInstance instance : pool.instances()) {
+                    assertThat(instance.outstanding()).as("%s outstanding", instance).isZero();
+                    assertThat(instance.bulkhead().getMetrics().getAvailableConcurrentCalls())
+                            .as("%s bulkhead slots", instance)
+                            .isEqualTo(instance.bulkhead().getBulkheadConfig().getMaxConcurrentCalls());
+                }
+            }
+        });
+        workers.forEach(FakeWorker::close);
+        connections.disposeLater().block(WAIT);
+    }
+
+    // ------------------------------------------------------------------------------------------ retries
+
+    @Test
+    void aDecodeRefusedBeforeAdmissionIsRetriedOnTheOtherInstanceExactlyOnce() {
+        // Whichever instance is tried first answers 503 (queue full); the retry must land on the other one.
+        AtomicInteger decodeCalls = new AtomicInteger();
+        FakeWorker.Script firstRefused = (call, response) -> decodeCalls.incrementAndGet() == 1
+                ? FakeWorker.status(503).answer(call, response)
+                : FakeWorker.decodeGenerating(2).answer(call, response);
+        FakeWorker a = worker(firstRefused);
+        FakeWorker b = worker(firstRefused);
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(a.uri(), b.uri()));
+
+        StepVerifier.create(generator.generate(request()))
+                .expectNextCount(2)
+                .expectComplete()
+                .verify(WAIT);
+
+        assertThat(a.calls()).as("decode A").isEqualTo(1);
+        assertThat(b.calls()).as("decode B").isEqualTo(1);
+        assertThat(a.requestIds()).as("the retry reuses the request ID").isEqualTo(b.requestIds());
+        assertThat(prefill.calls()).as("prefill called once, with the admitted attempt's descriptor").isEqualTo(1);
+        assertThat(retryCalls("decode", "successful_with_retry")).isEqualTo(1);
+    }
+
+    @Test
+    void aDecodeThatCannotBeReachedIsRetriedOnAnotherInstance() {
+        FakeWorker b = worker(FakeWorker.decodeGenerating(3));
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        URI refusing = FakeWorker.refusingUri();
+        // Two attempts: whichever order routing picks, the refused one is followed by the healthy one.
+        DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(refusing, b.uri()));
+
+        for (int i = 0; i < 2; i++) {
+            StepVerifier.create(generator.generate(request())).expectNextCount(3).expectComplete().verify(WAIT);
+        }
+        assertThat(b.calls()).isEqualTo(2);
+        CircuitBreaker refusedBreaker = instance(decodePool(), refusing).circuitBreaker();
+        assertThat(refusedBreaker.getMetrics().getNumberOfFailedCalls()).as("connection refused is a failure")
+                .isPositive();
+    }
+
+    @Test
+    void nothingIsRetriedOnceTheWorkerAdmittedTheLeg() {
+        // A admits (RESERVED), then its stream breaks: the client gets the failure, B never hears of the request.
+        Sinks.One<String> kill = Sinks.one();
+        FakeWorker a = worker(FakeWorker.stream(Flux.concat(Flux.just(FakeWorker.reserved()),
+                kill.asMono().flatMap(why -> reactor.core.publisher.Mono.error(new IllegalStateException(why))))));
+        FakeWorker b = worker(FakeWorker.decodeGenerating(2));
+        FakeWorker prefill = worker(FakeWorker.hang());
+        // A is asked first: both idle, and A is listed first.
+        DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(a.uri(), b.uri()));
+
+        StepVerifier.create(generator.generate(request()))
+                .then(() -> await().atMost(WAIT).until(() -> prefill.calls() == 1))
+                .then(() -> kill.tryEmitValue("worker killed mid-stream"))
+                .expectErrorSatisfies(e -> assertThat(((ApiException) e).errorCode()).isEqualTo(ErrorCode.INTERNAL_ERROR))
+                .verify(WAIT);
+
+        assertThat(a.calls()).isEqualTo(1);
+        assertThat(b.calls()).as("never retried after admission").isZero();
+        await().atMost(WAIT).until(() -> prefill.closedByGateway() == 1); // the prefill leg was disposed
+        CircuitBreaker.Metrics metrics = instance(decodePool(), a.uri()).circuitBreaker().getMetrics();
+        assertThat(metrics.getNumberOfSuccessfulCalls()).as("admitted").isEqualTo(1);
+        assertThat(metrics.getNumberOfFailedCalls()).as("then its stream broke").isEqualTo(1);
+    }
+
+    @Test
+    void aWorkerErrorEventAfterAdmissionIsReportedNotRetried() {
+        FakeWorker a = worker(FakeWorker.stream(Flux.just(FakeWorker.reserved(),
+                "{\"type\":\"ERROR\",\"error\":\"transfer failed\"}")));
+        FakeWorker b = worker(FakeWorker.decodeGenerating(2));
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(a.uri(), b.uri()));
+
+        StepVerifier.create(generator.generate(request()))
+                .expectErrorSatisfies(e -> assertThat(((ApiException) e).errorCode()).isEqualTo(ErrorCode.INTERNAL_ERROR))
+                .verify(WAIT);
+        assertThat(a.calls() + b.calls()).as("one decode call in all").isEqualTo(1);
+    }
+
+    @Test
+    void aPrefillWorkerThatAnsweredIsNeverRetriedBecauseTheTransferIsSingleUse() {
+        FakeWorker decode = worker(FakeWorker.stream(Flux.concat(Flux.just(FakeWorker.reserved()), Flux.never())));
+        FakeWorker p1 = worker(FakeWorker.status(503));
+        FakeWorker p2 = worker(FakeWorker.status(503));
+        DisaggregatedGenerator generator = generator(fastRetries(), List.of(p1.uri(), p2.uri()), List.of(decode.uri()));
+
+        StepVerifier.create(generator.generate(request()))
+                .expectErrorSatisfies(e -> {
+                    ApiException api = (ApiException) e;
+                    assertThat(api.errorCode()).isEqualTo(ErrorCode.SERVICE_UNAVAILABLE);
+                    assertThat(api.retryAfter()).as("the worker's Retry-After").isEqualTo(Duration.ofSeconds(2));
+                })
+                .verify(WAIT);
+        assertThat(p1.calls() + p2.calls()).as("one prefill call in all").isEqualTo(1);
+        await().atMost(WAIT).until(() -> decode.closedByGateway() == 1); // the decode reservation was released
+        assertThat(retryCalls("prefill", "failed_without_retry")).isEqualTo(1);
+    }
+
+    @Test
+    void aPrefillWorkerThatCannotBeReachedIsRetriedOnAnother() {
+        FakeWorker decode = worker(FakeWorker.decodeGenerating(2));
+        FakeWorker p2 = worker(FakeWorker.prefillDone());
+        URI refusing = FakeWorker.refusingUri();
+        DisaggregatedGenerator generator = generator(fastRetries(), List.of(refusing, p2.uri()), List.of(decode.uri()));
+
+        for (int i = 0; i < 2; i++) {
+            StepVerifier.create(generator.generate(request())).expectNextCount(2).expectComplete().verify(WAIT);
+        }
+        assertThat(p2.calls()).isEqualTo(2);
+        assertThat(decode.calls()).as("decode admitted once per request, never re-reserved").isEqualTo(2);
+    }
+
+    @Test
+    void aDecodeAnswering4xxIsNeitherRetriedNorABreakerFailure() {
+        FakeWorker a = worker(FakeWorker.status(400));
+        FakeWorker b = worker(FakeWorker.status(400));
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(a.uri(), b.uri()));
+
+        StepVerifier.create(generator.generate(request()))
+                .expectErrorSatisfies(e -> assertThat(((ApiException) e).errorCode()).isEqualTo(ErrorCode.INTERNAL_ERROR))
+                .verify(WAIT);
+        assertThat(a.calls() + b.calls()).isEqualTo(1);
+        for (WorkerInstance instance : decodePool().instances()) {
+            assertThat(instance.circuitBreaker().getMetrics().getNumberOfFailedCalls()).isZero();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------ breaker
+
+    @Test
+    void anOpenBreakerTakesItsInstanceOutOfRoutingUntilAHalfOpenProbeClosesIt() {
+        MutableClock clock = new MutableClock();
+        ResilienceProperties properties = new ResilienceProperties(Duration.ofSeconds(10), Duration.ofSeconds(3),
+                new ResilienceProperties.Retry(1, Duration.ofMillis(1), Duration.ofMillis(1)),
+                new ResilienceProperties.CircuitBreaker(50, 4, 4, Duration.ofSeconds(30), 1),
+                new ResilienceProperties.Bulkhead(16));
+        FakeWorker decode = worker(FakeWorker.status(500));
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        DisaggregatedGenerator generator = generator(new WorkerResilience(properties, clock), Schedulers.parallel(),
+                List.of(prefill.uri()), List.of(decode.uri()));
+        CircuitBreaker breaker = decodePool().instances().getFirst().circuitBreaker();
+        List<CircuitBreaker.StateTransition> transitions = new CopyOnWriteArrayList<>();
+        breaker.getEventPublisher().onStateTransition(e -> transitions.add(e.getStateTransition()));
+
+        for (int i = 0; i < 4; i++) {
+            StepVerifier.create(generator.generate(request()))
+                    .expectErrorSatisfies(e -> assertThat(((ApiException) e).errorCode()).isEqualTo(ErrorCode.INTERNAL_ERROR))
+                    .verify(WAIT);
+        }
+        assertThat(breaker.getState()).isEqualTo(CircuitBreaker.State.OPEN);
+        assertThat(stateGauge(decodePool().instances().getFirst(), "open")).isEqualTo(1.0);
+
+        for (int i = 0; i < 5; i++) {
+            StepVerifier.create(generator.generate(request()))
+                    .expectErrorSatisfies(e -> {
+                        ApiException api = (ApiException) e;
+                        assertThat(api.errorCode()).isEqualTo(ErrorCode.SERVICE_UNAVAILABLE);
+                        assertThat(api.retryAfter()).isEqualTo(Duration.ofSeconds(3));
+                    })
+                    .verify(WAIT);
+        }
+        assertThat(decode.calls()).as("no traffic while open").isEqualTo(4);
+
+        decode.script(FakeWorker.decodeGenerating(1));
+        clock.advance(Duration.ofSeconds(31));
+        StepVerifier.create(generator.generate(request())).expectNextCount(1).expectComplete().verify(WAIT);
+
+        assertThat(decode.calls()).as("one half-open probe").isEqualTo(5);
+        assertThat(breaker.getState()).isEqualTo(CircuitBreaker.State.CLOSED);
+        assertThat(transitions).containsExactly(CircuitBreaker.StateTransition.CLOSED_TO_OPEN,
+                CircuitBreaker.StateTransition.OPEN_TO_HALF_OPEN, CircuitBreaker.StateTransition.HALF_OPEN_TO_CLOSED);
+    }
+
+    // ------------------------------------------------------------------------------------------ bulkhead
+
+    @Test
+    void aFullBulkheadSendsTheLegToTheNextInstanceAndAllFullIs503() {
+        ResilienceProperties properties = new ResilienceProperties(Duration.ofSeconds(10), Duration.ofSeconds(4),
+                new ResilienceProperties.Retry(2, Duration.ofMillis(1), Duration.ofMillis(5)),
+                new ResilienceProperties.CircuitBreaker(50, 20, 10, Duration.ofSeconds(10), 2),
+                new ResilienceProperties.Bulkhead(1));
+        Sinks.Many<String> heldA = Sinks.many().unicast().onBackpressureBuffer();
+        Sinks.Many<String> heldB = Sinks.many().unicast().onBackpressureBuffer();
+        FakeWorker a = worker(FakeWorker.stream(Flux.concat(Flux.just(FakeWorker.reserved()), heldA.asFlux())));
+        FakeWorker b = worker(FakeWorker.stream(Flux.concat(Flux.just(FakeWorker.reserved()), heldB.asFlux())));
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        WorkerResilience resilience = new WorkerResilience(properties);
+        DisaggregatedGenerator generator = generator(resilience, Schedulers.parallel(), List.of(prefill.uri()),
+                List.of(a.uri(), b.uri()));
+
+        List<GeneratedToken> first = new CopyOnWriteArrayList<>();
+        List<GeneratedToken> second = new CopyOnWriteArrayList<>();
+        // Each request waits until the previous one's prefill leg is over: prefill's bulkhead holds one leg, too.
+        Disposable r1 = generator.generate(request()).subscribe(first::add);
+        await().atMost(WAIT).until(() -> prefill.calls() == 1 && prefillPool().instances().getFirst().outstanding() == 0);
+        Disposable r2 = generator.generate(request()).subscribe(second::add);
+        await().atMost(WAIT).until(() -> prefill.calls() == 2 && prefillPool().instances().getFirst().outstanding() == 0);
+        assertThat(a.calls()).as("each instance took one: the full one was skipped").isEqualTo(1);
+        assertThat(b.calls()).isEqualTo(1);
+        for (WorkerInstance instance : decodePool().instances()) {
+            assertThat(instance.bulkhead().getMetrics().getAvailableConcurrentCalls()).isZero();
+        }
+
+        StepVerifier.create(generator.generate(request()))
+                .expectErrorSatisfies(e -> {
+                    ApiException api = (ApiException) e;
+                    assertThat(api.errorCode()).isEqualTo(ErrorCode.SERVICE_UNAVAILABLE);
+                    assertThat(api.retryAfter()).isEqualTo(Duration.ofSeconds(4));
+                })
+                .verify(WAIT);
+        assertThat(a.calls() + b.calls()).as("nothing sent while both are full").isEqualTo(2);
+        for (WorkerInstance instance : decodePool().instances()) {
+            assertThat(instance.circuitBreaker().getMetrics().getNumberOfFailedCalls())
+                    .as("a full bulkhead is not a failure of the instance").isZero();
+        }
+
+        heldA.tryEmitNext(FakeWorker.token(0, true));
+        heldA.tryEmitComplete();
+        heldB.tryEmitNext(FakeWorker.token(0, true));
+        heldB.tryEmitComplete();
+        await().atMost(WAIT).until(() -> first.size() == 1 && second.size() == 1);
+        r1.dispose();
+        r2.dispose();
+    }
+
+    // ------------------------------------------------------------------------------------------ time limits
+
+    @Test
+    void aWorkerSilentPastTheAdmissionTimeoutIsAbandonedAndTheLegRetriedElsewhereWithTheSameId() {
+        VirtualTimeScheduler timer = VirtualTimeScheduler.create();
+        FakeWorker a = worker(FakeWorker.hang());
+        FakeWorker b = worker(FakeWorker.hang());
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        ResilienceProperties properties = ResilienceProperties.defaults();
+        DisaggregatedGenerator generator = generator(new WorkerResilience(properties), timer, List.of(prefill.uri()),
+                List.of(a.uri(), b.uri()));
+        List<GeneratedToken> tokens = new CopyOnWriteArrayList<>();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Disposable call = generator.generate(request()).subscribe(tokens::add, failure::set);
+        await().atMost(WAIT).until(() -> a.calls() + b.calls() == 1);
+        // Whichever was asked first stays silent; the other one answers.
+        FakeWorker silent = a.calls() == 1 ? a : b;
+        FakeWorker healthy = silent == a ? b : a;
+        healthy.script(FakeWorker.decodeGenerating(2));
+
+        timer.advanceTimeBy(properties.admissionTimeout().minusMillis(1));
+        assertThat(healthy.calls()).as("not yet timed out").isZero();
+        timer.advanceTimeBy(Duration.ofMillis(1));          // the admission timeout fires: retry scheduled
+        timer.advanceTimeBy(properties.retry().maxBackoff()); // the backoff passes: second attempt
+        await().atMost(WAIT).until(() -> tokens.size() == 2);
+
+        assertThat(failure.get()).isNull();
+        assertThat(silent.calls()).isEqualTo(1);
+        assertThat(healthy.calls()).isEqualTo(1);
+        assertThat(healthy.requestIds()).as("same request ID, so a worker still holding it refuses a duplicate")
+                .isEqualTo(silent.requestIds());
+        await().atMost(WAIT).until(() -> silent.closedByGateway() == 1); // abandoned: its exchange was closed
+        assertThat(instance(decodePool(), silent.uri()).circuitBreaker().getMetrics().getNumberOfFailedCalls())
+                .as("no answer in time is a failure").isEqualTo(1);
+        call.dispose();
+    }
+
+    @Test
+    void aHealthyStreamSlowerThanTheAdmissionTimeoutIsNeverCut() {
+        VirtualTimeScheduler timer = VirtualTimeScheduler.create();
+        // Both legs are admitted at once, then take far longer than the admission timeout: a long prefill queue,
+        // slow tokens.
+        Sinks.Many<String> tokens = Sinks.many().unicast().onBackpressureBuffer();
+        Sinks.Many<String> progress = Sinks.many().unicast().onBackpressureBuffer();
+        FakeWorker decode = worker(FakeWorker.stream(Flux.concat(Flux.just(FakeWorker.reserved()), tokens.asFlux())));
+        FakeWorker prefill = worker(FakeWorker.stream(Flux.concat(Flux.just("{\"type\":\"QUEUED\",\"position\":9}"),
+                progress.asFlux())));
+        ResilienceProperties properties = ResilienceProperties.defaults();
+        DisaggregatedGenerator generator = generator(new WorkerResilience(properties), timer, List.of(prefill.uri()),
+                List.of(decode.uri()));
+
+        StepVerifier.create(generator.generate(request()))
+                .then(() -> await().atMost(WAIT).until(() -> admitted(decodePool()) == 1 && admitted(prefillPool()) == 1))
+                .then(() -> {
+                    timer.advanceTimeBy(properties.admissionTimeout().multipliedBy(100)); // long past the limit
+                    progress.tryEmitNext("{\"type\":\"STARTED\"}");
+                    timer.advanceTimeBy(properties.admissionTimeout().multipliedBy(100));
+                    progress.tryEmitNext("{\"type\":\"DONE\",\"firstToken\":7}");
+                    progress.tryEmitComplete();
+                    tokens.tryEmitNext(FakeWorker.token(0, false));
+                })
+                .expectNextCount(1)
+                .then(() -> {
+                    timer.advanceTimeBy(properties.admissionTimeout().multipliedBy(100));
+                    tokens.tryEmitNext(FakeWorker.token(1, true));
+                    tokens.tryEmitComplete();
+                })
+                .expectNextCount(1)
+                .expectComplete()
+                .verify(WAIT);
+        assertThat(decode.calls()).isEqualTo(1);
+        assertThat(prefill.calls()).isEqualTo(1);
+        assertThat(decodePool().instances().getFirst().circuitBreaker().getMetrics().getNumberOfFailedCalls()).isZero();
+        assertThat(prefillPool().instances().getFirst().circuitBreaker().getMetrics().getNumberOfFailedCalls()).isZero();
+    }
+
+    // ------------------------------------------------------------------------------------------ cancellation
+
+    @Test
+    void aClientCancelDuringBackoffSendsNothingFurther() {
+        VirtualTimeScheduler timer = VirtualTimeScheduler.create();
+        FakeWorker decode = worker(FakeWorker.status(503));
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        WorkerResilience resilience = new WorkerResilience(ResilienceProperties.defaults());
+        DisaggregatedGenerator generator = generator(resilience, timer, List.of(prefill.uri()), List.of(decode.uri()));
+        AtomicInteger retriesScheduled = new AtomicInteger();
+        resilience.retries().retry("decode").getEventPublisher().onRetry(e -> retriesScheduled.incrementAndGet());
+
+        Disposable call = generator.generate(request()).subscribe(t -> { }, e -> { });
+        await().atMost(WAIT).until(() -> retriesScheduled.get() == 1); // refused, now in backoff
+        call.dispose();
+        timer.advanceTimeBy(Duration.ofHours(1));
+
+        WorkerInstance instance = decodePool().instances().getFirst();
+        assertThat(instance.routed()).as("no attempt after the cancel (routing is synchronous)").isEqualTo(1);
+        assertThat(decode.calls()).isEqualTo(1);
+        assertThat(retriesScheduled.get()).isEqualTo(1);
+        assertThat(prefill.calls()).isZero();
+    }
+
+    @Test
+    void aClientCancelIsNeverABreakerFailure() {
+        FakeWorker connecting = worker(FakeWorker.hang());
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(connecting.uri()));
+
+        // Cancelled while connecting (before admission) ...
+        Disposable first = generator.generate(request()).subscribe(t -> { }, e -> { });
+        await().atMost(WAIT).until(() -> connecting.calls() == 1);
+        first.dispose();
+        await().atMost(WAIT).until(() -> connecting.closedByGateway() == 1);
+
+        // ... and after admission, mid-stream.
+        connecting.script(FakeWorker.stream(Flux.concat(Flux.just(FakeWorker.reserved()), Flux.never())));
+        Disposable second = generator.generate(request()).subscribe(t -> { }, e -> { });
+        await().atMost(WAIT).until(() -> admitted(decodePool()) == 1);
+        second.dispose();
+        await().atMost(WAIT).until(() -> connecting.closedByGateway() == 2);
+
+        CircuitBreaker.Metrics metrics = decodePool().instances().getFirst().circuitBreaker().getMetrics();
+        assertThat(metrics.getNumberOfFailedCalls()).isZero();
+        assertThat(metrics.getNumberOfSuccessfulCalls()).isEqualTo(1);
+    }
+
+    // ------------------------------------------------------------------------------------------ fixture
+
+    private FakeWorker worker(FakeWorker.Script script) {
+        FakeWorker worker = FakeWorker.start(script);
+        workers.add(worker);
+        return worker;
+    }
+
+    private DisaggregatedGenerator generator(ResilienceProperties properties, List<URI> prefill, List<URI> decode) {
+        return generator(new WorkerResilience(properties), Schedulers.parallel(), prefill, decode);
+    }
+
+    private DisaggregatedGenerator generator(WorkerResilience resilience, Scheduler timer, List<URI> prefill,
+                                             List<URI> decode) {
+        resilience.bindTo(meters);
+        WorkerPool prefillPool = new WorkerPool("prefill", prefill, resilience);
+        WorkerPool decodePool = new WorkerPool("decode", decode, resilience);
+        pools.clear();
+        pools.add(prefillPool);
+        pools.add(decodePool);
+        return new DisaggregatedGenerator(client, prefillPool, decodePool, contexts, resilience, timer);
+    }
+
+    private WorkerPool prefillPool() {
+        return pools.get(0);
+    }
+
+    private WorkerPool decodePool() {
+        return pools.get(1);
+    }
+
+    private static WorkerInstance instance(WorkerPool pool, URI uri) {
+        return pool.instances().stream().filter(i -> i.uri().equals(uri)).findFirst().orElseThrow();
+    }
+
+    private static int admitted(WorkerPool pool) {
+        return pool.instances().stream().mapToInt(i -> i.circuitBreaker().getMetrics().getNumberOfSuccessfulCalls())
+                .sum();
+    }
+
+    private double stateGauge(WorkerInstance instance, String state) {
+        return meters.get("resilience4j.circuitbreaker.state").tag("name", instance.name()).tag("state", state)
+                .gauge().value();
+    }
+
+    private double retryCalls(String role, String kind) {
+        return meters.get("resilience4j.retry.calls").tag("name", role).tag("kind", kind).functionCounter().count();
+    }
+
+    /** Three attempts, a millisecond apart: retries without waiting. */
+    private static ResilienceProperties fastRetries() {
+        return new ResilienceProperties(Duration.ofSeconds(10), Duration.ofSeconds(1),
+                new ResilienceProperties.Retry(3, Duration.ofMillis(1), Duration.ofMillis(5)),
+                new ResilienceProperties.CircuitBreaker(50, 20, 10, Duration.ofSeconds(10), 2),
+                new ResilienceProperties.Bulkhead(64));
+    }
+
+    private GenerationRequest request() {
+        return new GenerationRequest("resilience-" + ids.incrementAndGet(), "ripcord-tiny", new int[] {1, 2, 3}, 4,
+                0.0, 1.0, OptionalLong.of(1), List.of(), false, true, false, null, null,
+                GenerationRequest.Kind.COMPLETION);
+    }
+
+    private static CancelProperties cancelProperties() {
+        return new CancelProperties(CancelPropagation.IN_BAND, false, "ripcord.cancellations",
+                "ripcord.cancellations.dlt", 3, 1, Duration.ofHours(1), Duration.ofDays(7), Duration.ofMinutes(10),
+                Duration.ofMinutes(10), 100_000, false, Duration.ofSeconds(30), 10_000, 3, Duration.ofMillis(200),
+                "resilient-legs-test");
+    }
+
+    /** A clock the test moves by hand: how long an open breaker has waited. */
+    private static final class MutableClock extends Clock {
+        private volatile Instant now = Instant.parse("2026-11-01T00:00:00Z");
+
+        void advance(Duration by) {
+            now = now.plus(by);
+        }
+
+        @Override
+        public ZoneId getZone() {
+            return ZoneId.of("UTC");
+        }
+
+        @Override
+        public Clock withZone(ZoneId zone) {
+            return this;
+        }
+
+        @Override
+        public Instant instant() {
+            return now;
+        }
+    }
+}
