@@ -3,6 +3,7 @@ package dev.ripcord.stack;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
+import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -10,8 +11,10 @@ import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
 
 /**
@@ -32,15 +35,21 @@ public final class LocalStack implements AutoCloseable {
             List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
                     "--sun-misc-unsafe-memory-access=allow");
 
+    /** Stacks this JVM started and has not closed, by each service's {@code host:port}: see {@link #at}. */
+    private static final Map<String, LocalStack> RUNNING = new ConcurrentHashMap<>();
+
     private final KraftBroker broker;
     private final String bootstrapServers;
     private final Map<Role, ServiceProcess> services;
+    private final StackCredentials credentials;
     private volatile boolean closed;
 
-    private LocalStack(KraftBroker broker, String bootstrapServers, Map<Role, ServiceProcess> services) {
+    private LocalStack(KraftBroker broker, String bootstrapServers, Map<Role, ServiceProcess> services,
+                       StackCredentials credentials) {
         this.broker = broker;
         this.bootstrapServers = bootstrapServers;
         this.services = services;
+        this.credentials = credentials;
     }
 
     /**
@@ -64,19 +73,25 @@ public final class LocalStack implements AutoCloseable {
             common.add("--spring.cloud.stream.kafka.binder.brokers=" + bootstrap);
             common.add("--ripcord.gateway.prefill-workers=http://localhost:" + options.port(Role.PREFILL));
             common.add("--ripcord.gateway.decode-workers=http://localhost:" + options.port(Role.DECODE));
-            options.properties().forEach((k, v) -> common.add("--" + k + "=" + v));
+            // A fresh API key and internal token at every start; they travel by environment, not as arguments.
+            StackCredentials credentials = StackCredentials.generate(options.properties());
+            StackCredentials.withoutSecrets(options.properties()).forEach((k, v) -> common.add("--" + k + "=" + v));
             List<String> jvmFlags = new ArrayList<>(JVM_FLAGS);
             jvmFlags.addAll(options.jvmFlags());
 
             for (Role role : Role.values()) {
                 services.put(role, ServiceProcess.start(role, jar(options.root(), role), options.port(role),
-                        jvmFlags, common, options.logDir(), console));
+                        jvmFlags, common, credentials.environment(role), options.logDir(), console));
             }
             // Health checks run concurrently: the services start in parallel, so wait for all at once.
             CompletableFuture.allOf(services.values().stream()
                     .map(s -> CompletableFuture.runAsync(() -> s.awaitHealthy(STARTUP_TIMEOUT)))
                     .toArray(CompletableFuture[]::new)).join();
-            return new LocalStack(broker, bootstrap, services);
+            LocalStack stack = new LocalStack(broker, bootstrap, services, credentials);
+            for (ServiceProcess service : services.values()) {
+                RUNNING.put(authority(service.url()), stack);
+            }
+            return stack;
         } catch (RuntimeException e) {
             services.values().forEach(ServiceProcess::close);
             if (broker != null) {
@@ -96,6 +111,37 @@ public final class LocalStack implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot list " + target + " (run ./ripcord build first)", e);
         }
+    }
+
+    /**
+     * The running stack, started by this JVM, one of whose services is at {@code serviceUrl} (its scheme, host and
+     * port; the path is ignored). How test clients given only a URL find the credentials to send.
+     */
+    public static Optional<LocalStack> at(URI serviceUrl) {
+        return Optional.ofNullable(RUNNING.get(authority(serviceUrl.toString())));
+    }
+
+    private static String authority(String url) {
+        URI uri = URI.create(url);
+        String host = uri.getHost() == null ? "" : uri.getHost();
+        if (host.equals("127.0.0.1") || host.equals("[::1]")) {
+            host = "localhost";
+        }
+        return host + ":" + uri.getPort();
+    }
+
+    /** The API key clients must send ({@code Authorization: Bearer <key>}); null when the gateway runs open. */
+    public String apiKey() {
+        return credentials.apiKey();
+    }
+
+    /** The token every call to a worker's {@code /internal/**} must carry ({@code X-Ripcord-Internal-Token}). */
+    public String internalToken() {
+        return credentials.internalToken();
+    }
+
+    public StackCredentials credentials() {
+        return credentials;
     }
 
     public String bootstrapServers() {
@@ -129,6 +175,7 @@ public final class LocalStack implements AutoCloseable {
             return;
         }
         closed = true;
+        RUNNING.values().removeIf(stack -> stack == this);
         ServiceProcess gateway = services.get(Role.GATEWAY);
         gateway.close();
         CompletableFuture.allOf(
@@ -137,6 +184,39 @@ public final class LocalStack implements AutoCloseable {
         if (broker != null) {
             broker.close();
         }
+    }
+
+    /** The API key and a ready-to-paste request, or the loud warning of an open gateway. */
+    private static void printAccess(PrintStream out, LocalStack stack, StackOptions options) {
+        String gateway = stack.url(Role.GATEWAY);
+        String model = options.properties().getOrDefault("ripcord.engine.model-name",
+                "ripcord-" + options.properties().getOrDefault("ripcord.engine.preset", "small"));
+        String body = "{\"model\":\"" + model + "\",\"prompt\":\"Hello\",\"max_tokens\":16,\"stream\":true}";
+        String key = stack.apiKey();
+        if (key == null) {
+            out.println("""
+                    !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!
+                    !!  --open: THE GATEWAY REQUIRES NO API KEY. Anyone who can reach it can use  !!
+                    !!  it and cancel any request. Do not expose it beyond this machine.           !!
+                    !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!""");
+            out.println("  curl -N " + gateway + "/v1/completions -H 'Content-Type: application/json' \\");
+        } else {
+            out.println("  API key  " + key);
+            out.println("           (new at every start; every /v1 call must send 'Authorization: Bearer <key>')");
+            out.println();
+            out.println("  curl -N " + gateway + "/v1/completions -H 'Content-Type: application/json' \\");
+            out.println("    -H 'Authorization: Bearer " + key + "' \\");
+        }
+        out.println("    -d '" + body + "'");
+        out.println();
+        out.println("  internal token  " + stack.internalToken()
+                + "   (X-Ripcord-Internal-Token, for the workers' /internal API)");
+        out.println("  export RIPCORD_API_KEY=" + (key == null ? "" : key) + " RIPCORD_INTERNAL_TOKEN="
+                + stack.internalToken());
+        if (key != null) {
+            out.println("  OpenAI SDKs: export OPENAI_BASE_URL=" + gateway + "/v1 OPENAI_API_KEY=" + key);
+        }
+        out.println();
     }
 
     public static void main(String[] args) {
@@ -172,6 +252,8 @@ public final class LocalStack implements AutoCloseable {
         out.println("  decode   " + stack.url(Role.DECODE));
         out.println("  kafka    " + stack.bootstrapServers() + "   (cancellations on ripcord.cancellations)");
         out.println("  logs     " + options.logDir());
+        out.println();
+        printAccess(out, stack, options);
         out.println("Press Ctrl-C to stop.");
         // Keep running until a signal; if a service dies on its own, say so and stop the rest.
         while (true) {

@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -42,7 +43,7 @@ final class ServiceProcess implements AutoCloseable {
     }
 
     static ServiceProcess start(Role role, Path jar, int port, List<String> jvmFlags, List<String> args,
-                                Path logDir, PrintStream console) {
+                                Map<String, String> environment, Path logDir, PrintStream console) {
         if (!Files.isRegularFile(jar)) {
             throw new IllegalStateException("no executable jar for " + role.shortName() + " at " + jar
                     + " (run ./ripcord build first)");
@@ -57,7 +58,9 @@ final class ServiceProcess implements AutoCloseable {
         Path logFile = logDir.resolve(role.shortName() + ".log");
         try {
             Files.createDirectories(logDir);
-            Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+            ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+            builder.environment().putAll(environment); // secrets travel here, not on the command line
+            Process process = builder.start();
             Writer log = Files.newBufferedWriter(logFile, StandardCharsets.UTF_8);
             Thread relay = Thread.ofPlatform().daemon().name("relay-" + role.shortName()).start(() -> {
                 String prefix = "[" + role.shortName() + "] ";

@@ -31,6 +31,9 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
               --decode-port=N          (default 8082)
               --jvm-flag=FLAG          extra JVM flag for every service (repeatable)
               --log-dir=DIR            where service logs are copied (default .ripcord/logs)
+              --open                   run the gateway without API keys (loud warning; never expose it)
+            An API key and an internal token are generated at every start; the key is printed.
+            --ripcord.gateway.auth.api-key-hashes=sha256:<hex>,... adds keys of your own (./ripcord hash-key <key>).
             Every other --key=value reaches all three services as a Spring property.""";
 
     public StackOptions {
@@ -58,6 +61,10 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
         Path logDir = d.logDir();
         List<String> jvmFlags = new ArrayList<>();
         for (String arg : args) {
+            if (arg.equals("--open")) {
+                props.put(StackCredentials.AUTH_ENABLED, "false");
+                continue;
+            }
             if (!arg.startsWith("--")) {
                 throw new IllegalArgumentException("unexpected argument '" + arg + "'\n" + USAGE);
             }

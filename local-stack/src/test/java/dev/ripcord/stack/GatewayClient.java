@@ -34,10 +34,18 @@ public final class GatewayClient {
     static final ObjectMapper JSON = JsonMapper.builder().build();
 
     private final URI base;
+    private final String apiKey;
     private final HttpClient http;
 
+    /** A client of the gateway at {@code base} sending the API key of the stack there ({@link TestCredentials}). */
     public GatewayClient(URI base) {
+        this(base, TestCredentials.apiKey(base));
+    }
+
+    /** A client sending {@code apiKey} as {@code Authorization: Bearer}; none if null. */
+    public GatewayClient(URI base, String apiKey) {
         this.base = base;
+        this.apiKey = apiKey;
         // HTTP/1.1 as OpenAI SDKs speak it; java.net.http would otherwise try an h2c upgrade first.
         this.http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(Duration.ofSeconds(5)).build();
@@ -45,6 +53,11 @@ public final class GatewayClient {
 
     public URI base() {
         return base;
+    }
+
+    /** The API key this client sends, or null. */
+    public String apiKey() {
+        return apiKey;
     }
 
     /** A {@code /v1/completions} body: greedy, {@code ignore_eos}, no stream; callers adjust it. */
@@ -80,6 +93,7 @@ public final class GatewayClient {
                 .timeout(Duration.ofMinutes(5))
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofByteArray(JSON.writeValueAsBytes(body)));
+        TestCredentials.withApiKey(request, apiKey);
         if (requestId != null) {
             request.header("X-Request-Id", requestId);
         }

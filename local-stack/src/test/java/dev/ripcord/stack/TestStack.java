@@ -71,6 +71,16 @@ public final class TestStack implements AutoCloseable {
         return stack.logFile(role);
     }
 
+    /** The API key the gateway accepts (generated at start), or null if the stack runs open. */
+    public String apiKey() {
+        return stack.apiKey();
+    }
+
+    /** The token the workers require on {@code /internal/**}. */
+    public String internalToken() {
+        return stack.internalToken();
+    }
+
     public GatewayClient gateway() {
         return gateway;
     }

@@ -20,14 +20,30 @@ public final class TestStacks {
      * of 16 tokens and pages of 32 (a 150-byte prompt is 10 chunks over 5 pages, and chunk and page boundaries do
      * not line up), one engine thread per worker (2 cores are shared by three JVMs and the test) and a KV pool
      * large enough for the concurrent tests (decode commits prompt + max_tokens for each request up front).
+     *
+     * <p>Authentication is on, as in production (each stack generates its key and token; clients find them through
+     * {@link TestCredentials}), with per-key limits far above what the storm tests send at once (500 requests
+     * with one key), and cancels for IDs the gateway has not seen forwarded on Kafka: the cancellation tests
+     * deliver early cancels that way. Ownership of requests in flight is checked either way. Every stack also
+     * accepts {@link #SECOND_API_KEY}.
      */
+    /**
+     * A second API key every test stack accepts besides the one it generates (its hash is in
+     * {@link #DEFAULT_PROPERTIES}): for tests of what one key may do to another's requests. Test stacks only.
+     */
+    public static final String SECOND_API_KEY = "rk-test-stacks-second-key-0000000000000000000000";
+
     public static final Map<String, String> DEFAULT_PROPERTIES = Map.of(
             "ripcord.engine.preset", "tiny",
             "ripcord.engine.seed", "42",
             "ripcord.engine.threads", "1",
             "ripcord.engine.page-tokens", "32",
             "ripcord.engine.kv-pages", "256",
-            "ripcord.prefill.chunk-tokens", "16");
+            "ripcord.prefill.chunk-tokens", "16",
+            "ripcord.gateway.auth.max-concurrent-streams", "2048",
+            "ripcord.gateway.auth.rate-limit.limit-for-period", "100000",
+            "ripcord.gateway.auth.forward-unknown-cancels", "true",
+            "ripcord.gateway.auth.api-key-hashes", StackCredentials.hash(SECOND_API_KEY));
 
     /** Child-JVM flags for test stacks: fewer GC threads on a 2-core machine; nothing that slows the engine. */
     static final List<String> JVM_FLAGS = List.of("-XX:+UseSerialGC", "-Xmx512m");

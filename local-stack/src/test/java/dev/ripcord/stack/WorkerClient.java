@@ -30,11 +30,19 @@ public final class WorkerClient {
 
     private final URI prefill;
     private final URI decode;
+    private final String internalToken;
     private final HttpClient http;
 
+    /** A client of these workers sending the internal token of their stack ({@link TestCredentials}). */
     public WorkerClient(URI prefill, URI decode) {
+        this(prefill, decode, TestCredentials.internalToken(prefill));
+    }
+
+    /** A client sending {@code internalToken} on every call; none if null. */
+    public WorkerClient(URI prefill, URI decode, String internalToken) {
         this.prefill = prefill;
         this.decode = decode;
+        this.internalToken = internalToken;
         this.http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(Duration.ofSeconds(5)).build();
     }
@@ -46,8 +54,8 @@ public final class WorkerClient {
             case DECODE -> decode;
             case GATEWAY -> throw new IllegalArgumentException("the gateway has no worker status");
         };
-        HttpRequest request = HttpRequest.newBuilder(base.resolve(InternalApi.STATUS))
-                .timeout(Duration.ofSeconds(10)).GET().build();
+        HttpRequest request = TestCredentials.withInternalToken(HttpRequest.newBuilder(base.resolve(InternalApi.STATUS)),
+                internalToken).timeout(Duration.ofSeconds(10)).GET().build();
         HttpResponse<byte[]> response = send(request, HttpResponse.BodyHandlers.ofByteArray());
         if (response.statusCode() != 200) {
             throw new AssertionError(role.shortName() + " status answered " + response.statusCode());
@@ -120,8 +128,8 @@ public final class WorkerClient {
         }
     }
 
-    private static HttpRequest post(URI base, String path, String requestId, Object body) {
-        return HttpRequest.newBuilder(base.resolve(path))
+    private HttpRequest post(URI base, String path, String requestId, Object body) {
+        return TestCredentials.withInternalToken(HttpRequest.newBuilder(base.resolve(path)), internalToken)
                 .timeout(Duration.ofMinutes(5))
                 .header(InternalApi.REQUEST_ID_HEADER, requestId)
                 .header("Content-Type", "application/json")

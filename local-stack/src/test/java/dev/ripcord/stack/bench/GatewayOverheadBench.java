@@ -22,6 +22,7 @@ import dev.ripcord.protocol.Sampling;
 import dev.ripcord.stack.GatewayClient;
 import dev.ripcord.stack.LocalStack;
 import dev.ripcord.stack.Role;
+import dev.ripcord.stack.TestCredentials;
 import dev.ripcord.stack.TestStacks;
 import dev.ripcord.stack.WorkerClient;
 import tools.jackson.databind.JsonNode;
@@ -223,7 +224,8 @@ public final class GatewayOverheadBench {
 
     private static String servedModel(URI gateway) {
         try (HttpClient http = HttpClient.newHttpClient()) {
-            HttpResponse<String> response = http.send(HttpRequest.newBuilder(gateway.resolve("/v1/models"))
+            HttpResponse<String> response = http.send(TestCredentials.withApiKey(
+                            HttpRequest.newBuilder(gateway.resolve("/v1/models")), TestCredentials.apiKey(gateway))
                     .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
             JsonNode models = JsonMapper.builder().build().readTree(response.body());
             return models.path("data").path(0).path("id").asString();

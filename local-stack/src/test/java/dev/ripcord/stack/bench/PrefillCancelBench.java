@@ -21,6 +21,7 @@ import dev.ripcord.protocol.JournalEntry;
 import dev.ripcord.protocol.WorkerStatus;
 import dev.ripcord.stack.LocalStack;
 import dev.ripcord.stack.Role;
+import dev.ripcord.stack.TestCredentials;
 import dev.ripcord.stack.TestStacks;
 import dev.ripcord.stack.cancel.Endpoints;
 import dev.ripcord.stack.cancel.Journal;
@@ -400,7 +401,8 @@ public final class PrefillCancelBench {
 
     private static String servedModel(URI gateway) throws Exception {
         HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-        HttpResponse<String> response = http.send(HttpRequest.newBuilder(gateway.resolve("/v1/models")).GET().build(),
+        HttpResponse<String> response = http.send(TestCredentials.withApiKey(
+                        HttpRequest.newBuilder(gateway.resolve("/v1/models")), TestCredentials.apiKey(gateway)).GET().build(),
                 HttpResponse.BodyHandlers.ofString());
         return JsonMapper.builder().build().readTree(response.body()).path("data").path(0).path("id").asString();
     }

@@ -18,6 +18,7 @@ import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.Sampling;
 import dev.ripcord.protocol.WorkerStatus;
 import dev.ripcord.stack.Role;
+import dev.ripcord.stack.TestCredentials;
 import dev.ripcord.stack.cancel.StreamingClient.Outcome;
 import org.awaitility.Awaitility;
 
@@ -108,7 +109,8 @@ final class CancelBeforeRegistration {
         String transfer = new ReceiveDescriptor(requestId, "no-such-decode", 1, "localhost", 1, null, null, null, -1,
                 0, 1, 1, 1, List.of(new ByteRange(0, 4096)), 4096).encode();
         PrefillRequest body = new PrefillRequest(requestId, new int[] {1, 72, 105, 33}, Sampling.GREEDY, transfer);
-        HttpRequest request = HttpRequest.newBuilder(stack.prefill().resolve(InternalApi.PREFILL))
+        HttpRequest request = TestCredentials.withInternalToken(
+                        HttpRequest.newBuilder(stack.prefill().resolve(InternalApi.PREFILL)), stack.internalToken())
                 .timeout(Duration.ofMinutes(1))
                 .header(InternalApi.REQUEST_ID_HEADER, requestId)
                 .header("Content-Type", "application/json")

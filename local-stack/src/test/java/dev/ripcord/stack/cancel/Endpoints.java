@@ -5,6 +5,7 @@ import java.time.Duration;
 
 import dev.ripcord.protocol.WorkerStatus;
 import dev.ripcord.stack.Role;
+import dev.ripcord.stack.TestCredentials;
 import dev.ripcord.stack.TestStack;
 import dev.ripcord.stack.WorkerClient;
 import org.awaitility.Awaitility;
@@ -22,6 +23,16 @@ public record Endpoints(URI gateway, URI prefill, URI decode, String model) {
     public static Endpoints of(TestStack stack) {
         return new Endpoints(stack.url(Role.GATEWAY), stack.url(Role.PREFILL), stack.url(Role.DECODE),
                 stack.modelName());
+    }
+
+    /** The API key of the stack's gateway ({@link TestCredentials}), or null when it runs open. */
+    public String apiKey() {
+        return TestCredentials.apiKey(gateway);
+    }
+
+    /** The internal token of the stack's workers ({@link TestCredentials}). */
+    public String internalToken() {
+        return TestCredentials.internalToken(prefill);
     }
 
     public URI worker(Role role) {

@@ -19,6 +19,7 @@ import java.util.stream.Collectors;
 
 import dev.ripcord.protocol.InternalApi;
 import dev.ripcord.protocol.JournalEntry;
+import dev.ripcord.stack.TestCredentials;
 
 /**
  * A snapshot of a worker's scheduler journal ({@code GET /internal/v1/journal}), with the questions the cancellation
@@ -59,7 +60,9 @@ public final class Journal {
     }
 
     private static JournalEntry[] read(URI worker, long after) {
-        HttpRequest request = HttpRequest.newBuilder(worker.resolve(InternalApi.JOURNAL + "?after=" + after))
+        HttpRequest request = TestCredentials.withInternalToken(
+                        HttpRequest.newBuilder(worker.resolve(InternalApi.JOURNAL + "?after=" + after)),
+                        TestCredentials.internalToken(worker))
                 .timeout(Duration.ofSeconds(30)).GET().build();
         try {
             HttpResponse<byte[]> response = HTTP.send(request, HttpResponse.BodyHandlers.ofByteArray());

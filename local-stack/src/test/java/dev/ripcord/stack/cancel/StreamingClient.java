@@ -14,6 +14,8 @@ import java.util.concurrent.Flow;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
+import dev.ripcord.stack.TestCredentials;
+
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.ObjectMapper;
 import tools.jackson.databind.json.JsonMapper;
@@ -37,10 +39,18 @@ public final class StreamingClient {
     static final ObjectMapper JSON = JsonMapper.builder().build();
 
     private final URI gateway;
+    private final String apiKey;
     private final HttpClient http;
 
+    /** A client of the gateway at {@code gateway} sending the API key of the stack there ({@link TestCredentials}). */
     public StreamingClient(URI gateway) {
+        this(gateway, TestCredentials.apiKey(gateway));
+    }
+
+    /** A client sending {@code apiKey} as {@code Authorization: Bearer}; none if null. */
+    public StreamingClient(URI gateway, String apiKey) {
         this.gateway = gateway;
+        this.apiKey = apiKey;
         // HTTP/1.1: one connection per exchange, so closing it is unambiguous (no h2c upgrade, no multiplexing).
         this.http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(Duration.ofSeconds(10)).build();
@@ -65,7 +75,8 @@ public final class StreamingClient {
     /** Starts {@code POST /v1/completions} with {@code X-Request-Id: requestId}; returns at once. */
     public Call start(ObjectNode body, String requestId) {
         Call call = new Call(requestId, body.path("stream").asBoolean(false));
-        HttpRequest request = HttpRequest.newBuilder(gateway.resolve("/v1/completions"))
+        HttpRequest request = TestCredentials.withApiKey(HttpRequest.newBuilder(gateway.resolve("/v1/completions")),
+                        apiKey)
                 .timeout(Duration.ofMinutes(5))
                 .header("Content-Type", "application/json")
                 .header("X-Request-Id", requestId)
@@ -86,7 +97,8 @@ public final class StreamingClient {
 
     /** {@code POST /v1/requests/{id}/cancel}; returns the status (200 cancelled here, 202 forwarded, 404 unknown). */
     public int cancel(String requestId) {
-        HttpRequest request = HttpRequest.newBuilder(gateway.resolve("/v1/requests/" + requestId + "/cancel"))
+        HttpRequest request = TestCredentials.withApiKey(
+                        HttpRequest.newBuilder(gateway.resolve("/v1/requests/" + requestId + "/cancel")), apiKey)
                 .timeout(Duration.ofSeconds(30)).POST(HttpRequest.BodyPublishers.noBody()).build();
         try {
             return http.send(request, HttpResponse.BodyHandlers.discarding()).statusCode();

@@ -46,7 +46,7 @@ class OpenAiSdkTest {
     static void connect(TestStack stack) {
         client = OpenAIOkHttpClient.builder()
                 .baseUrl(stack.url(Role.GATEWAY).resolve("/v1").toString())
-                .apiKey("unused-by-ripcord")
+                .apiKey(stack.apiKey())
                 .maxRetries(0)
                 .timeout(Duration.ofMinutes(2))
                 .responseValidation(true)
