@@ -1,6 +1,7 @@
 package dev.ripcord.worker;
 
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -8,6 +9,7 @@ import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.availability.AvailabilityChangeEvent;
 import org.springframework.boot.availability.ReadinessState;
 import org.springframework.context.ApplicationContext;
+import org.springframework.context.ApplicationContextAware;
 import org.springframework.context.ApplicationListener;
 import org.springframework.context.event.ContextClosedEvent;
 
@@ -17,14 +19,18 @@ import org.springframework.context.event.ContextClosedEvent;
  * does Spring stop the web server and destroy the engine, the transfer agent and their off-heap memory.
  *
  * <p>{@link ContextClosedEvent} is published before the web server's graceful shutdown and before any bean is
- * destroyed, which is what makes this order hold.
+ * destroyed, which is what makes this order hold. A child context (the actuator's, when management runs on its own
+ * port) also publishes a {@link ContextClosedEvent} that reaches this listener; only the worker's own context's
+ * close drains, and it drains once.
  */
-final class GracefulDrain implements ApplicationListener<ContextClosedEvent> {
+final class GracefulDrain implements ApplicationListener<ContextClosedEvent>, ApplicationContextAware {
 
     private static final Logger log = LoggerFactory.getLogger(GracefulDrain.class);
 
     private final ObjectProvider<Drainable> drainables;
     private final Duration grace;
+    private final AtomicBoolean drained = new AtomicBoolean();
+    private ApplicationContext owner;
 
     GracefulDrain(ObjectProvider<Drainable> drainables, Duration grace) {
         this.drainables = drainables;
@@ -32,8 +38,16 @@ final class GracefulDrain implements ApplicationListener<ContextClosedEvent> {
     }
 
     @Override
+    public void setApplicationContext(ApplicationContext context) {
+        this.owner = context;
+    }
+
+    @Override
     public void onApplicationEvent(ContextClosedEvent event) {
         ApplicationContext context = event.getApplicationContext();
+        if (context != owner || !drained.compareAndSet(false, true)) {
+            return;
+        }
         AvailabilityChangeEvent.publish(context, ReadinessState.REFUSING_TRAFFIC);
         log.info("draining, grace period {}", grace);
         drainables.orderedStream().forEach(d -> d.drain(grace));
