@@ -12,6 +12,7 @@ import dev.ripcord.cancel.CancelPublisher;
 import dev.ripcord.cancel.CancelReason;
 import dev.ripcord.cancel.Origin;
 import dev.ripcord.cancel.kafka.CancelProperties;
+import dev.ripcord.cancel.logging.RequestMdc;
 import dev.ripcord.gateway.auth.ApiKeys;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -132,9 +133,12 @@ public final class RequestContexts {
         }
         meters.counter("ripcord.cancellations", "service", "gateway", "phase", "request",
                 "path", reason.name().toLowerCase(Locale.ROOT)).increment();
-        log.info("requestId={} cancelled at the gateway: {} (in-band: {}, kafka: {})", ctx.requestId(), reason,
-                cancelProperties.propagation().inBand(), cancelProperties.propagation().kafka());
-        publish(ctx.requestId(), reason);
+        // The caller may be outside the request's pipeline (the cancel route, the deadline timer): its MDC is set here.
+        RequestMdc.with(ctx.requestId(), () -> {
+            log.info("requestId={} cancelled at the gateway: {} (in-band: {}, kafka: {})", ctx.requestId(), reason,
+                    cancelProperties.propagation().inBand(), cancelProperties.propagation().kafka());
+            publish(ctx.requestId(), reason);
+        });
     }
 
     /** Publishes a cancel for a request that may live elsewhere (another gateway); no-op without Kafka. */
@@ -144,7 +148,8 @@ public final class RequestContexts {
         }
         publisher.publish(CancelEvent.now(requestId, reason, origin, clock)).whenComplete((v, e) -> {
             if (e != null) {
-                log.warn("requestId={} cancel event not published: {}", requestId, e.toString());
+                RequestMdc.with(requestId, () ->
+                        log.warn("requestId={} cancel event not published: {}", requestId, e.toString()));
             }
         });
         return true;

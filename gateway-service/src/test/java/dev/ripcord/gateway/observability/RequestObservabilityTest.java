@@ -175,6 +175,10 @@ class RequestObservabilityTest {
 
         assertThat(meters.counter("ripcord.gateway.tokens").count() - tokensBefore).isEqualTo(2.0);
         assertThat(meters.timer("ripcord.gateway.ttft").count() - ttftBefore).isEqualTo(1);
+        // ... under the Prometheus names docs/metrics.md gives them.
+        String scrape = WebClient.create("http://127.0.0.1:" + port).get().uri("/actuator/prometheus")
+                .retrieve().bodyToMono(String.class).block(Duration.ofSeconds(30));
+        assertThat(scrape).contains("ripcord_gateway_ttft_seconds_bucket{", "ripcord_gateway_tokens_total{");
     }
 
     private void complete(String id, Map<String, String> headers) {
