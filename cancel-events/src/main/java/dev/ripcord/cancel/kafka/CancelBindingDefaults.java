@@ -22,6 +22,9 @@ import org.springframework.util.StringUtils;
  *   <li>{@code spring.cloud.function.definition=ripcordCancelConsumer}, only when {@code ripcord.cancel.consume=true}
  *       and propagation includes Kafka. A service with functions of its own must list ours too
  *       ({@code mine;ripcordCancelConsumer}); startup fails with that advice if it does not.</li>
+ *   <li>{@code spring.cloud.stream.function.autodetect=false}: the binder binds only the functions named in the
+ *       definition. Otherwise a service that consumes nothing would get whatever single {@code Function} bean it
+ *       happens to have (Boot customizers are Functions) bound to a Kafka topic.</li>
  *   <li>The input binding: destination = the topic; group {@code ripcord-cancel.<spring.application.name>.<instance-id>},
  *       unique per process, so every process receives every record (broadcast); no offset commits (replay is by time,
  *       see {@link ReplayWindowSeeker}); one delivery attempt (decoding failures are handled by
@@ -56,6 +59,7 @@ public final class CancelBindingDefaults implements EnvironmentPostProcessor, Or
         if (!StringUtils.hasText(environment.getProperty("ripcord.cancel.instance-id"))) {
             defaults.put("ripcord.cancel.instance-id", CancelProperties.randomInstanceId());
         }
+        defaults.put("spring.cloud.stream.function.autodetect", "false");
         defaults.put("spring.cloud.stream.kafka.binder.brokers", "${spring.kafka.bootstrap-servers:localhost:9092}");
 
         for (String output : new String[] {CancelBindings.OUTPUT, CancelBindings.DLT_OUTPUT}) {

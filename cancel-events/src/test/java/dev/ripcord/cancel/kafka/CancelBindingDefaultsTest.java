@@ -39,6 +39,8 @@ class CancelBindingDefaultsTest {
         StandardEnvironment env = environment(Map.of());
 
         assertThat(env.getProperty("spring.cloud.function.definition")).isNull();
+        // Nor may the binder bind some other Function bean it finds (a NettyServerCustomizer is one) to Kafka.
+        assertThat(env.getProperty("spring.cloud.stream.function.autodetect")).isEqualTo("false");
         assertThat(env.getProperty("spring.cloud.stream.bindings.ripcordCancel-out-0.destination"))
                 .isEqualTo("ripcord.cancellations");
     }
