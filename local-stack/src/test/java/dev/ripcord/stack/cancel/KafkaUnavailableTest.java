@@ -7,6 +7,7 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.EnumMap;
 import java.util.List;
@@ -27,6 +28,7 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -114,6 +116,7 @@ class KafkaUnavailableTest {
     @Order(2)
     void withKafkaStoppedRequestsAreServedAndInBandCancelStillStopsPrefill() throws Exception {
         endpoints.awaitWorkersIdle();
+        Prometheus gatewayBefore = Prometheus.scrape(endpoints.gateway());
         broker.close();
         Map<Role, Long> logOffsets = new EnumMap<>(Role.class);
         for (Role role : Role.values()) {
@@ -135,6 +138,7 @@ class KafkaUnavailableTest {
         // An explicit cancel of a request in flight here is in-band too.
         String longId = "no-kafka-explicit-" + UUID.randomUUID();
         long prefillMark = Journal.mark(endpoints.prefill());
+        long decodeMark = Journal.mark(endpoints.decode());
         Call call = client.start(StreamingClient.completion(endpoints.model(), Texts.ofBytes(LONG_PROMPT_BYTES), 1,
                 true), longId);
         DisconnectScenario.awaitChunk(endpoints, prefillMark, longId, 1, call);
@@ -153,6 +157,25 @@ class KafkaUnavailableTest {
         Journal p = Journal.since(endpoints.prefill(), prefillMark);
         assertThat(p.count(longId, "STOPPED")).isEqualTo(1);
         assertThat(p.chunksAfter(longId, p.seq(longId, "CANCEL_OBSERVED"))).isLessThanOrEqualTo(1);
+        // In-band reached both workers: decode's reservation was aborted too, and freed.
+        Journal d = Journal.since(endpoints.decode(), decodeMark);
+        assertThat(d.of(longId)).as("decode journal of %s", longId)
+                .anyMatch(e -> e.event().equals("CANCEL_OBSERVED") && e.detail().contains("IN_BAND"));
+        assertThat(d.count(longId, "FREED")).isEqualTo(1);
+
+        // The cancels the gateway published meanwhile (the disconnect, the explicit cancel, the forwarded one) were
+        // tried in the background, counted, retried, and given up on; none was acknowledged.
+        int published = 3;
+        int attempts = 3; // ripcord.cancel.publish-max-attempts
+        Awaitility.await("the gateway gives up on the %d cancels it could not publish".formatted(published))
+                .atMost(Duration.ofMinutes(4)).pollInterval(Duration.ofMillis(500))
+                .until(() -> delta(gatewayBefore, "ripcord_cancel_published_total", "outcome", "gave_up") >= published);
+        Prometheus gatewayAfter = Prometheus.scrape(endpoints.gateway());
+        assertThat(delta(gatewayBefore, gatewayAfter, "ripcord_cancel_published_total", "outcome", "gave_up"))
+                .isEqualTo(published);
+        assertThat(delta(gatewayBefore, gatewayAfter, "ripcord_cancel_published_total", "outcome", "acked")).isZero();
+        assertThat(delta(gatewayBefore, gatewayAfter, "ripcord_cancel_publish_retries_total"))
+                .as("retries: every failed cancel was retried in the background").isEqualTo(published * (attempts - 1));
 
         // What the services said meanwhile: reported, not asserted (the point is that nothing blocked).
         for (Role role : Role.values()) {
@@ -166,6 +189,14 @@ class KafkaUnavailableTest {
     }
 
     // ------------------------------------------------------------------------------------------------ helpers
+
+    private static double delta(Prometheus before, String name, String... labels) {
+        return delta(before, Prometheus.scrape(endpoints.gateway()), name, labels);
+    }
+
+    private static double delta(Prometheus before, Prometheus after, String name, String... labels) {
+        return after.sum(name, labels) - before.sum(name, labels);
+    }
 
     private static KafkaProducer<String, byte[]> producer() {
         Properties props = new Properties();
