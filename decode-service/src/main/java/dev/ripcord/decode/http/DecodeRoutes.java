@@ -3,6 +3,7 @@ package dev.ripcord.decode.http;
 import dev.ripcord.cancel.CancelReason;
 import dev.ripcord.cancel.CancelSource;
 import dev.ripcord.cancel.CancellationRegistry;
+import dev.ripcord.cancel.DuplicateRegistrationException;
 import dev.ripcord.cancel.RequestIds;
 import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.decode.DecodeProperties;
@@ -85,6 +86,12 @@ public class DecodeRoutes {
                 return ServerResponse.status(HttpStatus.SERVICE_UNAVAILABLE)
                         .header(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, properties.retryAfter().toSeconds())))
                         .bodyValue(DecodeEvent.error(e.getMessage()));
+            }).onErrorResume(DuplicateRegistrationException.class, e -> {
+                // The ID is live here already (e.g. a gateway retry of an attempt this worker still holds): refuse
+                // the second copy; never two jobs for one ID.
+                log.info("requestId={} refused: already in flight on this worker", body.requestId());
+                return ServerResponse.status(HttpStatus.CONFLICT).bodyValue(DecodeEvent.error(
+                        "request " + body.requestId() + " is already in flight on this worker"));
             });
         }).switchIfEmpty(Mono.defer(() -> ServerResponse.badRequest()
                 .bodyValue(DecodeEvent.error("the body is empty; a DecodeRequest is required"))));

@@ -3,6 +3,7 @@ package dev.ripcord.prefill.http;
 import dev.ripcord.cancel.CancelReason;
 import dev.ripcord.cancel.CancelSource;
 import dev.ripcord.cancel.CancellationRegistry;
+import dev.ripcord.cancel.DuplicateRegistrationException;
 import dev.ripcord.cancel.RequestIds;
 import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.engine.InferenceEngine;
@@ -73,6 +74,10 @@ public class PrefillRoutes {
                 return ServerResponse.status(HttpStatus.SERVICE_UNAVAILABLE)
                         .header(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, properties.retryAfter().toSeconds())))
                         .bodyValue(PrefillEvent.error(e.getMessage()));
+            } catch (DuplicateRegistrationException e) {
+                log.info("requestId={} refused: already in flight on this worker", body.requestId());
+                return ServerResponse.status(HttpStatus.CONFLICT).bodyValue(PrefillEvent.error(
+                        "request " + body.requestId() + " is already in flight on this worker"));
             } catch (IllegalArgumentException e) {
                 return ServerResponse.badRequest().bodyValue(PrefillEvent.error(e.getMessage()));
             }

@@ -120,12 +120,19 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
     /**
      * Admits a prompt: registers it, starts connecting its transfer session and queues it.
      *
-     * @throws QueueFullException when the queue is full (nothing was registered or connected)
+     * @throws QueueFullException when the queue is full. Checked first, before anything is registered or
+     *         connected, so decode's receive session is untouched and the gateway may retry elsewhere; only when
+     *         concurrent admissions fill the last slot between that check and the enqueue has the session been
+     *         connected, and it is then aborted.
+     * @throws dev.ripcord.cancel.DuplicateRegistrationException when the ID is already live here
      * @throws IllegalStateException when shutting down
      */
     public PrefillJob submit(PrefillRequest request) {
         if (!accepting) {
             throw new QueueFullException("prefill worker is shutting down");
+        }
+        if (queue.size() >= properties.queueCapacity()) {
+            throw new QueueFullException("prefill queue is full (" + properties.queueCapacity() + ")");
         }
         ReceiveDescriptor descriptor = ReceiveDescriptor.parse(request.transfer());
         PrefillJob job = new PrefillJob(request.requestId(), request.tokens(), descriptor);
