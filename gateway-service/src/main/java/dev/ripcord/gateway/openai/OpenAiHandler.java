@@ -7,6 +7,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -207,12 +208,20 @@ final class OpenAiHandler {
         long created = clock.instant().getEpochSecond();
         CancelCause cause = new CancelCause();
         StreamGuard.Watch watch = streamGuard.watch(request.requestId(), cause, () -> closeConnection(http));
+        AtomicBoolean cancelled = new AtomicBoolean();
         Flux<byte[]> events = Flux.defer(() -> {
             ResponseShapes shapes = new ResponseShapes(request, created);
             return deltas(request)
                     .map(shapes::events)
                     .concatWith(Mono.fromSupplier(shapes::tail))
                     .onErrorResume(failure -> {
+                        if (cancelled.get()) {
+                            // The client went away and the serving core reports the cancel it caused: expected, and
+                            // there is nobody left to tell.
+                            log.debug("requestId={} ended after the stream was cancelled: {}", request.requestId(),
+                                    failure.toString());
+                            return Mono.empty();
+                        }
                         if (!shapes.started()) {
                             return Mono.error(failure); // nothing sent yet: the error handler sets the status
                         }
@@ -221,8 +230,10 @@ final class OpenAiHandler {
                                 request.requestId(), failure);
                         return Mono.just(shapes.errorEvents(error));
                     });
-        }).doOnCancel(() -> log.debug("requestId={} stream cancelled ({})", request.requestId(),
-                        cause.reason()))
+        }).doOnCancel(() -> {
+            cancelled.set(true); // before the cancel travels up: what comes back up is not a failure to report
+            log.debug("requestId={} stream cancelled ({})", request.requestId(), cause.reason());
+        })
                 .contextWrite(Context.of(RequestIds.CONTEXT_KEY, request.requestId(), CancelCause.CONTEXT_KEY, cause));
         return ServerResponse.ok()
                 .contentType(MediaType.TEXT_EVENT_STREAM)

@@ -1,6 +1,8 @@
 package dev.ripcord.gateway.openai;
 
 import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -133,15 +135,15 @@ final class StreamGuard {
         Mono<Void> write(Mono<Void> write) {
             return Mono.defer(() -> {
                 lastProgressNanos = now();
-                stats.open.incrementAndGet();
+                stats.live.add(this);
                 long periodNanos = Math.max(TimeUnit.MILLISECONDS.toNanos(50), stallTimeout.toNanos() / 4);
                 Disposable check = timer.schedulePeriodically(this::check, periodNanos, periodNanos,
                         TimeUnit.NANOSECONDS);
                 return write.doFinally(signal -> {
                     check.dispose();
                     ended = true;
-                    stats.held.addAndGet(-held.getAndSet(0));
-                    stats.open.decrementAndGet();
+                    // What a cancelled buffer still counts (and any event that races in after) dies with the watch.
+                    stats.live.remove(this);
                 });
             });
         }
@@ -158,7 +160,6 @@ final class StreamGuard {
 
         private void entered() {
             int now = held.incrementAndGet();
-            stats.held.incrementAndGet();
             if (now == 1) {
                 lastProgressNanos = now(); // the wait for the writer starts with the first waiting event
             }
@@ -168,7 +169,6 @@ final class StreamGuard {
 
         private void left() {
             held.decrementAndGet();
-            stats.held.decrementAndGet();
             lastProgressNanos = now();
         }
 
@@ -196,22 +196,28 @@ final class StreamGuard {
         }
     }
 
-    /** Process-wide counts over every stream's buffer. */
+    /**
+     * Process-wide counts over every stream's buffer. The gauges of what is held now are sums over the streams being
+     * written, so a stream that ends (however it ends, whatever races with its end) stops counting at once.
+     */
     static final class Stats {
 
-        private final AtomicInteger open = new AtomicInteger();
-        private final AtomicInteger held = new AtomicInteger();
+        private final Set<Watch> live = ConcurrentHashMap.newKeySet();
         private final AtomicInteger peak = new AtomicInteger();
         private final AtomicLong stalled = new AtomicLong();
 
         /** Streams being written now. */
         int open() {
-            return open.get();
+            return live.size();
         }
 
         /** Events held in all streams' buffers now. */
         int held() {
-            return held.get();
+            int sum = 0;
+            for (Watch watch : live) {
+                sum += Math.max(0, watch.held());
+            }
+            return sum;
         }
 
         /** The most events one stream's buffer ever held at once (the bound is {@link #CAPACITY}). */
@@ -225,9 +231,9 @@ final class StreamGuard {
         }
 
         void bindTo(MeterRegistry meters) {
-            Gauge.builder("ripcord.gateway.stream.open", open, AtomicInteger::get)
+            Gauge.builder("ripcord.gateway.stream.open", this, Stats::open)
                     .description("streaming responses being written").register(meters);
-            Gauge.builder("ripcord.gateway.stream.buffered", held, AtomicInteger::get)
+            Gauge.builder("ripcord.gateway.stream.buffered", this, Stats::held)
                     .description("events waiting in all streams' buffers for their writer").register(meters);
             Gauge.builder("ripcord.gateway.stream.buffered.peak", peak, AtomicInteger::get)
                     .description("the most events one stream's buffer ever held (bounded by the capacity)")

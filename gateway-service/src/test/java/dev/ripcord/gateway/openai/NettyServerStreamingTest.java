@@ -9,6 +9,7 @@ import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.reactivestreams.Subscription;
 import org.springframework.http.MediaType;
 import org.springframework.http.server.reactive.ReactorHttpHandlerAdapter;
 import org.springframework.web.reactive.function.client.WebClient;
@@ -80,6 +81,53 @@ class NettyServerStreamingTest extends OpenAiEndpointTest {
                 .thenCancel()
                 .verify(Duration.ofSeconds(10));
         await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(generator.cancellations()).isEqualTo(1));
+    }
+
+    /**
+     * Regression: a serving core answers the cancel of a departed client with an error (the request was cancelled);
+     * that error came back up through the stream and was logged as a WARN "stream failed after it started" once per
+     * client that left mid-stream.
+     */
+    @Test
+    void errorReportingTheClientsOwnCancelIsNotLoggedAsAFailure() {
+        ch.qos.logback.classic.Logger handlerLog =
+                (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(OpenAiHandler.class);
+        ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> logged =
+                new ch.qos.logback.core.read.ListAppender<>();
+        logged.start();
+        handlerLog.addAppender(logged);
+        try {
+            // Like the serving core: the first token, then silence; a cancel is answered with onError.
+            generator.script(request -> Flux.from(subscriber -> subscriber.onSubscribe(new Subscription() {
+                private boolean sent;
+
+                @Override
+                public void request(long n) {
+                    if (!sent) {
+                        sent = true;
+                        subscriber.onNext(new GeneratedToken(0, 'a', null));
+                    }
+                }
+
+                @Override
+                public void cancel() {
+                    subscriber.onError(ApiException.of(ErrorCode.REQUEST_CANCELLED, null, "request was cancelled"));
+                }
+            })));
+            Flux<String> events = webClient.post().uri("/v1/completions").contentType(MediaType.APPLICATION_JSON)
+                    .bodyValue("{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"stream\":true}")
+                    .retrieve().bodyToFlux(String.class);
+
+            StepVerifier.create(events)
+                    .assertNext(data -> assertThat(data).contains("\"text\":\"a\""))
+                    .thenCancel()
+                    .verify(Duration.ofSeconds(10));
+
+            await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(generator.cancellations()).isEqualTo(1));
+            assertThat(logged.list).noneMatch(event -> event.getLevel().isGreaterOrEqual(ch.qos.logback.classic.Level.WARN));
+        } finally {
+            handlerLog.detachAppender(logged);
+        }
     }
 
     @Test

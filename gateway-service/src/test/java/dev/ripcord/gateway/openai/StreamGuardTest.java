@@ -133,6 +133,33 @@ class StreamGuardTest {
         assertThat(cause.reason()).isEqualTo(CancelReason.CLIENT_STALLED);
     }
 
+    /**
+     * Regression: an event that raced in after its stream ended (the client left, the upstream was still emitting)
+     * stayed counted in the process-wide gauge forever; the load bench found 31 events "held" with no stream open.
+     */
+    @Test
+    void eventArrivingAfterTheStreamEndedIsNotCountedAsHeld() {
+        Flux<Integer> emitsAfterCancel = Flux.from(subscriber -> subscriber.onSubscribe(new Subscription() {
+            @Override
+            public void request(long n) {
+                // silent until cancelled
+            }
+
+            @Override
+            public void cancel() {
+                subscriber.onNext(1); // an upstream that was already emitting when the cancel came
+            }
+        }));
+        StreamGuard.Watch watch = guard.watch("req-late", cause, closed::incrementAndGet);
+        var subscription = watch.write(new Writer(Long.MAX_VALUE).write(watch.guard(emitsAfterCancel))).subscribe();
+        assertThat(guard.stats().open()).isEqualTo(1);
+
+        subscription.dispose();
+
+        assertThat(guard.stats().open()).isZero();
+        assertThat(guard.stats().held()).isZero();
+    }
+
     @Test
     void firstRecordedReasonWins() {
         assertThat(cause.reason()).isEqualTo(CancelReason.CLIENT_DISCONNECT);
