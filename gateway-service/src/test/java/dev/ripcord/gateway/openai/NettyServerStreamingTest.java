@@ -15,6 +15,7 @@ import org.springframework.http.server.reactive.ReactorHttpHandlerAdapter;
 import org.springframework.web.reactive.function.client.WebClient;
 import org.springframework.web.server.adapter.WebHttpHandlerBuilder;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.server.HttpServer;
@@ -128,6 +129,28 @@ class NettyServerStreamingTest extends OpenAiEndpointTest {
         } finally {
             handlerLog.detachAppender(logged);
         }
+    }
+
+    /**
+     * A client that sends its request and closes its socket before the first token: the server only learns it when
+     * it writes the response head, as the first token arrives. That failed write must cancel the generation too.
+     */
+    @Test
+    void clientGoneBeforeTheFirstTokenCancelsTheGenerationWhenTheHeadCannotBeWritten() throws Exception {
+        generator.script(request -> Flux.concat(Mono.delay(Duration.ofMillis(500))
+                .map(tick -> new GeneratedToken(0, 'a', null)), Flux.never()));
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", server.port())) {
+            byte[] body = "{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"stream\":true}"
+                    .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            socket.getOutputStream().write(("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: " + body.length + "\r\n\r\n")
+                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            socket.getOutputStream().write(body);
+            socket.getOutputStream().flush();
+            await().atMost(Duration.ofSeconds(10)).until(() -> generator.subscriptions() == 1);
+        } // closed before the first token
+
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(generator.cancellations()).isEqualTo(1));
     }
 
     @Test
