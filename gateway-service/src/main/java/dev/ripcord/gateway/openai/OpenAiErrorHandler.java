@@ -46,6 +46,13 @@ final class OpenAiErrorHandler implements WebExceptionHandler, Ordered {
         if (requestId == null) {
             requestId = RequestIds.generate("req-");
         }
+        if (isClientGone(failure)) {
+            // Not a server error: the client closed the connection while its answer was being written. The
+            // generation was cancelled when the write ended (see OpenAiHandler); nobody is left to answer.
+            log.info("requestId={} client closed the connection during the response: {}", requestId,
+                    failure.toString());
+            return Mono.empty();
+        }
         ApiException error = toApiException(failure, request, requestId);
         logFailure(error, failure, requestId);
         if (response.isCommitted()) {
@@ -62,6 +69,17 @@ final class OpenAiErrorHandler implements WebExceptionHandler, Ordered {
         response.setStatusCode(error.getStatusCode());
         byte[] body = OpenAiJson.bytes(OpenAiJson.errorBody(error));
         return response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(body)));
+    }
+
+    /** A failure that only says the client's connection went away (Reactor Netty's AbortedException and kin). */
+    static boolean isClientGone(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            if (t instanceof reactor.netty.channel.AbortedException
+                    || t instanceof java.nio.channels.ClosedChannelException) {
+                return true;
+            }
+        }
+        return false;
     }
 
     static boolean isOpenAiPath(String path) {

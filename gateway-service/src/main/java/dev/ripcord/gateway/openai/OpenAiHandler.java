@@ -8,7 +8,9 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 
+import org.reactivestreams.Subscription;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.core.io.buffer.DataBuffer;
@@ -235,10 +237,11 @@ final class OpenAiHandler {
             log.debug("requestId={} stream cancelled ({})", request.requestId(), cause.reason());
         })
                 .contextWrite(Context.of(RequestIds.CONTEXT_KEY, request.requestId(), CancelCause.CONTEXT_KEY, cause));
+        AtomicReference<Subscription> generation = new AtomicReference<>();
         return ServerResponse.ok()
                 .contentType(MediaType.TEXT_EVENT_STREAM)
                 .header(HttpHeaders.CACHE_CONTROL, "no-cache")
-                .body(flushEach(events, watch));
+                .body(flushEach(events.doOnSubscribe(generation::set), watch, request.requestId(), generation));
     }
 
     /**
@@ -326,8 +329,23 @@ final class OpenAiHandler {
      * arrays, so nothing pooled is held if the client cancels in between.
      */
     private static BodyInserter<Flux<byte[]>, ReactiveHttpOutputMessage> flushEach(Flux<byte[]> events,
-            StreamGuard.Watch watch) {
+            StreamGuard.Watch watch, String requestId, AtomicReference<Subscription> generation) {
         return (message, context) -> watch.write(message.writeAndFlushWith(
-                watch.guard(events).map(event -> Mono.fromSupplier(() -> message.bufferFactory().wrap(event)))));
+                watch.guard(events).map(event -> Mono.fromSupplier(() -> message.bufferFactory().wrap(event)))))
+                // The write ended without the stream ending: the client is gone. Usually the writer has cancelled the
+                // generation already; but a write that fails (the connection closed just as the first event went
+                // out: AbortedException) ends with an error that does not always travel back up as a cancel, and the
+                // generation would run on for nobody. Cancelling again is a no-op; done before the signal goes on,
+                // so whoever sees the write end sees the generation stopped.
+                .doOnError(failure -> cancelGeneration(requestId, generation, failure.toString()))
+                .doOnCancel(() -> cancelGeneration(requestId, generation, "cancelled"));
+    }
+
+    private static void cancelGeneration(String requestId, AtomicReference<Subscription> generation, String why) {
+        Subscription upstream = generation.get();
+        if (upstream != null) {
+            log.debug("requestId={} response write ended ({}); cancelling the generation", requestId, why);
+            upstream.cancel();
+        }
     }
 }
