@@ -29,6 +29,8 @@ import org.springframework.http.MediaType;
 import org.springframework.web.reactive.function.client.ClientResponse;
 import org.springframework.web.reactive.function.client.WebClient;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
@@ -51,15 +53,24 @@ import reactor.core.scheduler.Schedulers;
  * worker's admission event only, and retries only before admission (decode on any worker fault; prefill only when
  * the worker never saw the request, because the transfer descriptor is single-use). The whole leg, retries and
  * backoffs included, is linked to the request's context.
+ *
+ * <p>Once the answer is decided, no leg may hold the client: after decode's final token its stream must end, and
+ * after decode's stream ends the prefill stream must have ended too (prefill's DONE precedes decode's first token).
+ * Each gets {@link #LEG_END_GRACE}; a leg still open after that is closed with a WARN naming it, and the client gets
+ * its complete answer. This never fires in a healthy system; it bounds the damage of a worker that forgets to end a
+ * stream, and says which one did.
  */
 public final class DisaggregatedGenerator implements TokenGenerator {
 
     private static final Logger log = LoggerFactory.getLogger(DisaggregatedGenerator.class);
     private static final MediaType NDJSON = MediaType.parseMediaType(InternalApi.NDJSON);
+    /** How long a leg may stay open after the answer is decided (see the class comment). */
+    static final Duration LEG_END_GRACE = Duration.ofSeconds(10);
     /** How workers' ERROR events start when the request was cancelled rather than failed. */
     private static final String WORKER_CANCELLED = "cancelled:";
 
     private final WebClient client;
+    private final Scheduler timer;
     private final WorkerLeg prefillLeg;
     private final WorkerLeg decodeLeg;
     private final RequestContexts contexts;
@@ -76,6 +87,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
     public DisaggregatedGenerator(WebClient client, WorkerPool prefillPool, WorkerPool decodePool,
                                   RequestContexts contexts, WorkerResilience resilience, Scheduler timer) {
         this.client = client;
+        this.timer = timer;
         this.prefillLeg = WorkerLeg.prefill(prefillPool, resilience, timer);
         this.decodeLeg = WorkerLeg.decode(decodePool, resilience, timer);
         this.contexts = contexts;
@@ -114,14 +126,29 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                             return events.flatMap(e -> Flux.<GeneratedToken>error(upstreamError(id, "decode",
                                     e.type() == DecodeEvent.Type.ERROR ? e.error() : "expected RESERVED, got " + e.type())));
                         }
-                        Flux<GeneratedToken> tokens = events.skip(1).handle((e, sink) -> {
+                        Sinks.One<Boolean> decodeEnded = Sinks.one();
+                        Flux<GeneratedToken> tokens = events.skip(1).<GeneratedToken>handle((e, sink) -> {
                             switch (e.type()) {
                                 case TOKEN -> sink.next(new GeneratedToken(e.index(), e.token(), e.finishReason()));
                                 case ERROR -> sink.error(upstreamError(id, "decode", e.error()));
                                 case RESERVED -> sink.error(upstreamError(id, "decode", "RESERVED twice"));
                             }
-                        });
-                        return Flux.merge(tokens, prefill(ctx, request, sampling, reserved.transfer()));
+                        })
+                                // After the final token the stream's end is due at once.
+                                .timeout(Mono.never(), token -> token.finishReason() == null ? Mono.never()
+                                        : Mono.delay(LEG_END_GRACE, timer), Flux.defer(() -> {
+                                            log.warn("requestId={} decode stream still open {} after its final "
+                                                    + "token; closing it", id, LEG_END_GRACE);
+                                            return Flux.empty();
+                                        }))
+                                .doOnComplete(() -> decodeEnded.tryEmitValue(Boolean.TRUE));
+                        Flux<GeneratedToken> prefill = prefill(ctx, request, sampling, reserved.transfer())
+                                .doOnComplete(() -> log.debug("requestId={} prefill leg ended", id))
+                                // Prefill's DONE precedes decode's first token: once decode is over, so is prefill.
+                                .takeUntilOther(decodeEnded.asMono().delayElement(LEG_END_GRACE, timer)
+                                        .doOnNext(ended -> log.warn("requestId={} prefill stream still open {} after "
+                                                + "decode ended; closing it", id, LEG_END_GRACE)));
+                        return Flux.merge(tokens, prefill);
                     })
                     .doFinally(signal -> log.debug("requestId={} decode leg ended: {}", id, signal))
                     // The legs end early when the context is cancelled; the client then learns why.

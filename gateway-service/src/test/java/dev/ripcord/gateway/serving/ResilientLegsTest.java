@@ -392,6 +392,45 @@ class ResilientLegsTest {
         assertThat(prefillPool().instances().getFirst().circuitBreaker().getMetrics().getNumberOfFailedCalls()).isZero();
     }
 
+    // ------------------------------------------------------------------------------------------ leg ends
+
+    @Test
+    void legsThatStayOpenAfterTheAnswerIsDecidedAreClosedAfterTheGraceAndTheClientGetsItsAnswer() {
+        VirtualTimeScheduler timer = VirtualTimeScheduler.create();
+        // Decode sends its final token but never ends its stream; prefill sends DONE but never ends its stream.
+        FakeWorker decode = worker(FakeWorker.stream(Flux.concat(Flux.just(FakeWorker.reserved(),
+                FakeWorker.token(0, false), FakeWorker.token(1, true)), Flux.never())));
+        FakeWorker prefill = worker(FakeWorker.stream(Flux.concat(Flux.just("{\"type\":\"QUEUED\",\"position\":0}",
+                "{\"type\":\"STARTED\"}", "{\"type\":\"DONE\",\"firstToken\":7}"), Flux.never())));
+        DisaggregatedGenerator generator = generator(new WorkerResilience(ResilienceProperties.defaults()), timer,
+                List.of(prefill.uri()), List.of(decode.uri()));
+
+        StepVerifier.create(generator.generate(request()))
+                .expectNextCount(2)
+                // Both admitted before virtual time moves (else the admission timeout would fire first).
+                .then(() -> await().atMost(WAIT).until(() -> admitted(decodePool()) == 1
+                        && admitted(prefillPool()) == 1))
+                .then(() -> timer.advanceTimeBy(DisaggregatedGenerator.LEG_END_GRACE)) // decode's stream is closed
+                .then(() -> timer.advanceTimeBy(DisaggregatedGenerator.LEG_END_GRACE)) // then prefill's
+                .expectComplete()
+                .verify(WAIT);
+        await().atMost(WAIT).until(() -> decode.closedByGateway() == 1 && prefill.closedByGateway() == 1);
+    }
+
+    @Test
+    void legsThatEndOnTimeAreNeverClosedByTheGateway() {
+        VirtualTimeScheduler timer = VirtualTimeScheduler.create();
+        FakeWorker decode = worker(FakeWorker.decodeGenerating(3));
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        DisaggregatedGenerator generator = generator(new WorkerResilience(ResilienceProperties.defaults()), timer,
+                List.of(prefill.uri()), List.of(decode.uri()));
+
+        StepVerifier.create(generator.generate(request())).expectNextCount(3).expectComplete().verify(WAIT);
+        timer.advanceTimeBy(DisaggregatedGenerator.LEG_END_GRACE.multipliedBy(3));
+        assertThat(decode.closedByGateway()).isZero();
+        assertThat(prefill.closedByGateway()).isZero();
+    }
+
     // ------------------------------------------------------------------------------------------ cancellation
 
     @Test
