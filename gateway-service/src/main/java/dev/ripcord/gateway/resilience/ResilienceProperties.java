@@ -21,7 +21,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  */
 @ConfigurationProperties("ripcord.gateway.resilience")
 public record ResilienceProperties(
-        @DefaultValue("10s") Duration admissionTimeout,
+        @DefaultValue("30s") Duration admissionTimeout,
         @DefaultValue("1s") Duration retryAfter,
         @DefaultValue Retry retry,
         @DefaultValue CircuitBreaker circuitBreaker,
@@ -102,7 +102,7 @@ public record ResilienceProperties(
 
     /** The defaults, for tests and for wiring without a binder. */
     public static ResilienceProperties defaults() {
-        return new ResilienceProperties(Duration.ofSeconds(10), Duration.ofSeconds(1),
+        return new ResilienceProperties(Duration.ofSeconds(30), Duration.ofSeconds(1),
                 new Retry(3, Duration.ofMillis(100), Duration.ofSeconds(2)),
                 new CircuitBreaker(50, 20, 10, Duration.ofSeconds(10), 2),
                 new Bulkhead(1024));

@@ -71,9 +71,20 @@ public final class WorkerPool {
      * @throws NoWorkerAvailableException when every instance's breaker refuses or its bulkhead is full
      */
     public Lease acquire(Collection<WorkerInstance> tried) {
+        return acquire(tried, List.of());
+    }
+
+    /**
+     * Like {@link #acquire(Collection)}, never choosing an instance in {@code excluded} (one that may still hold an
+     * abandoned attempt of the same request).
+     *
+     * @throws NoWorkerAvailableException when no instance outside {@code excluded} grants a slot and a permission
+     */
+    public Lease acquire(Collection<WorkerInstance> tried, Collection<WorkerInstance> excluded) {
         int n = instances.size();
         int start = Math.floorMod(next.getAndIncrement(), n);
         List<WorkerInstance> order = new ArrayList<>(instances);
+        order.removeAll(excluded);
         order.sort(Comparator.<WorkerInstance>comparingInt(i -> tried.contains(i) ? 1 : 0)
                 .thenComparingInt(WorkerInstance::outstanding)
                 .thenComparingInt(i -> Math.floorMod(instances.indexOf(i) - start, n)));

@@ -40,11 +40,13 @@ import reactor.core.scheduler.Scheduler;
  *   <li><b>decode</b> retries every kind but {@code REJECTED} (4xx). Decode does no work until prefill pushes KV to
  *       the descriptor in its RESERVED event, and the gateway hands prefill only the descriptor of the attempt that
  *       was admitted, so an abandoned attempt can never compute anything. An attempt abandoned on the admission
- *       timeout is disposed, which closes its connection (the worker's in-band cancel); every retry reuses the
- *       request's ID, so if the retry lands on the instance that still holds the abandoned registration, that
- *       worker's registry refuses the duplicate ({@code DuplicateRegistrationException}, answered 500) instead of
- *       admitting it twice. The gateway never publishes a Kafka cancel for an abandoned attempt: that cancel is
- *       broadcast and leaves a tombstone under the request ID, which would abort the retry itself.</li>
+ *       timeout is disposed, which closes its connection (the worker's in-band cancel). Every retry reuses the
+ *       request's ID, and a retry never goes back to an instance that may hold an abandoned attempt (no answer in
+ *       time, or a connection lost before the first event): there the in-band cancel leaves a tombstone under the
+ *       ID that would abort the retry, or the registration is still live and the duplicate is refused (409).
+ *       With no other instance left the leg fails with 503 and {@code Retry-After}. The gateway never publishes a
+ *       Kafka cancel for an abandoned attempt either: that cancel is broadcast and would tombstone the ID
+ *       everywhere.</li>
  *   <li><b>prefill</b> retries only {@code NO_WORKER} and {@code NOT_CONNECTED}, where the worker provably never saw
  *       the request. The transfer descriptor it carries is single-use: decode's receive session accepts one
  *       sender, and a prefill worker connects its send session at admission and aborts it when it refuses (queue
@@ -105,8 +107,10 @@ final class WorkerLeg {
         return Flux.defer(() -> {
             Retry.AsyncContext<Object> retryContext = retry.asyncContext();
             Set<WorkerInstance> tried = ConcurrentHashMap.newKeySet();
+            Set<WorkerInstance> mayHoldIt = ConcurrentHashMap.newKeySet();
             AtomicInteger attempts = new AtomicInteger();
-            return Flux.defer(() -> attempt(requestId, exchange, tried, attempts.incrementAndGet(), retryContext))
+            return Flux.defer(() -> attempt(requestId, exchange, tried, mayHoldIt, attempts.incrementAndGet(),
+                            retryContext))
                     .retryWhen(reactor.util.retry.Retry.from(signals -> signals.concatMap(signal ->
                             backoff(requestId, signal.failure(), attempts.get(), retryContext))))
                     .onErrorMap(LegFailure.class, f -> {
@@ -132,17 +136,18 @@ final class WorkerLeg {
     }
 
     private <E> Flux<E> attempt(String requestId, Function<WorkerInstance, Flux<E>> exchange,
-                                Set<WorkerInstance> tried, int number, Retry.AsyncContext<Object> retryContext) {
+                                Set<WorkerInstance> tried, Set<WorkerInstance> mayHoldIt, int number,
+                                Retry.AsyncContext<Object> retryContext) {
         WorkerPool.Lease lease;
         try {
-            lease = pool.acquire(tried);
+            lease = pool.acquire(tried, mayHoldIt);
         } catch (NoWorkerAvailableException e) {
             log.info("requestId={} {}", requestId, e.getMessage());
             return Flux.error(new LegFailure(role, LegFailure.Kind.NO_WORKER, retriable.contains(LegFailure.Kind.NO_WORKER),
                     null, e));
         }
         tried.add(lease.instance());
-        Attempt attempt = new Attempt(requestId, lease, retryContext);
+        Attempt attempt = new Attempt(requestId, lease, retryContext, mayHoldIt);
         log.info("requestId={} routed to {} (attempt {})", requestId, lease.instance().name(), number);
         return Flux.defer(() -> exchange.apply(lease.instance()))
                 // Only the first event is timed: no timer runs on an admitted stream.
@@ -157,12 +162,15 @@ final class WorkerLeg {
         private final String requestId;
         private final WorkerPool.Lease lease;
         private final Retry.AsyncContext<Object> retryContext;
+        private final Set<WorkerInstance> mayHoldIt;
         private final AtomicReference<LegState> state = new AtomicReference<>(LegState.CONNECTING);
 
-        Attempt(String requestId, WorkerPool.Lease lease, Retry.AsyncContext<Object> retryContext) {
+        Attempt(String requestId, WorkerPool.Lease lease, Retry.AsyncContext<Object> retryContext,
+                Set<WorkerInstance> mayHoldIt) {
             this.requestId = requestId;
             this.lease = lease;
             this.retryContext = retryContext;
+            this.mayHoldIt = mayHoldIt;
         }
 
         void onEvent(Object event) {
@@ -225,12 +233,14 @@ final class WorkerLeg {
             } else if (failure instanceof TimeoutException) {
                 kind = LegFailure.Kind.NO_ANSWER;
                 lease.failed(failure);
+                mayHoldIt.add(lease.instance()); // it may have admitted the request and not said so yet
             } else if (isConnectFailure(failure)) {
                 kind = LegFailure.Kind.NOT_CONNECTED;
                 lease.failed(failure);
             } else {
                 kind = LegFailure.Kind.NO_ANSWER; // the connection broke before the worker's first event
                 lease.failed(failure);
+                mayHoldIt.add(lease.instance());
             }
             log.info("requestId={} {} failed before admission: {} ({})", requestId, lease.instance().name(), kind,
                     failure.getMessage());

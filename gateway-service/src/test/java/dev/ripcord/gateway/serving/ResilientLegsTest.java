@@ -354,6 +354,32 @@ class ResilientLegsTest {
     }
 
     @Test
+    void aWorkerThatMayHoldAnAbandonedAttemptIsNeverRetriedAndWithNoOtherTheClientGets503() {
+        // The bench saw retries onto the silent instance itself aborted by the tombstone its own abandoned attempt
+        // left there, and answered as "request cancelled". With nowhere else to go, the honest answer is 503.
+        VirtualTimeScheduler timer = VirtualTimeScheduler.create();
+        FakeWorker silent = worker(FakeWorker.hang());
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        ResilienceProperties properties = ResilienceProperties.defaults();
+        DisaggregatedGenerator generator = generator(new WorkerResilience(properties), timer, List.of(prefill.uri()),
+                List.of(silent.uri()));
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Disposable call = generator.generate(request()).subscribe(t -> { }, failure::set);
+        await().atMost(WAIT).until(() -> silent.calls() == 1);
+
+        timer.advanceTimeBy(properties.admissionTimeout());
+        for (int i = 0; i < properties.retry().maxAttempts(); i++) {
+            timer.advanceTimeBy(properties.retry().maxBackoff());
+        }
+        await().atMost(WAIT).until(() -> failure.get() != null);
+
+        assertThat(((ApiException) failure.get()).errorCode()).isEqualTo(ErrorCode.SERVICE_UNAVAILABLE);
+        assertThat(silent.calls()).as("never asked again").isEqualTo(1);
+        assertThat(prefill.calls()).isZero();
+        call.dispose();
+    }
+
+    @Test
     void aHealthyStreamSlowerThanTheAdmissionTimeoutIsNeverCut() {
         VirtualTimeScheduler timer = VirtualTimeScheduler.create();
         // Both legs are admitted at once, then take far longer than the admission timeout: a long prefill queue,
