@@ -11,6 +11,28 @@ public interface Drainable {
      */
     void drain(Duration grace);
 
+    /** How long a drain waits, after the grace period, for the KV pages of aborted requests to come back. */
+    Duration RELEASE_WAIT = Duration.ofSeconds(10);
+
+    /**
+     * The drain both schedulers share, in order: {@code stopAccepting}; wait up to {@code grace} for {@code idle};
+     * cancel every live registration ({@code SHUTDOWN}, the same path as any cancel); wait up to
+     * {@link #RELEASE_WAIT} for {@code pagesLive} to reach zero. Returns when done; says what it had to do.
+     */
+    static void drainInOrder(Runnable stopAccepting, java.util.function.BooleanSupplier idle, Duration grace,
+                             dev.ripcord.cancel.CancellationRegistry registry,
+                             java.util.function.IntSupplier pagesLive, org.slf4j.Logger log) {
+        stopAccepting.run();
+        if (!awaitCondition(idle, grace)) {
+            int n = registry.cancelAll(dev.ripcord.cancel.CancelReason.SHUTDOWN,
+                    dev.ripcord.cancel.CancelSource.SHUTDOWN);
+            log.info("drain: grace period over, cancelled {} request(s)", n);
+        }
+        if (!awaitCondition(() -> pagesLive.getAsInt() == 0, RELEASE_WAIT)) {
+            log.warn("drain: {} KV pages still live after {}", pagesLive.getAsInt(), RELEASE_WAIT);
+        }
+    }
+
     /** Polls {@code condition} every 20 ms until it holds or {@code timeout} passes; returns whether it held. */
     static boolean awaitCondition(java.util.function.BooleanSupplier condition, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();

@@ -56,7 +56,6 @@ import org.slf4j.LoggerFactory;
 public final class DecodeScheduler implements Drainable, AutoCloseable {
 
     /** Bounded by the transfer lease: an aborted session releases within it even if its peer is silent. */
-    private static final Duration RELEASE_WAIT = Duration.ofSeconds(10);
     private volatile boolean drained;
 
     private static final Logger log = LoggerFactory.getLogger(DecodeScheduler.class);
@@ -366,14 +365,8 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
         if (drained) {
             return;
         }
-        stopAccepting();
-        if (!Drainable.awaitCondition(() -> running == 0 && awaitingKv == 0 && ready.isEmpty(), grace)) {
-            int n = registry.cancelAll(CancelReason.SHUTDOWN, CancelSource.SHUTDOWN);
-            log.info("drain: grace period over, cancelled {} request(s)", n);
-        }
-        if (!Drainable.awaitCondition(() -> pool.pagesLive() == 0, RELEASE_WAIT)) {
-            log.warn("drain: {} KV pages still live after {}", pool.pagesLive(), RELEASE_WAIT);
-        }
+        Drainable.drainInOrder(this::stopAccepting, () -> running == 0 && awaitingKv == 0 && ready.isEmpty(), grace, registry, pool::pagesLive,
+                log);
         drained = true;
     }
 

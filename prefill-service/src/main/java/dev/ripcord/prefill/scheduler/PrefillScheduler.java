@@ -56,7 +56,6 @@ import org.slf4j.LoggerFactory;
 public final class PrefillScheduler implements Drainable, AutoCloseable {
 
     /** Bounded by the transfer lease: an aborted session releases within it even if its peer is silent. */
-    private static final Duration RELEASE_WAIT = Duration.ofSeconds(10);
     private volatile boolean drained;
 
     private static final Logger log = LoggerFactory.getLogger(PrefillScheduler.class);
@@ -439,14 +438,8 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
         if (drained) {
             return;
         }
-        stopAccepting();
-        if (!Drainable.awaitCondition(() -> runningCount == 0 && queue.isEmpty(), grace)) {
-            int n = registry.cancelAll(CancelReason.SHUTDOWN, CancelSource.SHUTDOWN);
-            log.info("drain: grace period over, cancelled {} request(s)", n);
-        }
-        if (!Drainable.awaitCondition(() -> pool.pagesLive() == 0, RELEASE_WAIT)) {
-            log.warn("drain: {} KV pages still live after {}", pool.pagesLive(), RELEASE_WAIT);
-        }
+        Drainable.drainInOrder(this::stopAccepting, () -> runningCount == 0 && queue.isEmpty(), grace, registry, pool::pagesLive,
+                log);
         drained = true;
     }
 
