@@ -1,6 +1,5 @@
 package dev.ripcord.decode.scheduler;
 
-import java.time.Duration;
 import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ripcord.cancel.CancelReason;
@@ -10,9 +9,9 @@ import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveSession;
 import dev.ripcord.protocol.DecodeEvent;
 import dev.ripcord.protocol.DecodeRequest;
-import dev.ripcord.worker.EngineLoop;
+import dev.ripcord.worker.JobCancel;
+import dev.ripcord.worker.JobEvents;
 import reactor.core.publisher.Flux;
-import reactor.core.publisher.Sinks;
 
 /**
  * One request in the decode worker. Fields other than the state and the cancel request are touched only on the
@@ -48,15 +47,10 @@ public final class DecodeJob {
         }
     }
 
-    record CancelRequest(CancelReason reason, CancelSource source, long observedNanos) {
-    }
-
-    private static final Sinks.EmitFailureHandler RETRY = Sinks.EmitFailureHandler.busyLooping(Duration.ofSeconds(1));
-
     final DecodeRequest request;
     private final AtomicReference<State> state = new AtomicReference<>(State.AWAITING_KV);
-    private final AtomicReference<CancelRequest> cancel = new AtomicReference<>();
-    private final Sinks.Many<DecodeEvent> events = Sinks.many().unicast().onBackpressureBuffer();
+    private final JobCancel cancel = new JobCancel();
+    final JobEvents<DecodeEvent> events = new JobEvents<>();
     volatile Registration registration;
     volatile ReceiveSession session;
 
@@ -79,7 +73,7 @@ public final class DecodeJob {
 
     /** RESERVED, then TOKEN..., the last one with its finish reason; or ERROR. Then completion. */
     public Flux<DecodeEvent> events() {
-        return events.asFlux();
+        return events.flux();
     }
 
     boolean moveTo(State expected, State next) {
@@ -91,34 +85,28 @@ public final class DecodeJob {
     }
 
     boolean requestCancel(CancelReason reason, CancelSource source) {
-        return cancel.compareAndSet(null, new CancelRequest(reason, source, System.nanoTime()));
+        return cancel.request(reason, source);
     }
 
-    CancelRequest cancelRequest() {
-        return cancel.get();
+    JobCancel.Request cancelRequest() {
+        return cancel.request();
     }
-
-    private final java.util.concurrent.atomic.AtomicBoolean abortCounted =
-            new java.util.concurrent.atomic.AtomicBoolean();
 
     /** True once per job: whichever path learns first that a cancel ended it counts the abort. */
     boolean claimAbortCount() {
-        return abortCounted.compareAndSet(false, true);
+        return cancel.claimAbortCount();
     }
 
     boolean isCancelRequested() {
-        return cancel.get() != null;
+        return cancel.isRequested();
     }
 
-    /** Where every emission of this job's events runs: the engine loop, so that the sink has one emitter. */
-    volatile EngineLoop emitter;
-
     void emit(DecodeEvent event) {
-        emitter.runInLoop(() -> events.emitNext(event, RETRY));
+        events.emit(event);
     }
 
     void end() {
-        emitter.runInLoop(() -> events.emitComplete(RETRY));
+        events.end();
     }
 
     @Override

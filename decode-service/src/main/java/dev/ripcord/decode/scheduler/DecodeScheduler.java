@@ -26,6 +26,7 @@ import dev.ripcord.protocol.DecodeEvent;
 import dev.ripcord.protocol.DecodeRequest;
 import dev.ripcord.protocol.TransferMetadata;
 import dev.ripcord.worker.Drainable;
+import dev.ripcord.worker.JobCancel;
 import dev.ripcord.worker.EngineLoop;
 import dev.ripcord.worker.RequestLogging;
 import dev.ripcord.worker.SchedulerJournal;
@@ -121,7 +122,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
 
     private DecodeJob admit(DecodeRequest request) {
         DecodeJob job = new DecodeJob(request);
-        job.emitter = loop;
+        job.events.emitOn(loop);
         job.registration = registry.register(job.requestId(), (id, reason, source) -> cancel(job, reason, source));
         if (job.state() == DecodeJob.State.CANCELLED) {
             journal.record(job.requestId(), "CANCELLED_AT_ADMISSION", job.cancelRequest().reason());
@@ -301,7 +302,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
         if (!job.moveTo(DecodeJob.State.DECODING, DecodeJob.State.CANCELLED)) {
             return;
         }
-        DecodeJob.CancelRequest cancel = job.cancelRequest();
+        JobCancel.Request cancel = job.cancelRequest();
         journal.record(job.requestId(), "STOPPED", job.generated + " tokens");
         cancelToStop.record(System.nanoTime() - cancel.observedNanos(), TimeUnit.NANOSECONDS);
         countAbort(job, "decode", cancel.source());

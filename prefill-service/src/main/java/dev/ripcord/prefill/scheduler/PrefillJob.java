@@ -1,6 +1,5 @@
 package dev.ripcord.prefill.scheduler;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -13,9 +12,9 @@ import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveDescriptor;
 import dev.ripcord.kv.SendSession;
 import dev.ripcord.protocol.PrefillEvent;
-import dev.ripcord.worker.EngineLoop;
+import dev.ripcord.worker.JobCancel;
+import dev.ripcord.worker.JobEvents;
 import reactor.core.publisher.Flux;
-import reactor.core.publisher.Sinks;
 
 /**
  * One prompt in the prefill worker: its state, its engine sequence, its transfer session and the event stream the
@@ -50,18 +49,12 @@ public final class PrefillJob {
         }
     }
 
-    /** Why and from where a cancel reached this job; recorded once. */
-    record CancelRequest(CancelReason reason, CancelSource source, long observedNanos) {
-    }
-
-    private static final Sinks.EmitFailureHandler RETRY = Sinks.EmitFailureHandler.busyLooping(Duration.ofSeconds(1));
-
     final String requestId;
     final int[] tokens;
     final ReceiveDescriptor descriptor;
     private final AtomicReference<State> state = new AtomicReference<>(State.QUEUED);
-    private final AtomicReference<CancelRequest> cancel = new AtomicReference<>();
-    private final Sinks.Many<PrefillEvent> events = Sinks.many().unicast().onBackpressureBuffer();
+    private final JobCancel cancel = new JobCancel();
+    final JobEvents<PrefillEvent> events = new JobEvents<>();
     volatile Registration registration;
     volatile CompletableFuture<SendSession> connecting;
 
@@ -92,7 +85,7 @@ public final class PrefillJob {
 
     /** The events for the gateway: QUEUED, STARTED, CHUNK..., then DONE or ERROR, then completion. */
     public Flux<PrefillEvent> events() {
-        return events.asFlux();
+        return events.flux();
     }
 
     /** Performs a checked transition; false if another thread moved the job first (e.g. a cancel won). */
@@ -106,26 +99,23 @@ public final class PrefillJob {
 
     /** Records the first cancel; later ones are ignored. Returns whether this call recorded it. */
     boolean requestCancel(CancelReason reason, CancelSource source) {
-        return cancel.compareAndSet(null, new CancelRequest(reason, source, System.nanoTime()));
+        return cancel.request(reason, source);
     }
 
-    CancelRequest cancelRequest() {
-        return cancel.get();
+    JobCancel.Request cancelRequest() {
+        return cancel.request();
     }
 
     boolean isCancelRequested() {
-        return cancel.get() != null;
+        return cancel.isRequested();
     }
 
-    /** Where every emission of this job's events runs: the engine loop, so that the sink has one emitter. */
-    volatile EngineLoop emitter;
-
     void emit(PrefillEvent event) {
-        emitter.runInLoop(() -> events.emitNext(event, RETRY));
+        events.emit(event);
     }
 
     void end() {
-        emitter.runInLoop(() -> events.emitComplete(RETRY));
+        events.end();
     }
 
     @Override

@@ -23,6 +23,7 @@ import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.TransferMetadata;
 import dev.ripcord.worker.Drainable;
+import dev.ripcord.worker.JobCancel;
 import dev.ripcord.worker.EngineLoop;
 import dev.ripcord.worker.RequestLogging;
 import dev.ripcord.worker.SchedulerJournal;
@@ -135,7 +136,7 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
         }
         ReceiveDescriptor descriptor = ReceiveDescriptor.parse(request.transfer());
         PrefillJob job = new PrefillJob(request.requestId(), request.tokens(), descriptor);
-        job.emitter = loop;
+        job.events.emitOn(loop);
         SamplingParams sampling = new SamplingParams((float) request.sampling().temperature(),
                 (float) request.sampling().topP(), request.sampling().seed());
         job.sampling = sampling;
@@ -335,7 +336,7 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
         if (!job.moveTo(PrefillJob.State.RUNNING, PrefillJob.State.CANCELLED)) {
             return;
         }
-        PrefillJob.CancelRequest cancel = job.cancelRequest();
+        JobCancel.Request cancel = job.cancelRequest();
         running.remove(job);
         runningCount = running.size();
         journal.record(job.requestId, "STOPPED", job.tokensDone + "/" + job.tokens.length + " tokens");
