@@ -43,15 +43,22 @@ public class ServingConfiguration {
      * connect timeout; the admission timeout is the legs' ({@link WorkerLeg}), and nothing times a healthy stream.
      */
     @Bean
-    WebClient internalWebClient(WebClient.Builder builder, GatewayProperties properties, InternalTls tls) {
-        ConnectionProvider pool = ConnectionProvider.builder("ripcord-internal")
-                .maxConnections(2048)
-                .pendingAcquireMaxCount(-1)
-                .build();
+    WebClient internalWebClient(WebClient.Builder builder, GatewayProperties properties, InternalTls tls,
+                                ConnectionProvider ripcordInternalConnections) {
+        ConnectionProvider pool = ripcordInternalConnections;
         // TLS (mTLS) to the workers when ripcord.gateway.internal-ssl-bundle names an SSL bundle; see docs/security.md
         HttpClient http = tls.apply(HttpClient.create(pool)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) properties.connectTimeout().toMillis()));
         return builder.clientConnector(new ReactorClientHttpConnector(http)).build();
+    }
+
+    /** The internal client's connections, closed with the application context (open streams are gone by then). */
+    @Bean(destroyMethod = "dispose")
+    ConnectionProvider ripcordInternalConnections() {
+        return ConnectionProvider.builder("ripcord-internal")
+                .maxConnections(2048)
+                .pendingAcquireMaxCount(-1)
+                .build();
     }
 
     @Bean
