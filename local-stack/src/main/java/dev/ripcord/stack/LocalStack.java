@@ -240,7 +240,9 @@ public final class LocalStack implements AutoCloseable {
             System.exit(1);
             return;
         }
+        java.util.concurrent.atomic.AtomicBoolean stopping = new java.util.concurrent.atomic.AtomicBoolean();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            stopping.set(true);
             out.println("ripcord: stopping...");
             stack.close();
             out.println("ripcord: stopped");
@@ -258,7 +260,7 @@ public final class LocalStack implements AutoCloseable {
         // Keep running until a signal; if a service dies on its own, say so and stop the rest.
         while (true) {
             for (Role role : Role.values()) {
-                if (!stack.isAlive(role)) {
+                if (!stack.isAlive(role) && !stopping.get()) {
                     System.err.println("ripcord: " + role.shortName() + " exited unexpectedly; see "
                             + stack.logFile(role) + "; stopping the stack");
                     System.exit(1);

@@ -158,14 +158,19 @@ final class ServiceProcess implements AutoCloseable {
         }
     }
 
-    /** SIGTERM, wait for graceful shutdown, then SIGKILL. Idempotent. */
+    /**
+     * SIGTERM, wait for graceful shutdown, then SIGKILL. Idempotent. The signal goes through the {@link ProcessHandle}:
+     * {@link Process#destroy()} also closes our end of the child's output at once, so everything the child logs while
+     * it shuts down (the drain, above all) would be lost, and the child's writes would fail on a pipe nobody reads.
+     */
     @Override
     public void close() {
         if (process.isAlive()) {
-            process.destroy();
+            process.toHandle().destroy();
             try {
                 if (!process.waitFor(GRACEFUL_STOP.toMillis(), TimeUnit.MILLISECONDS)) {
-                    process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+                    process.toHandle().destroyForcibly();
+                    process.waitFor(5, TimeUnit.SECONDS);
                 }
             } catch (InterruptedException e) {
                 process.destroyForcibly();
@@ -173,7 +178,7 @@ final class ServiceProcess implements AutoCloseable {
             }
         }
         try {
-            relay.join(Duration.ofSeconds(2));
+            relay.join(Duration.ofSeconds(5)); // the child's last lines, up to its exit
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

@@ -86,10 +86,16 @@ class KafkaUnavailableTest {
     }
 
     @AfterAll
-    static void stopStackAndBroker() {
+    static void stopStackAndBroker() throws IOException {
         try {
             if (stack != null) {
                 stack.close();
+                // A stopped stack's services shut down gracefully, and what they say meanwhile reaches their logs.
+                for (Role role : new Role[] {Role.PREFILL, Role.DECODE}) {
+                    assertThat(Files.readString(stack.logFile(role))).as("%s log", role.shortName())
+                            .contains("draining, grace period").contains("drained; closing engine and transfer agent");
+                }
+                assertThat(Files.readString(stack.logFile(Role.GATEWAY))).contains("Graceful shutdown complete");
             }
         } finally {
             broker.close();
