@@ -21,5 +21,5 @@ import org.springframework.validation.annotation.Validated;
 public record GatewayProperties(
         @DefaultValue("http://localhost:8081") @NotEmpty List<URI> prefillWorkers,
         @DefaultValue("http://localhost:8082") @NotEmpty List<URI> decodeWorkers,
-        @DefaultValue("2s") Duration connectTimeout) {
+        @DefaultValue("10s") Duration connectTimeout) {
 }
