@@ -216,6 +216,14 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
         journal.record(job.requestId(), error == null ? "KV_LANDED" : "KV_FAILED",
                 error == null ? "" : error.getMessage());
         if (error != null) {
+            CancelledUpstream upstream = CancelledUpstream.of(error);
+            if (upstream != null && job.state() == DecodeJob.State.AWAITING_KV) {
+                // Prefill aborted the transfer for a cancel (it saw it first, e.g. from Kafka): that cancel is what
+                // ends this job, so it takes the cancel path (observed once, counted once) rather than a failure,
+                // however the race with decode's own copy of the cancel turns out.
+                cancel(job, upstream.reason(), upstream.source());
+                return; // pages are freed when the session is released
+            }
             if (job.moveTo(DecodeJob.State.AWAITING_KV, DecodeJob.State.FAILED)) {
                 if (job.isCancelRequested()) {
                     countAbort(job, "transfer", job.cancelRequest().source());
@@ -376,6 +384,32 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
     public void close() {
         drain(Duration.ZERO);
         loop.close(Duration.ofSeconds(10));
+    }
+
+    /**
+     * A transfer that the sender aborted because its request was cancelled: prefill aborts with
+     * {@code "cancelled: <REASON> via <SOURCE>"} (see PrefillScheduler).
+     */
+    record CancelledUpstream(CancelReason reason, CancelSource source) {
+        private static final java.util.regex.Pattern DETAIL =
+                java.util.regex.Pattern.compile("^cancelled: ([A-Z_]+) via ([A-Z_]+)");
+
+        static CancelledUpstream of(Throwable error) {
+            return dev.ripcord.kv.TransferAbortedException.reasonOf(error)
+                    .filter(r -> r.cause() == dev.ripcord.kv.AbortReason.Cause.REQUESTED
+                            && r.origin() == dev.ripcord.kv.Side.SENDER && r.detail() != null)
+                    .map(r -> DETAIL.matcher(r.detail()))
+                    .filter(java.util.regex.Matcher::find)
+                    .map(m -> {
+                        try {
+                            return new CancelledUpstream(CancelReason.valueOf(m.group(1)),
+                                    CancelSource.valueOf(m.group(2)));
+                        } catch (IllegalArgumentException unknown) {
+                            return null;
+                        }
+                    })
+                    .orElse(null);
+        }
     }
 
     /** The pool cannot hold the request, or the worker is draining: the gateway answers 503. */
