@@ -12,6 +12,7 @@ import javax.net.ssl.SSLHandshakeException;
 
 import dev.ripcord.decode.DecodeApplication;
 import dev.ripcord.protocol.InternalApi;
+import dev.ripcord.protocol.testing.TestPki;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

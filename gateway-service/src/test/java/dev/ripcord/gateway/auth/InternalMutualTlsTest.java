@@ -15,6 +15,7 @@ import javax.net.ssl.SSLHandshakeException;
 
 import dev.ripcord.gateway.serving.ServingConfiguration;
 import dev.ripcord.protocol.InternalApi;
+import dev.ripcord.protocol.testing.TestPki;
 import io.netty.handler.ssl.ClientAuth;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;

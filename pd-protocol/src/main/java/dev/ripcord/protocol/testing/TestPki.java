@@ -1,4 +1,4 @@
-package dev.ripcord.gateway.auth;
+package dev.ripcord.protocol.testing;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -20,11 +20,12 @@ import javax.net.ssl.TrustManagerFactory;
  * CA's). One trust store holds the CA, and both sides of a connection trust it. EC keys, valid for two days,
  * password {@link #PASSWORD}.
  *
- * <p>A copy of this class lives in decode-service's tests: no module ships test code, and the copy is small.
+ * <p>For tests of the internal API's mutual TLS, on either end (the gateway's worker client, a worker's server); it
+ * lives here, next to the protocol, because both ends' tests use it. Never used by the services themselves.
  */
-final class TestPki {
+public final class TestPki {
 
-    static final String PASSWORD = "changeit";
+    public static final String PASSWORD = "changeit";
 
     private final Path dir;
 
@@ -33,7 +34,7 @@ final class TestPki {
     }
 
     /** A new CA in {@code dir}, and the trust store that holds its certificate. */
-    static TestPki create(Path dir) {
+    public static TestPki create(Path dir) {
         TestPki pki = new TestPki(dir);
         pki.keytool("-genkeypair", "-keystore", "ca.p12", "-alias", "ca", "-dname", "CN=Ripcord Test CA",
                 "-ext", "bc:c");
@@ -46,7 +47,7 @@ final class TestPki {
      * A key store {@code <name>.p12} with a new key under alias {@code name} and its chain; {@code san} is the
      * certificate's subject alternative names, as keytool writes them ({@code ip:127.0.0.1,dns:prefill.internal}).
      */
-    Path issue(String name, String san) {
+    public Path issue(String name, String san) {
         // keytool signs with a key of the same store: made next to the CA's, then moved to a store of its own.
         keytool("-genkeypair", "-keystore", "ca.p12", "-alias", name, "-dname", "CN=" + name, "-signer", "ca",
                 "-signerkeypass", PASSWORD, "-ext", "SAN=" + san);
@@ -56,11 +57,11 @@ final class TestPki {
     }
 
     /** The PKCS#12 trust store holding the CA's certificate. */
-    Path truststore() {
+    public Path truststore() {
         return dir.resolve("truststore.p12");
     }
 
-    static KeyManagerFactory keyManagers(Path keystore) {
+    public static KeyManagerFactory keyManagers(Path keystore) {
         try {
             KeyManagerFactory factory = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
             factory.init(load(keystore), PASSWORD.toCharArray());
@@ -70,7 +71,7 @@ final class TestPki {
         }
     }
 
-    static TrustManagerFactory trustManagers(Path truststore) {
+    public static TrustManagerFactory trustManagers(Path truststore) {
         try {
             TrustManagerFactory factory = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
             factory.init(load(truststore));
