@@ -8,7 +8,6 @@ import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -85,23 +84,9 @@ public final class GatewayOverheadBench {
     }
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> options = new LinkedHashMap<>();
-        Map<String, String> stackProperties = new LinkedHashMap<>();
-        for (String arg : args) {
-            int eq = arg.indexOf('=');
-            if (!arg.startsWith("--") || eq < 0) {
-                System.err.println("unexpected argument '" + arg + "'\n" + USAGE);
-                System.exit(2);
-            }
-            String key = arg.substring(2, eq);
-            String value = arg.substring(eq + 1);
-            if (key.equals("stack-property")) {
-                int kv = value.indexOf('=');
-                stackProperties.put(value.substring(0, kv), value.substring(kv + 1));
-            } else {
-                options.put(key, value);
-            }
-        }
+        BenchArgs parsed = BenchArgs.parse(args, Map.of(), USAGE);
+        Map<String, String> options = parsed.options();
+        Map<String, String> stackProperties = parsed.stackProperties();
         int requests = intOption(options, "requests", 32);
         int rounds = intOption(options, "rounds", 6);
         int warmup = intOption(options, "warmup", 8);

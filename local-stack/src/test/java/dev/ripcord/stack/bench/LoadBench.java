@@ -94,23 +94,9 @@ public final class LoadBench {
     }
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> options = new LinkedHashMap<>();
-        Map<String, String> stackProperties = new LinkedHashMap<>(STACK_DEFAULTS);
-        for (String arg : args) {
-            int eq = arg.indexOf('=');
-            if (!arg.startsWith("--") || eq < 0) {
-                System.err.println("unexpected argument '" + arg + "'\n" + USAGE);
-                System.exit(2);
-            }
-            String key = arg.substring(2, eq);
-            String value = arg.substring(eq + 1);
-            if (key.equals("stack-property")) {
-                int kv = value.indexOf('=');
-                stackProperties.put(value.substring(0, kv), value.substring(kv + 1));
-            } else {
-                options.put(key, value);
-            }
-        }
+        BenchArgs parsed = BenchArgs.parse(args, STACK_DEFAULTS, USAGE);
+        Map<String, String> options = parsed.options();
+        Map<String, String> stackProperties = parsed.stackProperties();
         int clients = Integer.parseInt(options.getOrDefault("clients", "200"));
         int perClient = Integer.parseInt(options.getOrDefault("requests-per-client", "3"));
         double share = Double.parseDouble(options.getOrDefault("disconnect-share", "0.25"));
