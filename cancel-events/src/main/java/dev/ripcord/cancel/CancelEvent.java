@@ -4,6 +4,8 @@ import java.time.Clock;
 import java.time.Instant;
 import java.util.Objects;
 
+import dev.ripcord.protocol.RequestIds;
+
 /**
  * "Request {@code requestId} is cancelled", as it travels on the cancellations topic: JSON (see
  * {@link CancelEventCodec}) with the request ID as the record key.

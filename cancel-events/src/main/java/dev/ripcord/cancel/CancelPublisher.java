@@ -3,6 +3,8 @@ package dev.ripcord.cancel;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 
+import dev.ripcord.protocol.RequestIds;
+
 /**
  * Publishes cancellations to every service that consumes the cancellations topic.
  *

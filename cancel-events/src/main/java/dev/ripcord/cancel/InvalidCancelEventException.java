@@ -2,6 +2,8 @@ package dev.ripcord.cancel;
 
 import java.util.Objects;
 
+import dev.ripcord.protocol.RequestIds;
+
 /**
  * Bytes that are not a {@link CancelEvent} this build can read. Poison records are an expected condition (anyone can
  * write to a topic), so this is stackless and consumers log it at WARN; {@link #problem()} is a stable code that also

@@ -12,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import dev.ripcord.protocol.InvalidRequestIdException;
 import dev.ripcord.cancel.testing.CancellationLeakExtension;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Meter;

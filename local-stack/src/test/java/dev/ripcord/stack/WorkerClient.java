@@ -18,6 +18,7 @@ import dev.ripcord.protocol.DecodeRequest;
 import dev.ripcord.protocol.InternalApi;
 import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
+import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.protocol.Sampling;
 import dev.ripcord.protocol.WorkerStatus;
 
@@ -131,7 +132,7 @@ public final class WorkerClient {
     private HttpRequest post(URI base, String path, String requestId, Object body) {
         return TestCredentials.withInternalToken(HttpRequest.newBuilder(base.resolve(path)), internalToken)
                 .timeout(Duration.ofMinutes(5))
-                .header(InternalApi.REQUEST_ID_HEADER, requestId)
+                .header(RequestIds.HEADER, requestId)
                 .header("Content-Type", "application/json")
                 .header("Accept", InternalApi.NDJSON)
                 .POST(HttpRequest.BodyPublishers.ofByteArray(GatewayClient.JSON.writeValueAsBytes(body)))

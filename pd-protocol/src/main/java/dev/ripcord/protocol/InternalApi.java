@@ -1,6 +1,9 @@
 package dev.ripcord.protocol;
 
-/** Paths and headers of the internal API. Worker endpoints live under {@code /internal}, apart from actuator. */
+/**
+ * Paths and headers of the internal API. Worker endpoints live under {@code /internal}, apart from actuator. The
+ * request ID travels on every internal call in {@link RequestIds#HEADER}, as on the public API.
+ */
 public final class InternalApi {
 
     /** Reserve KV pages and stream the decoded tokens back: {@link DecodeRequest} in, {@link DecodeEvent}s out. */
@@ -11,8 +14,6 @@ public final class InternalApi {
     public static final String JOURNAL = "/internal/v1/journal";
     /** A worker's live state: {@link WorkerStatus}. */
     public static final String STATUS = "/internal/v1/status";
-    /** The request ID travels in this header on every internal call, as on the public API. */
-    public static final String REQUEST_ID_HEADER = "X-Request-Id";
     /**
      * The internal credential: every call to a worker's {@code /internal/**} carries the shared token
      * ({@code ripcord.internal.token}) in this header; a worker answers 401 without it and 403 with a wrong one.

@@ -15,7 +15,7 @@ import dev.ripcord.cancel.CancelSource;
 import dev.ripcord.cancel.CancellationRegistry;
 import dev.ripcord.cancel.InvalidCancelEventException;
 import dev.ripcord.cancel.InvalidCancelEventException.Problem;
-import dev.ripcord.cancel.RequestIds;
+import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.cancel.kafka.DeadLetterPublisher.Poison;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;

@@ -2,6 +2,7 @@ package dev.ripcord.cancel.logging;
 
 import java.util.function.Supplier;
 
+import dev.ripcord.protocol.RequestIds;
 import org.slf4j.MDC;
 
 /**
@@ -14,8 +15,8 @@ import org.slf4j.MDC;
  */
 public final class RequestMdc {
 
-    /** MDC key and Reactor context key of the request ID. */
-    public static final String KEY = "requestId";
+    /** MDC key and Reactor context key of the request ID: {@link RequestIds#CONTEXT_KEY}, the one key. */
+    public static final String KEY = RequestIds.CONTEXT_KEY;
 
     private RequestMdc() {
     }

@@ -24,7 +24,7 @@ import dev.ripcord.cancel.CancelSource;
 import dev.ripcord.cancel.CancellationRegistry;
 import dev.ripcord.cancel.Origin;
 import dev.ripcord.cancel.Registration;
-import dev.ripcord.cancel.RequestIds;
+import dev.ripcord.protocol.RequestIds;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.micrometer.tracing.Span;

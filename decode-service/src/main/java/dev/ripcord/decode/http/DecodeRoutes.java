@@ -4,7 +4,7 @@ import dev.ripcord.cancel.CancelReason;
 import dev.ripcord.cancel.CancelSource;
 import dev.ripcord.cancel.CancellationRegistry;
 import dev.ripcord.cancel.DuplicateRegistrationException;
-import dev.ripcord.cancel.RequestIds;
+import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.decode.DecodeProperties;
 import dev.ripcord.decode.scheduler.DecodeScheduler;

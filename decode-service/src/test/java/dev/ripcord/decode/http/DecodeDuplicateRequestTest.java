@@ -7,6 +7,7 @@ import dev.ripcord.decode.DecodeApplication;
 import dev.ripcord.protocol.DecodeEvent;
 import dev.ripcord.protocol.DecodeRequest;
 import dev.ripcord.protocol.InternalApi;
+import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.protocol.Sampling;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -45,7 +46,7 @@ class DecodeDuplicateRequestTest {
         WebClient client = WebClient.create("http://127.0.0.1:" + port);
         DecodeRequest body = new DecodeRequest(id, 4, 4, new Sampling(0.0, 1.0, 7L), false);
         Disposable first = client.post().uri(InternalApi.DECODE)
-                .header(InternalApi.REQUEST_ID_HEADER, id)
+                .header(RequestIds.HEADER, id)
                 .header("X-Ripcord-Internal-Token", "test-internal-token")
                 .contentType(MediaType.APPLICATION_JSON)
                 .accept(MediaType.parseMediaType(InternalApi.NDJSON))
@@ -54,7 +55,7 @@ class DecodeDuplicateRequestTest {
         await().atMost(Duration.ofSeconds(30)).until(() -> registry.liveRegistrations() == 1);
 
         int status = client.post().uri(InternalApi.DECODE)
-                .header(InternalApi.REQUEST_ID_HEADER, id)
+                .header(RequestIds.HEADER, id)
                 .header("X-Ripcord-Internal-Token", "test-internal-token")
                 .contentType(MediaType.APPLICATION_JSON)
                 .bodyValue(body)

@@ -14,6 +14,7 @@ import dev.ripcord.decode.DecodeApplication;
 import dev.ripcord.protocol.DecodeEvent;
 import dev.ripcord.protocol.DecodeRequest;
 import dev.ripcord.protocol.InternalApi;
+import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.protocol.Sampling;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -65,7 +66,7 @@ class DecodeRequestLoggingTest {
     void logLinesAboutARequestCarryItsIdOnTheEventLoopAndTheEngineLoop() {
         String id = "obs-decode-1";
         DecodeEvent first = WebClient.create("http://127.0.0.1:" + port).post().uri(InternalApi.DECODE)
-                .header(InternalApi.REQUEST_ID_HEADER, id)
+                .header(RequestIds.HEADER, id)
                 .header("X-Ripcord-Internal-Token", "test-internal-token")
                 .contentType(MediaType.APPLICATION_JSON)
                 .accept(MediaType.parseMediaType(InternalApi.NDJSON))

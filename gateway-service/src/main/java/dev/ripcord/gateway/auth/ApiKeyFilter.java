@@ -3,7 +3,7 @@ package dev.ripcord.gateway.auth;
 import java.time.Duration;
 import java.util.Optional;
 
-import dev.ripcord.cancel.RequestIds;
+import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.gateway.openai.ApiException;
 import dev.ripcord.gateway.openai.ErrorCode;
 import org.jspecify.annotations.Nullable;

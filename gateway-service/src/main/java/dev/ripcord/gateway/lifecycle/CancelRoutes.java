@@ -3,7 +3,7 @@ package dev.ripcord.gateway.lifecycle;
 import java.util.Map;
 
 import dev.ripcord.cancel.CancelReason;
-import dev.ripcord.cancel.RequestIds;
+import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.gateway.auth.ApiKeys;
 import dev.ripcord.gateway.auth.AuthProperties;
 import dev.ripcord.gateway.openai.ApiException;

@@ -20,6 +20,7 @@ import dev.ripcord.protocol.DecodeRequest;
 import dev.ripcord.protocol.InternalApi;
 import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
+import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.protocol.Sampling;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -114,7 +115,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                     sampling, request.ignoreEos());
             Flux<DecodeEvent> decodeEvents = ctx.link(decodeLeg.events(id, instance -> client.post()
                     .uri(instance.uri().resolve(InternalApi.DECODE))
-                    .header(InternalApi.REQUEST_ID_HEADER, id)
+                    .header(RequestIds.HEADER, id)
                     .contentType(MediaType.APPLICATION_JSON)
                     .accept(NDJSON)
                     .bodyValue(decodeRequest)
@@ -168,7 +169,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             PrefillRequest prefillRequest = new PrefillRequest(id, request.promptTokens(), sampling, transfer);
             return ctx.link(prefillLeg.events(id, instance -> client.post()
                     .uri(instance.uri().resolve(InternalApi.PREFILL))
-                    .header(InternalApi.REQUEST_ID_HEADER, id)
+                    .header(RequestIds.HEADER, id)
                     .contentType(MediaType.APPLICATION_JSON)
                     .accept(NDJSON)
                     .bodyValue(prefillRequest)

@@ -14,6 +14,7 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import dev.ripcord.gateway.GatewayApplication;
 import dev.ripcord.protocol.InternalApi;
+import dev.ripcord.protocol.RequestIds;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -199,7 +200,7 @@ class RequestObservabilityTest {
     private static DisposableServer worker(String path, String ndjson) {
         return HttpServer.create().host("127.0.0.1").port(0)
                 .route(routes -> routes.post(path, (request, response) -> {
-                    calls.add(new Call(path, request.requestHeaders().get(InternalApi.REQUEST_ID_HEADER),
+                    calls.add(new Call(path, request.requestHeaders().get(RequestIds.HEADER),
                             request.requestHeaders().get("traceparent")));
                     return request.receive().then().then(response.header("Content-Type", InternalApi.NDJSON)
                             .sendString(Mono.just(ndjson), StandardCharsets.UTF_8).then());

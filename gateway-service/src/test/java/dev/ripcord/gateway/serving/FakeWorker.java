@@ -10,6 +10,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.ripcord.protocol.InternalApi;
+import dev.ripcord.protocol.RequestIds;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -40,7 +41,7 @@ final class FakeWorker implements AutoCloseable {
         this.script = script;
         this.server = HttpServer.create().host("127.0.0.1").port(0)
                 .route(routes -> routes.post("/internal/v1/{leg}", (request, response) -> {
-                    String id = request.requestHeaders().get(InternalApi.REQUEST_ID_HEADER);
+                    String id = request.requestHeaders().get(RequestIds.HEADER);
                     return request.receive().aggregate().asString().defaultIfEmpty("").flatMapMany(body -> {
                         requestIds.add(id);
                         int call = calls.incrementAndGet();

@@ -15,6 +15,7 @@ import dev.ripcord.kv.ReceiveDescriptor;
 import dev.ripcord.protocol.InternalApi;
 import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
+import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.protocol.Sampling;
 import dev.ripcord.protocol.WorkerStatus;
 import dev.ripcord.stack.Role;
@@ -112,7 +113,7 @@ final class CancelBeforeRegistration {
         HttpRequest request = TestCredentials.withInternalToken(
                         HttpRequest.newBuilder(stack.prefill().resolve(InternalApi.PREFILL)), stack.internalToken())
                 .timeout(Duration.ofMinutes(1))
-                .header(InternalApi.REQUEST_ID_HEADER, requestId)
+                .header(RequestIds.HEADER, requestId)
                 .header("Content-Type", "application/json")
                 .header("Accept", InternalApi.NDJSON)
                 .POST(HttpRequest.BodyPublishers.ofByteArray(StreamingClient.JSON.writeValueAsBytes(body)))

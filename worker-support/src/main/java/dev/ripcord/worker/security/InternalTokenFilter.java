@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 
 import dev.ripcord.protocol.InternalApi;
+import dev.ripcord.protocol.RequestIds;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.core.Ordered;
@@ -61,7 +62,7 @@ public final class InternalTokenFilter implements WebFilter, Ordered {
     }
 
     private static Mono<Void> reject(ServerWebExchange exchange, HttpStatus status, String code, String message) {
-        String requestId = exchange.getRequest().getHeaders().getFirst(InternalApi.REQUEST_ID_HEADER);
+        String requestId = exchange.getRequest().getHeaders().getFirst(RequestIds.HEADER);
         log.warn("requestId={} {} {} refused: {} from {}", requestId == null ? "-" : requestId,
                 exchange.getRequest().getMethod(), exchange.getRequest().getPath().value(), code,
                 exchange.getRequest().getRemoteAddress());

@@ -1,4 +1,4 @@
-package dev.ripcord.cancel;
+package dev.ripcord.protocol;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -46,11 +46,26 @@ class RequestIdsTest {
     }
 
     @Test
-    void generatedIdsAreValidPrefixedAndDistinct() {
-        String a = RequestIds.newId();
-        String b = RequestIds.newId();
-        assertThat(a).startsWith(RequestIds.PREFIX).hasSize(RequestIds.PREFIX.length() + 32);
-        assertThat(RequestIds.isValid(a)).isTrue();
-        assertThat(a).isNotEqualTo(b);
+    void generatedIdsHaveTheDocumentedFormatAndAreValidAndDistinct() {
+        java.util.Set<String> seen = new java.util.HashSet<>();
+        for (int i = 0; i < 10_000; i++) {
+            String id = RequestIds.newId();
+            assertThat(id).matches(RequestIds.GENERATED_PATTERN).startsWith(RequestIds.PREFIX)
+                    .hasSize(RequestIds.PREFIX.length() + RequestIds.RANDOM_LENGTH);
+            assertThat(RequestIds.isValid(id)).isTrue();
+            assertThat(seen.add(id)).as("duplicate %s", id).isTrue();
+        }
+    }
+
+    @Test
+    void controlCharactersOfARejectedIdAreEscapedInTheMessage() {
+        assertThatThrownBy(() -> RequestIds.require("a\r\nb")).hasMessageContaining("a\\u000D\\u000Ab")
+                .hasMessageNotContaining("\n");
+    }
+
+    @Test
+    void headerAndContextKeyAreTheOnesEveryServiceUses() {
+        assertThat(RequestIds.HEADER).isEqualTo("X-Request-Id");
+        assertThat(RequestIds.CONTEXT_KEY).isEqualTo("requestId");
     }
 }

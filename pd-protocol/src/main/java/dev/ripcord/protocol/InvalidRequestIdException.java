@@ -1,4 +1,4 @@
-package dev.ripcord.cancel;
+package dev.ripcord.protocol;
 
 /**
  * A request ID that breaks the rules of {@link RequestIds}. Expected at the edges (anyone can send a header), so it is

@@ -1,0 +1,129 @@
+package dev.ripcord.protocol;
+
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * The one set of rules for request IDs, applied by every Ripcord service.
+ *
+ * <ul>
+ *   <li><b>Valid</b> (what a client may send): 1 to {@value #MAX_LENGTH} characters of {@code [A-Za-z0-9._:-]}. The
+ *       alphabet keeps IDs safe in HTTP headers, Kafka keys, log lines and JSON without escaping. IDs are compared
+ *       exactly, as whole strings: nothing in Ripcord matches an ID by prefix, so {@code req-1} never cancels
+ *       {@code req-12}.</li>
+ *   <li><b>Generated</b> (when the client sent none): {@value #PREFIX} and {@value #RANDOM_LENGTH} random characters of
+ *       {@code [A-Za-z0-9]} ({@link #GENERATED_PATTERN}), about 143 bits of output, so gateways need no coordination.
+ *       Not a secret (a cancel by ID is checked against the caller's key), so it comes from
+ *       {@link ThreadLocalRandom}: cheap, contention-free and never blocking on entropy, as the event loop needs.</li>
+ *   <li><b>Carried</b> in the {@value #HEADER} header, on the public API and on every internal call; in the Reactor
+ *       context and the logging MDC under {@value #CONTEXT_KEY}; on a WebFlux exchange under
+ *       {@value #EXCHANGE_ATTRIBUTE}.</li>
+ * </ul>
+ *
+ * <p>At the gateway an invalid client ID is refused (400 {@code invalid_request_id}), never silently replaced: a
+ * client that sends an ID means to find its request by it later, in logs or to cancel it.
+ */
+public final class RequestIds {
+
+    /** The request and response header of the request ID, on the public API and every internal call. */
+    public static final String HEADER = "X-Request-Id";
+
+    /** The Reactor context key and logging MDC key of the request ID. */
+    public static final String CONTEXT_KEY = "requestId";
+
+    /** The WebFlux exchange attribute that holds the request ID once the edge filter has settled it. */
+    public static final String EXCHANGE_ATTRIBUTE = "dev.ripcord.requestId";
+
+    public static final int MAX_LENGTH = 128;
+
+    /** What {@link #newId()} puts in front of the random part, so that generated IDs are recognisable in logs. */
+    public static final String PREFIX = "req-";
+
+    /** How many random characters follow {@link #PREFIX} in a generated ID. */
+    public static final int RANDOM_LENGTH = 24;
+
+    /** The format of every generated ID, as a regular expression (for tests and documentation). */
+    public static final String GENERATED_PATTERN = "req-[A-Za-z0-9]{24}";
+
+    /** The rule for a valid ID, in words, for error messages. */
+    public static final String RULE = "1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'";
+
+    private static final char[] ALPHANUMERIC =
+            "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".toCharArray();
+    private static final int SHOWN_IN_ERRORS = 64;
+
+    private RequestIds() {
+    }
+
+    public static boolean isValid(String requestId) {
+        if (requestId == null || requestId.isEmpty() || requestId.length() > MAX_LENGTH) {
+            return false;
+        }
+        for (int i = 0; i < requestId.length(); i++) {
+            if (!allowed(requestId.charAt(i))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Returns {@code requestId} if it is valid, else throws a stackless {@link InvalidRequestIdException}. */
+    public static String require(String requestId) {
+        if (!isValid(requestId)) {
+            throw new InvalidRequestIdException(problemWith(requestId));
+        }
+        return requestId;
+    }
+
+    /** A new ID in the generated format: {@value #PREFIX} and {@value #RANDOM_LENGTH} characters of {@code [A-Za-z0-9]}. */
+    public static String newId() {
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        char[] id = new char[PREFIX.length() + RANDOM_LENGTH];
+        PREFIX.getChars(0, PREFIX.length(), id, 0);
+        for (int i = PREFIX.length(); i < id.length; i++) {
+            id[i] = ALPHANUMERIC[random.nextInt(ALPHANUMERIC.length)];
+        }
+        return new String(id);
+    }
+
+    private static boolean allowed(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+                || c == '.' || c == '_' || c == ':' || c == '-';
+    }
+
+    /** What is wrong with {@code requestId}, for error messages; null when it is valid. */
+    public static String problemWith(String requestId) {
+        if (requestId == null) {
+            return "request ID is missing";
+        }
+        if (requestId.isEmpty()) {
+            return "request ID is empty";
+        }
+        String shown = requestId.length() <= SHOWN_IN_ERRORS
+                ? requestId
+                : requestId.substring(0, SHOWN_IN_ERRORS) + "...";
+        if (requestId.length() > MAX_LENGTH) {
+            return "request ID '%s' is %d characters, at most %d allowed".formatted(shown, requestId.length(), MAX_LENGTH);
+        }
+        for (int i = 0; i < requestId.length(); i++) {
+            if (!allowed(requestId.charAt(i))) {
+                return "request ID '%s' has character U+%04X at index %d; allowed: [A-Za-z0-9._:-]"
+                        .formatted(escaped(shown), (int) requestId.charAt(i), i);
+            }
+        }
+        return null;
+    }
+
+    /** Control characters of a client's ID are not echoed raw into messages (log or header injection). */
+    private static String escaped(String s) {
+        StringBuilder out = new StringBuilder(s.length());
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < 0x20 || c == 0x7f) {
+                out.append("\\u%04X".formatted((int) c));
+            } else {
+                out.append(c);
+            }
+        }
+        return out.toString();
+    }
+}
