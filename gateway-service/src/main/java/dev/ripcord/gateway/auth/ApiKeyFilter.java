@@ -3,9 +3,10 @@ package dev.ripcord.gateway.auth;
 import java.time.Duration;
 import java.util.Optional;
 
-import dev.ripcord.protocol.RequestIds;
+import dev.ripcord.cancel.logging.RequestMdc;
 import dev.ripcord.gateway.openai.ApiException;
 import dev.ripcord.gateway.openai.ErrorCode;
+import dev.ripcord.gateway.openai.RequestIdFilter;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -35,16 +36,16 @@ import reactor.core.publisher.Mono;
  *
  * Cancels ({@code POST /v1/requests/{id}/cancel}) are authenticated but never limited: a cancel frees capacity.
  * Everything else (actuator) passes untouched. Rejections are errors rendered by the OpenAI error handler, so they
- * carry the OpenAI body and an {@code X-Request-Id}. Never blocks; never logs a key, only identities.
+ * carry the OpenAI body; their {@code X-Request-Id} is the one {@link RequestIdFilter} (which runs before this filter)
+ * gave the request. Never blocks; never logs a key, only identities.
  */
 public final class ApiKeyFilter implements WebFilter, Ordered {
 
-    /** Early, so no other /v1 work happens for an unauthenticated request; after observability's filters. */
-    public static final int ORDER = Ordered.HIGHEST_PRECEDENCE + 100;
+    /** Early, so no other /v1 work happens for an unauthenticated request; after {@link RequestIdFilter#ORDER}. */
+    public static final int ORDER = RequestIdFilter.ORDER + 100;
 
     private static final Logger log = LoggerFactory.getLogger(ApiKeyFilter.class);
     private static final String BEARER = "Bearer ";
-    private static final String REQUEST_ID_HEADER = "X-Request-Id";
     private static final Duration CONCURRENCY_RETRY_AFTER = Duration.ofSeconds(1);
 
     private final boolean enabled;
@@ -132,27 +133,12 @@ public final class ApiKeyFilter implements WebFilter, Ordered {
                 : "Incorrect API key provided.");
     }
 
-    /**
-     * Fails the exchange with {@code error}, rendered by the OpenAI error handler. The response gets its
-     * {@code X-Request-Id} here (the client's if valid, else a new one), as the handler would have given it, so the
-     * rejection and its log line carry the same ID.
-     */
+    /** Fails the exchange with {@code error}, rendered by the OpenAI error handler. */
     private static Mono<Void> reject(ServerWebExchange exchange, @Nullable String identity, ApiException error) {
-        String requestId = requestId(exchange);
-        log.debug("requestId={} apiKey={} rejected: {} {}", requestId, identity == null ? "-" : identity,
-                error.getStatusCode().value(), error.errorCode().code());
+        String requestId = RequestIdFilter.requestId(exchange);
+        RequestMdc.with(requestId, () -> log.debug("requestId={} apiKey={} rejected: {} {}", requestId,
+                identity == null ? "-" : identity, error.getStatusCode().value(), error.errorCode().code()));
         return Mono.error(error);
-    }
-
-    private static String requestId(ServerWebExchange exchange) {
-        HttpHeaders response = exchange.getResponse().getHeaders();
-        String id = response.getFirst(REQUEST_ID_HEADER);
-        if (id == null) {
-            String client = exchange.getRequest().getHeaders().getFirst(REQUEST_ID_HEADER);
-            id = client != null && RequestIds.isValid(client) ? client : RequestIds.newId();
-            response.set(REQUEST_ID_HEADER, id);
-        }
-        return id;
     }
 
     /** A 401 that tells the client how to authenticate. */

@@ -10,7 +10,7 @@ import dev.ripcord.engine.ModelConfig;
 import dev.ripcord.engine.Preset;
 import dev.ripcord.engine.Tokenizer;
 import dev.ripcord.engine.weights.Llama2cCheckpoint;
-import dev.ripcord.gateway.openai.TextCodec;
+import dev.ripcord.gateway.generation.TextCodec;
 
 /**
  * The served model's tokenizer and limits, from the engine library, without its weights. The gateway tokenizes

@@ -1,6 +1,6 @@
 package dev.ripcord.gateway.model;
 
-import dev.ripcord.gateway.openai.TextCodec;
+import dev.ripcord.gateway.generation.TextCodec;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;

@@ -3,9 +3,9 @@ package dev.ripcord.gateway.observability;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-import dev.ripcord.gateway.openai.GeneratedToken;
-import dev.ripcord.gateway.openai.GenerationRequest;
-import dev.ripcord.gateway.openai.TokenGenerator;
+import dev.ripcord.gateway.generation.GeneratedToken;
+import dev.ripcord.gateway.generation.GenerationRequest;
+import dev.ripcord.gateway.generation.TokenGenerator;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;

@@ -2,6 +2,8 @@ package dev.ripcord.gateway.openai;
 
 import java.util.List;
 
+import dev.ripcord.gateway.generation.TextCodec;
+
 /**
  * Renders chat messages into the prompt text the model completes, in ChatML:
  *

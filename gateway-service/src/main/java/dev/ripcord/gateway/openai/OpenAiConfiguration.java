@@ -5,6 +5,8 @@ import static org.springframework.web.reactive.function.server.RequestPredicates
 import java.time.Clock;
 import java.util.Set;
 
+import dev.ripcord.gateway.generation.TextCodec;
+import dev.ripcord.gateway.generation.TokenGenerator;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.netty.channel.ChannelOption;
 import org.springframework.beans.factory.ObjectProvider;
@@ -23,8 +25,8 @@ import org.springframework.web.server.WebExceptionHandler;
 import reactor.core.publisher.Mono;
 
 /**
- * Wires the OpenAI-compatible HTTP surface: the routes and the error handler that renders every {@code /v1/**}
- * error as an OpenAI body.
+ * Wires the OpenAI-compatible HTTP surface: the request-ID filter (first of all filters), the routes and the error
+ * handler that renders every {@code /v1/**} error as an OpenAI body.
  *
  * <p>Needs one {@link TokenGenerator} and one {@link TextCodec} bean, defined elsewhere. Uses a {@link Clock} bean
  * for {@code created} if there is exactly one, else the system UTC clock. Reads {@link OpenAiProperties}.
@@ -66,6 +68,12 @@ public class OpenAiConfiguration {
                 .route(path("/v1/completions").or(path("/v1/chat/completions")), request -> notAllowed(request, HttpMethod.POST))
                 .route(path("/v1/models").or(path("/v1/models/{model}")), request -> notAllowed(request, HttpMethod.GET))
                 .build();
+    }
+
+    /** The request ID of every exchange, first in the filter chain. */
+    @Bean
+    RequestIdFilter requestIdFilter() {
+        return new RequestIdFilter();
     }
 
     @Bean

@@ -1,5 +1,13 @@
 package dev.ripcord.gateway.openai;
 
+import dev.ripcord.cancel.logging.RequestMdc;
+import dev.ripcord.gateway.generation.DeadlineExceededException;
+import dev.ripcord.gateway.generation.DuplicateRequestIdException;
+import dev.ripcord.gateway.generation.GenerationException;
+import dev.ripcord.gateway.generation.GenerationFailedException;
+import dev.ripcord.gateway.generation.RequestCancelledException;
+import dev.ripcord.gateway.generation.WorkerUnavailableException;
+import dev.ripcord.protocol.RequestIds;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -13,11 +21,15 @@ import org.springframework.web.ErrorResponse;
 import org.springframework.web.server.ServerWebExchange;
 import org.springframework.web.server.WebExceptionHandler;
 import reactor.core.publisher.Mono;
+import reactor.util.context.Context;
 
 /**
- * Renders every error under {@code /v1/} as an OpenAI error body: {@link ApiException}s from the routes, framework
+ * Renders every error under {@code /v1/} as an OpenAI error body: {@link ApiException}s from the routes and filters,
+ * the serving core's {@link GenerationException}s (mapped by {@link #fromGeneration}, the one table), framework
  * errors (404 unknown path, 405, 406, 415, 413) and anything that escaped, which becomes a 500 whose message carries
- * the request id and never a stack trace. Other paths are left to the next handler.
+ * the request id and never a stack trace. Other paths are left to the next handler. The request ID is the one
+ * {@link RequestIdFilter} settled; the handler runs outside the filter chain's Reactor context, so it puts the ID in
+ * the MDC of its own log lines.
  *
  * <p>Runs before Spring Boot's {@code ErrorWebExceptionHandler} (order -1). Client mistakes are logged at DEBUG;
  * 5xx at WARN, with the stack trace only when the failure is unexpected.
@@ -40,12 +52,19 @@ final class OpenAiErrorHandler implements WebExceptionHandler, Ordered {
         if (!isOpenAiPath(request.getPath().pathWithinApplication().value())) {
             return Mono.error(failure);
         }
+        String requestId = exchange.getAttribute(RequestIds.EXCHANGE_ATTRIBUTE);
+        if (requestId == null) {
+            requestId = RequestIds.newId(); // failed before the first filter ran: it still gets an ID to quote
+        }
+        String id = requestId;
+        return RequestMdc.withResult(id, () -> render(exchange, failure, id))
+                .contextWrite(Context.of(RequestIds.CONTEXT_KEY, id));
+    }
+
+    private Mono<Void> render(ServerWebExchange exchange, Throwable failure, String requestId) {
+        ServerHttpRequest request = exchange.getRequest();
         ServerHttpResponse response = exchange.getResponse();
         HttpHeaders headers = response.getHeaders();
-        String requestId = headers.getFirst(RequestIds.HEADER);
-        if (requestId == null) {
-            requestId = RequestIds.generate("req-");
-        }
         if (isClientGone(failure)) {
             // Not a server error: the client closed the connection while its answer was being written. The
             // generation was cancelled when the write ended (see OpenAiHandler); nobody is left to answer.
@@ -91,6 +110,9 @@ final class OpenAiErrorHandler implements WebExceptionHandler, Ordered {
         if (failure instanceof ApiException api) {
             return api;
         }
+        if (failure instanceof GenerationException generation) {
+            return fromGeneration(generation);
+        }
         if (failure instanceof DataBufferLimitException) {
             return new ApiException(ErrorCode.REQUEST_TOO_LARGE, null, "The request body is too large.", null, failure);
         }
@@ -100,6 +122,25 @@ final class OpenAiErrorHandler implements WebExceptionHandler, Ordered {
             return new ApiException(code, null, frameworkMessage(code, framework, request, requestId), null, failure);
         }
         return new ApiException(ErrorCode.INTERNAL_ERROR, null, internalMessage(requestId), null, failure);
+    }
+
+    /**
+     * The one table from the serving core's failures to OpenAI errors (status, {@code type}, {@code code},
+     * {@code param}, {@code Retry-After}); the message is the core's, which is written to be shown to clients.
+     * Exhaustive: a new kind of {@link GenerationException} does not compile until it is mapped here.
+     */
+    static ApiException fromGeneration(GenerationException failure) {
+        return switch (failure) {
+            case RequestCancelledException e -> new ApiException(ErrorCode.REQUEST_CANCELLED, null, e.getMessage(),
+                    null, e);
+            case DeadlineExceededException e -> new ApiException(ErrorCode.TIMEOUT, "timeout", e.getMessage(), null, e);
+            case WorkerUnavailableException e -> new ApiException(ErrorCode.SERVICE_UNAVAILABLE, null, e.getMessage(),
+                    e.retryAfter(), e);
+            case GenerationFailedException e -> new ApiException(ErrorCode.INTERNAL_ERROR, null, e.getMessage(), null,
+                    e);
+            case DuplicateRequestIdException e -> new ApiException(ErrorCode.DUPLICATE_REQUEST_ID, null,
+                    e.getMessage(), null, e);
+        };
     }
 
     private static String frameworkMessage(ErrorCode code, ErrorResponse framework, @Nullable ServerHttpRequest request,

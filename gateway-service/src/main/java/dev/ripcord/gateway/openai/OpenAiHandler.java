@@ -10,6 +10,12 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
+import dev.ripcord.gateway.generation.CancelCause;
+import dev.ripcord.gateway.generation.GenerationRequest;
+import dev.ripcord.gateway.generation.TextCodec;
+import dev.ripcord.gateway.generation.TextDelta;
+import dev.ripcord.gateway.generation.TextDeltas;
+import dev.ripcord.gateway.generation.TokenGenerator;
 import org.reactivestreams.Subscription;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -35,14 +41,14 @@ import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.node.ArrayNode;
 import tools.jackson.databind.node.ObjectNode;
 
-import dev.ripcord.gateway.openai.GenerationRequest.Kind;
+import dev.ripcord.gateway.generation.GenerationRequest.Kind;
 
 /**
  * The request lifecycle of the OpenAI surface, in order:
  *
  * <ol>
- *   <li><b>Identify</b>: take the client's {@code X-Request-Id} or make one; set it on the response and in the
- *       Reactor context ({@value RequestIds#CONTEXT_KEY}) before anything can fail, so every answer carries it.</li>
+ *   <li><b>Identify</b>: done before this handler, by {@link RequestIdFilter} (first filter): the request ID is on
+ *       the exchange, on the response and in the Reactor context already.</li>
  *   <li><b>Check headers</b>: {@code Content-Type} (415), {@code Accept} (406), {@code X-Ripcord-Timeout} (400).</li>
  *   <li><b>Read</b> the body, at most {@code max-body-size} bytes (413), without blocking.</li>
  *   <li><b>Parse and tokenize</b> on the parallel scheduler ({@link RequestParser}): any client mistake is a 4xx
@@ -91,7 +97,7 @@ final class OpenAiHandler {
     }
 
     private Mono<ServerResponse> serve(ServerRequest http, Kind kind) {
-        String requestId = identify(http, RequestIds.forCompletion(kind));
+        String requestId = RequestIdFilter.requestId(http.exchange());
         return Mono.fromCallable(() -> checkHeaders(http))
                 .flatMap(headerTimeout -> readBody(http)
                         // parsing and tokenizing cost CPU in proportion to the body: keep them off the event loop
@@ -99,35 +105,14 @@ final class OpenAiHandler {
                         .map(body -> parser.parse(kind, body, requestId, headerTimeout.orElse(null))))
                 .doOnNext(request -> log.debug("requestId={} accepted kind={} promptTokens={} maxTokens={} stream={}",
                         requestId, kind, request.promptTokens().length, request.maxTokens(), request.stream()))
-                .flatMap(request -> request.stream() ? stream(request, http) : complete(request))
-                .contextWrite(Context.of(RequestIds.CONTEXT_KEY, requestId));
+                .flatMap(request -> request.stream() ? stream(request, http) : complete(request));
     }
 
     /** Validates the headers; returns the {@code X-Ripcord-Timeout} deadline if any. */
     private Optional<Duration> checkHeaders(ServerRequest http) {
-        checkClientRequestId(http);
         checkContentType(http);
         checkAccept(http);
         return Optional.ofNullable(parser.timeoutHeader(http.headers().firstHeader(RequestParser.TIMEOUT_HEADER)));
-    }
-
-    /**
-     * The id every answer carries: the client's {@code X-Request-Id} if valid, else {@code generated}. Set on the
-     * response first thing, so that even the 400 for an invalid client id carries a usable one.
-     */
-    private static String identify(ServerRequest http, String generated) {
-        String clientId = http.headers().firstHeader(RequestIds.HEADER);
-        String requestId = RequestIds.isValid(clientId) ? clientId : generated;
-        http.exchange().getResponse().getHeaders().set(RequestIds.HEADER, requestId);
-        return requestId;
-    }
-
-    private static void checkClientRequestId(ServerRequest http) {
-        String clientId = http.headers().firstHeader(RequestIds.HEADER);
-        if (clientId != null && !RequestIds.isValid(clientId)) {
-            throw ApiException.of(ErrorCode.INVALID_REQUEST_ID, RequestIds.HEADER,
-                    "Invalid X-Request-Id header: expected 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'.");
-        }
     }
 
     /** JSON in UTF-8; a request without {@code Content-Type} is read as JSON too (curl-style clients omit it). */
@@ -236,7 +221,8 @@ final class OpenAiHandler {
             cancelled.set(true); // before the cancel travels up: what comes back up is not a failure to report
             log.debug("requestId={} stream cancelled ({})", request.requestId(), cause.reason());
         })
-                .contextWrite(Context.of(RequestIds.CONTEXT_KEY, request.requestId(), CancelCause.CONTEXT_KEY, cause));
+                // The request ID is in the context already (RequestIdFilter); the cancel cause is this stream's own.
+                .contextWrite(Context.of(CancelCause.CONTEXT_KEY, cause));
         AtomicReference<Subscription> generation = new AtomicReference<>();
         return ServerResponse.ok()
                 .contentType(MediaType.TEXT_EVENT_STREAM)
@@ -279,9 +265,7 @@ final class OpenAiHandler {
     // --- models -------------------------------------------------------------------------------------------------
 
     Mono<ServerResponse> models(ServerRequest http) {
-        identify(http, RequestIds.generate("req-"));
         return Mono.fromCallable(() -> {
-            checkClientRequestId(http);
             checkAccept(http);
             ObjectNode body = OpenAiJson.MAPPER.createObjectNode();
             body.put("object", "list");
@@ -292,9 +276,7 @@ final class OpenAiHandler {
     }
 
     Mono<ServerResponse> model(ServerRequest http) {
-        identify(http, RequestIds.generate("req-"));
         return Mono.fromCallable(() -> {
-            checkClientRequestId(http);
             checkAccept(http);
             String id = http.pathVariable("model");
             if (!id.equals(codec.modelName())) {

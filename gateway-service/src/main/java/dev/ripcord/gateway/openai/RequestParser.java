@@ -17,12 +17,14 @@ import java.util.OptionalLong;
 import java.util.Set;
 import java.util.regex.Pattern;
 
+import dev.ripcord.gateway.generation.GenerationRequest;
+import dev.ripcord.gateway.generation.TextCodec;
 import org.jspecify.annotations.Nullable;
 import tools.jackson.core.JacksonException;
 import tools.jackson.core.TokenStreamLocation;
 import tools.jackson.databind.JsonNode;
 
-import dev.ripcord.gateway.openai.GenerationRequest.Kind;
+import dev.ripcord.gateway.generation.GenerationRequest.Kind;
 
 /**
  * Reads an OpenAI request body into a {@link GenerationRequest}, or fails with the first problem as an

@@ -3,10 +3,12 @@ package dev.ripcord.gateway.openai;
 import java.util.ArrayList;
 import java.util.List;
 
+import dev.ripcord.gateway.generation.GenerationRequest;
+import dev.ripcord.gateway.generation.TextDelta;
 import org.jspecify.annotations.Nullable;
 import tools.jackson.databind.node.ObjectNode;
 
-import dev.ripcord.gateway.openai.GenerationRequest.Kind;
+import dev.ripcord.gateway.generation.GenerationRequest.Kind;
 
 /**
  * The exact OpenAI JSON shapes of one response, streamed or not. Fields appear in OpenAI's order:

@@ -7,12 +7,15 @@ import dev.ripcord.cancel.CancelReason;
 import dev.ripcord.gateway.auth.ApiKeys;
 import dev.ripcord.gateway.lifecycle.RequestContext;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
-import dev.ripcord.gateway.openai.ApiException;
-import dev.ripcord.gateway.openai.CancelCause;
-import dev.ripcord.gateway.openai.ErrorCode;
-import dev.ripcord.gateway.openai.GeneratedToken;
-import dev.ripcord.gateway.openai.GenerationRequest;
-import dev.ripcord.gateway.openai.TokenGenerator;
+import dev.ripcord.gateway.generation.CancelCause;
+import dev.ripcord.gateway.generation.DeadlineExceededException;
+import dev.ripcord.gateway.generation.DuplicateRequestIdException;
+import dev.ripcord.gateway.generation.GeneratedToken;
+import dev.ripcord.gateway.generation.GenerationException;
+import dev.ripcord.gateway.generation.GenerationFailedException;
+import dev.ripcord.gateway.generation.GenerationRequest;
+import dev.ripcord.gateway.generation.RequestCancelledException;
+import dev.ripcord.gateway.generation.TokenGenerator;
 import dev.ripcord.gateway.resilience.WorkerResilience;
 import dev.ripcord.gateway.routing.WorkerPool;
 import dev.ripcord.protocol.DecodeEvent;
@@ -103,8 +106,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             try {
                 ctx = contexts.open(id, ApiKeys.identity(view), request.timeout()); // the caller owns it
             } catch (RequestContexts.DuplicateRequestException e) {
-                return Flux.error(ApiException.of(ErrorCode.DUPLICATE_REQUEST_ID, null,
-                        "a request with id %s is already in flight", id));
+                return Flux.error(new DuplicateRequestIdException(id));
             }
             // One seed for both legs: prefill samples the first token, decode the rest.
             long seed = request.seed().orElseGet(() -> ThreadLocalRandom.current().nextLong());
@@ -212,22 +214,21 @@ public final class DisaggregatedGenerator implements TokenGenerator {
         return defaultRetryAfter;
     }
 
-    private static ApiException cancelled(String id, CancelReason reason) {
+    private static GenerationException cancelled(String id, CancelReason reason) {
         return reason == CancelReason.DEADLINE
-                ? ApiException.of(ErrorCode.TIMEOUT, "timeout", "request %s ran past its deadline", id)
-                : ApiException.of(ErrorCode.REQUEST_CANCELLED, null, "request %s was cancelled (%s)", id,
-                        reason.name().toLowerCase(java.util.Locale.ROOT));
+                ? new DeadlineExceededException(id)
+                : RequestCancelledException.of(id, reason);
     }
 
-    private static ApiException upstreamError(String id, String leg, String detail) {
+    private static GenerationException upstreamError(String id, String leg, String detail) {
         if (detail != null && detail.startsWith(WORKER_CANCELLED)) {
             // The worker aborted it on a cancel it received (e.g. one published before the request arrived).
             log.info("requestId={} {} leg cancelled by the worker: {}", id, leg, detail);
-            return ApiException.of(ErrorCode.REQUEST_CANCELLED, null, "request %s was cancelled (%s)", id,
+            return new RequestCancelledException(id,
                     detail.substring(WORKER_CANCELLED.length()).trim().toLowerCase(java.util.Locale.ROOT));
         }
         log.warn("requestId={} {} leg failed: {}", id, leg, detail);
-        return ApiException.of(ErrorCode.INTERNAL_ERROR, null, "the %s worker failed this request", leg);
+        return new GenerationFailedException("the " + leg + " worker failed this request", null);
     }
 
 }

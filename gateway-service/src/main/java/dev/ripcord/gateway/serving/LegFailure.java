@@ -2,8 +2,9 @@ package dev.ripcord.gateway.serving;
 
 import java.time.Duration;
 
-import dev.ripcord.gateway.openai.ApiException;
-import dev.ripcord.gateway.openai.ErrorCode;
+import dev.ripcord.gateway.generation.GenerationException;
+import dev.ripcord.gateway.generation.GenerationFailedException;
+import dev.ripcord.gateway.generation.WorkerUnavailableException;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -54,17 +55,20 @@ final class LegFailure extends RuntimeException {
         return retriable;
     }
 
-    /** What the client is told once no attempt is left: 503 with {@code Retry-After}, or 500 for a worker fault. */
-    ApiException toClientError(Duration defaultRetryAfter) {
+    /**
+     * What the generation fails with once no attempt is left: no worker available, with when to retry (a 503 with
+     * {@code Retry-After} at the edge), or a worker fault (a 500).
+     */
+    GenerationException toGenerationFailure(Duration defaultRetryAfter) {
         return switch (kind) {
-            case WORKER_ERROR, REJECTED -> new ApiException(ErrorCode.INTERNAL_ERROR, null,
-                    "the " + role + " worker failed this request", null, getCause());
+            case WORKER_ERROR, REJECTED -> new GenerationFailedException(
+                    "the " + role + " worker failed this request", getCause());
             case BUSY -> {
                 Duration after = retryAfter != null ? retryAfter : defaultRetryAfter;
-                yield new ApiException(ErrorCode.SERVICE_UNAVAILABLE, null, "the %s workers are at capacity; retry after %d s"
+                yield new WorkerUnavailableException("the %s workers are at capacity; retry after %d s"
                         .formatted(role, seconds(after)), after, getCause());
             }
-            case NO_WORKER, NOT_CONNECTED, NO_ANSWER -> new ApiException(ErrorCode.SERVICE_UNAVAILABLE, null,
+            case NO_WORKER, NOT_CONNECTED, NO_ANSWER -> new WorkerUnavailableException(
                     "no %s worker is available; retry after %d s".formatted(role, seconds(defaultRetryAfter)),
                     defaultRetryAfter, getCause());
         };

@@ -10,7 +10,7 @@ import dev.ripcord.gateway.lifecycle.RequestContexts;
 import dev.ripcord.gateway.openai.OpenAiProperties;
 import dev.ripcord.gateway.resilience.WorkerResilience;
 import io.micrometer.core.instrument.MeterRegistry;
-import dev.ripcord.gateway.openai.TokenGenerator;
+import dev.ripcord.gateway.generation.TokenGenerator;
 import dev.ripcord.gateway.routing.WorkerPool;
 import io.netty.channel.ChannelOption;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;

@@ -12,8 +12,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 
-import dev.ripcord.gateway.openai.ApiException;
-import dev.ripcord.gateway.openai.ErrorCode;
+import dev.ripcord.gateway.generation.GenerationFailedException;
 import dev.ripcord.gateway.resilience.WorkerResilience;
 import dev.ripcord.gateway.routing.NoWorkerAvailableException;
 import dev.ripcord.gateway.routing.WorkerInstance;
@@ -100,8 +99,9 @@ final class WorkerLeg {
     /**
      * The leg's events: those of the first attempt that the worker admitted. {@code exchange} performs one attempt
      * against the instance it is given (a fresh HTTP exchange per call) and must signal a non-2xx answer as a
-     * {@link WorkerRefusedException}. Fails with an {@link ApiException} when no attempt was admitted (503 with
-     * {@code Retry-After}, or 500 for a worker fault) or when an admitted stream broke (500).
+     * {@link WorkerRefusedException}. Fails with a {@link dev.ripcord.gateway.generation.WorkerUnavailableException}
+     * when no attempt was admitted and a retry later may help (503 with {@code Retry-After} at the edge), or a
+     * {@link GenerationFailedException} for a worker fault or an admitted stream that broke (500).
      */
     <E> Flux<E> events(String requestId, Function<WorkerInstance, Flux<E>> exchange) {
         return Flux.defer(() -> {
@@ -116,7 +116,7 @@ final class WorkerLeg {
                     .onErrorMap(LegFailure.class, f -> {
                         log.warn("requestId={} {} leg gave up after {} attempt(s): {}", requestId, role,
                                 attempts.get(), f.getMessage());
-                        return f.toClientError(retryAfter);
+                        return f.toGenerationFailure(retryAfter);
                     });
         });
     }
@@ -195,8 +195,7 @@ final class WorkerLeg {
             lease.failedAfterAdmission(failure);
             log.warn("requestId={} {} leg to {} broke after admission ({}): {}", requestId, role,
                     lease.instance().name(), current, failure.toString());
-            return new ApiException(ErrorCode.INTERNAL_ERROR, null, "the " + role + " worker failed this request",
-                    null, failure);
+            return new GenerationFailedException("the " + role + " worker failed this request", failure);
         }
 
         void end() {

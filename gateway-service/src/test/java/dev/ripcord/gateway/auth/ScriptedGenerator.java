@@ -5,13 +5,13 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import dev.ripcord.gateway.generation.RequestCancelledException;
 import dev.ripcord.gateway.lifecycle.RequestContext;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
-import dev.ripcord.gateway.openai.ApiException;
-import dev.ripcord.gateway.openai.ErrorCode;
-import dev.ripcord.gateway.openai.GeneratedToken;
-import dev.ripcord.gateway.openai.GenerationRequest;
-import dev.ripcord.gateway.openai.TokenGenerator;
+import dev.ripcord.gateway.generation.GeneratedToken;
+import dev.ripcord.gateway.generation.GenerationRequest;
+import dev.ripcord.gateway.generation.TokenGenerator;
+import dev.ripcord.protocol.RequestIds;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Sinks;
 
@@ -26,6 +26,8 @@ final class ScriptedGenerator implements TokenGenerator {
     private final Map<String, Sinks.Many<GeneratedToken>> sinks = new ConcurrentHashMap<>();
     /** The owner identity each generation saw in its Reactor context, in order. */
     final List<String> owners = new CopyOnWriteArrayList<>();
+    /** The request ID each generation saw in its Reactor context ({@link RequestIds#CONTEXT_KEY}), in order. */
+    final List<String> contextRequestIds = new CopyOnWriteArrayList<>();
 
     ScriptedGenerator(RequestContexts contexts) {
         this.contexts = contexts;
@@ -48,10 +50,11 @@ final class ScriptedGenerator implements TokenGenerator {
         return Flux.deferContextual(view -> {
             String owner = ApiKeys.identity(view);
             owners.add(owner);
+            contextRequestIds.add(view.getOrDefault(RequestIds.CONTEXT_KEY, "<none>"));
             RequestContext ctx = contexts.open(request.requestId(), owner, null);
             return ctx.link(tokens(request.requestId()).asFlux())
                     .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.empty()
-                            : Flux.error(ApiException.of(ErrorCode.REQUEST_CANCELLED, null, "cancelled"))))
+                            : Flux.error(RequestCancelledException.of(request.requestId(), ctx.cancelReason()))))
                     .doFinally(signal -> {
                         contexts.close(ctx);
                         sinks.remove(request.requestId());

@@ -6,6 +6,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.List;
 
+import dev.ripcord.gateway.generation.ByteTextCodec;
+import dev.ripcord.gateway.generation.GeneratedToken;
+import dev.ripcord.gateway.generation.GenerationRequest;
 import org.junit.jupiter.api.Test;
 import org.springframework.http.MediaType;
 import org.springframework.test.web.reactive.server.WebTestClient;
@@ -24,7 +27,7 @@ class ChatCompletionsEndpointTest extends OpenAiEndpointTest {
         List<JsonNode> chunks = chunks(raw(response));
         assertThat(chunks).hasSize(4);
         String id = chunks.getFirst().get("id").stringValue();
-        assertThat(id).matches("chatcmpl-[A-Za-z0-9]{24}");
+        assertThat(id).matches("req-[A-Za-z0-9]{24}");
         for (JsonNode chunk : chunks) {
             assertThat(chunk.propertyNames()).containsExactly("id", "object", "created", "model", "choices");
             assertThat(chunk.get("id").stringValue()).isEqualTo(id);

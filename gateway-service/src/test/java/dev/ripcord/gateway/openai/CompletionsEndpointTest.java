@@ -9,6 +9,10 @@ import static org.awaitility.Awaitility.await;
 import java.time.Duration;
 import java.util.List;
 
+import dev.ripcord.gateway.generation.ByteTextCodec;
+import dev.ripcord.gateway.generation.GeneratedToken;
+import dev.ripcord.gateway.generation.GenerationRequest;
+import dev.ripcord.protocol.RequestIds;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;
@@ -32,7 +36,7 @@ class CompletionsEndpointTest extends OpenAiEndpointTest {
         List<JsonNode> chunks = chunks(body);
         assertThat(chunks).hasSize(4); // "H", "i", "!", finish
         String id = chunks.getFirst().get("id").stringValue();
-        assertThat(id).matches("cmpl-[A-Za-z0-9]{24}");
+        assertThat(id).matches("req-[A-Za-z0-9]{24}");
         for (JsonNode chunk : chunks) {
             assertThat(chunk.propertyNames()).containsExactly("id", "object", "created", "model", "choices");
             assertThat(chunk.get("id").stringValue()).isEqualTo(id);
@@ -182,7 +186,7 @@ class CompletionsEndpointTest extends OpenAiEndpointTest {
                 {"model":"ripcord-small","prompt":"p"}""");
 
         JsonNode error = assertError(response, 500, "server_error", "internal_error", null);
-        assertThat(error.get("message").stringValue()).doesNotContain("decode-7").contains("cmpl-");
+        assertThat(error.get("message").stringValue()).doesNotContain("decode-7").containsPattern("req-[A-Za-z0-9]{24}");
     }
 
     @Test
@@ -232,7 +236,7 @@ class CompletionsEndpointTest extends OpenAiEndpointTest {
 
         String header = response.expectStatus().isOk().returnResult(Void.class).getResponseHeaders()
                 .getFirst(RequestIds.HEADER);
-        assertThat(header).matches("cmpl-[A-Za-z0-9]{24}");
+        assertThat(header).matches("req-[A-Za-z0-9]{24}");
         assertThat(generator.lastRequest().requestId()).isEqualTo(header);
     }
 
@@ -243,7 +247,7 @@ class CompletionsEndpointTest extends OpenAiEndpointTest {
                 .bodyValue("{\"model\":\"ripcord-small\",\"prompt\":\"p\"}").exchange();
 
         assertInvalid(response, "invalid_request_id", "X-Request-Id");
-        response.expectHeader().value(RequestIds.HEADER, id -> assertThat(id).matches("cmpl-[A-Za-z0-9]{24}"));
+        response.expectHeader().value(RequestIds.HEADER, id -> assertThat(id).matches("req-[A-Za-z0-9]{24}"));
         assertThat(generator.requests()).isEmpty();
     }
 

@@ -4,6 +4,8 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 
+import dev.ripcord.gateway.generation.ByteTextCodec;
+import dev.ripcord.gateway.generation.GeneratedToken;
 import org.junit.jupiter.api.Test;
 import org.reactivestreams.Subscription;
 import org.springframework.core.io.buffer.DataBuffer;

@@ -2,6 +2,8 @@ package dev.ripcord.gateway.openai;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.ripcord.gateway.generation.ByteTextCodec;
+import dev.ripcord.protocol.RequestIds;
 import org.junit.jupiter.api.Test;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.MediaType;

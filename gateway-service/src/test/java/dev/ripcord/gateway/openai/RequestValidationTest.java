@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Random;
 import java.util.stream.Stream;
 
+import dev.ripcord.gateway.generation.ByteTextCodec;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;

@@ -8,6 +8,12 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
+import dev.ripcord.gateway.generation.ByteTextCodec;
+import dev.ripcord.gateway.generation.CancelCause;
+import dev.ripcord.gateway.generation.GeneratedToken;
+import dev.ripcord.gateway.generation.GenerationRequest;
+import dev.ripcord.gateway.generation.TokenGenerator;
+import dev.ripcord.protocol.RequestIds;
 import reactor.core.publisher.Flux;
 
 import dev.ripcord.cancel.CancelReason;
@@ -17,7 +23,7 @@ import dev.ripcord.cancel.CancelReason;
  * error or by silence. It records every request, the {@code requestId} it saw in the Reactor context, and how often
  * a generation was cancelled (and why) or completed.
  */
-final class ScriptedTokenGenerator implements TokenGenerator {
+public final class ScriptedTokenGenerator implements TokenGenerator {
 
     private volatile Function<GenerationRequest, Flux<GeneratedToken>> script = request -> Flux.empty();
     private final List<GenerationRequest> requests = new CopyOnWriteArrayList<>();
@@ -103,7 +109,7 @@ final class ScriptedTokenGenerator implements TokenGenerator {
     }
 
     /** The bytes of {@code text} as tokens, the last one carrying {@code finishReason}. */
-    static List<GeneratedToken> tokens(String text, String finishReason) {
+    public static List<GeneratedToken> tokens(String text, String finishReason) {
         byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
         List<GeneratedToken> tokens = new ArrayList<>(bytes.length);
         for (int i = 0; i < bytes.length; i++) {
@@ -113,14 +119,14 @@ final class ScriptedTokenGenerator implements TokenGenerator {
     }
 
     /** The bytes of {@code text} as tokens, then EOS (finish reason {@code stop}). */
-    static List<GeneratedToken> tokensThenEos(String text) {
+    public static List<GeneratedToken> tokensThenEos(String text) {
         List<GeneratedToken> tokens = new ArrayList<>(tokens(text, null));
         tokens.add(new GeneratedToken(tokens.size(), ByteTextCodec.EOS, GeneratedToken.STOP));
         return tokens;
     }
 
     /** The bytes of {@code text} as tokens, none of them last. */
-    static List<GeneratedToken> unfinished(String text) {
+    public static List<GeneratedToken> unfinished(String text) {
         return tokens(text, null);
     }
 }

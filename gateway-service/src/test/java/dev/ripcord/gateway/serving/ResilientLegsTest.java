@@ -18,11 +18,11 @@ import java.util.concurrent.atomic.AtomicReference;
 import dev.ripcord.cancel.CancelPropagation;
 import dev.ripcord.cancel.CancelPublisher;
 import dev.ripcord.cancel.kafka.CancelProperties;
+import dev.ripcord.gateway.generation.GenerationFailedException;
+import dev.ripcord.gateway.generation.WorkerUnavailableException;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
-import dev.ripcord.gateway.openai.ApiException;
-import dev.ripcord.gateway.openai.ErrorCode;
-import dev.ripcord.gateway.openai.GeneratedToken;
-import dev.ripcord.gateway.openai.GenerationRequest;
+import dev.ripcord.gateway.generation.GeneratedToken;
+import dev.ripcord.gateway.generation.GenerationRequest;
 import dev.ripcord.gateway.resilience.ResilienceProperties;
 import dev.ripcord.gateway.resilience.WorkerResilience;
 import dev.ripcord.gateway.routing.WorkerInstance;
@@ -144,7 +144,7 @@ class ResilientLegsTest {
         StepVerifier.create(generator.generate(request()))
                 .then(() -> await().atMost(WAIT).until(() -> prefill.calls() == 1))
                 .then(() -> kill.tryEmitValue("worker killed mid-stream"))
-                .expectErrorSatisfies(e -> assertThat(((ApiException) e).errorCode()).isEqualTo(ErrorCode.INTERNAL_ERROR))
+                .expectErrorSatisfies(e -> assertThat(e).isInstanceOf(GenerationFailedException.class))
                 .verify(WAIT);
 
         assertThat(a.calls()).isEqualTo(1);
@@ -164,7 +164,7 @@ class ResilientLegsTest {
         DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(a.uri(), b.uri()));
 
         StepVerifier.create(generator.generate(request()))
-                .expectErrorSatisfies(e -> assertThat(((ApiException) e).errorCode()).isEqualTo(ErrorCode.INTERNAL_ERROR))
+                .expectErrorSatisfies(e -> assertThat(e).isInstanceOf(GenerationFailedException.class))
                 .verify(WAIT);
         assertThat(a.calls() + b.calls()).as("one decode call in all").isEqualTo(1);
     }
@@ -178,8 +178,8 @@ class ResilientLegsTest {
 
         StepVerifier.create(generator.generate(request()))
                 .expectErrorSatisfies(e -> {
-                    ApiException api = (ApiException) e;
-                    assertThat(api.errorCode()).isEqualTo(ErrorCode.SERVICE_UNAVAILABLE);
+                    assertThat(e).isInstanceOf(WorkerUnavailableException.class);
+                    WorkerUnavailableException api = (WorkerUnavailableException) e;
                     assertThat(api.retryAfter()).as("the worker's Retry-After").isEqualTo(Duration.ofSeconds(2));
                 })
                 .verify(WAIT);
@@ -210,7 +210,7 @@ class ResilientLegsTest {
         DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(a.uri(), b.uri()));
 
         StepVerifier.create(generator.generate(request()))
-                .expectErrorSatisfies(e -> assertThat(((ApiException) e).errorCode()).isEqualTo(ErrorCode.INTERNAL_ERROR))
+                .expectErrorSatisfies(e -> assertThat(e).isInstanceOf(GenerationFailedException.class))
                 .verify(WAIT);
         assertThat(a.calls() + b.calls()).isEqualTo(1);
         for (WorkerInstance instance : decodePool().instances()) {
@@ -237,7 +237,7 @@ class ResilientLegsTest {
 
         for (int i = 0; i < 4; i++) {
             StepVerifier.create(generator.generate(request()))
-                    .expectErrorSatisfies(e -> assertThat(((ApiException) e).errorCode()).isEqualTo(ErrorCode.INTERNAL_ERROR))
+                    .expectErrorSatisfies(e -> assertThat(e).isInstanceOf(GenerationFailedException.class))
                     .verify(WAIT);
         }
         assertThat(breaker.getState()).isEqualTo(CircuitBreaker.State.OPEN);
@@ -246,8 +246,8 @@ class ResilientLegsTest {
         for (int i = 0; i < 5; i++) {
             StepVerifier.create(generator.generate(request()))
                     .expectErrorSatisfies(e -> {
-                        ApiException api = (ApiException) e;
-                        assertThat(api.errorCode()).isEqualTo(ErrorCode.SERVICE_UNAVAILABLE);
+                        assertThat(e).isInstanceOf(WorkerUnavailableException.class);
+                        WorkerUnavailableException api = (WorkerUnavailableException) e;
                         assertThat(api.retryAfter()).isEqualTo(Duration.ofSeconds(3));
                     })
                     .verify(WAIT);
@@ -296,8 +296,8 @@ class ResilientLegsTest {
 
         StepVerifier.create(generator.generate(request()))
                 .expectErrorSatisfies(e -> {
-                    ApiException api = (ApiException) e;
-                    assertThat(api.errorCode()).isEqualTo(ErrorCode.SERVICE_UNAVAILABLE);
+                    assertThat(e).isInstanceOf(WorkerUnavailableException.class);
+                    WorkerUnavailableException api = (WorkerUnavailableException) e;
                     assertThat(api.retryAfter()).isEqualTo(Duration.ofSeconds(4));
                 })
                 .verify(WAIT);
@@ -373,7 +373,7 @@ class ResilientLegsTest {
         }
         await().atMost(WAIT).until(() -> failure.get() != null);
 
-        assertThat(((ApiException) failure.get()).errorCode()).isEqualTo(ErrorCode.SERVICE_UNAVAILABLE);
+        assertThat(failure.get()).isInstanceOf(WorkerUnavailableException.class);
         assertThat(silent.calls()).as("never asked again").isEqualTo(1);
         assertThat(prefill.calls()).isZero();
         call.dispose();

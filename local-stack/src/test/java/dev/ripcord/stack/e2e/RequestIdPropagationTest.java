@@ -47,7 +47,7 @@ class RequestIdPropagationTest {
 
         Answer answer = stack.gateway().send(GatewayClient.COMPLETIONS, body, null);
 
-        assertThat(answer.headerRequestId()).startsWith("cmpl-");
+        assertThat(answer.headerRequestId()).matches("req-[A-Za-z0-9]{24}");
         assertThat(answer.ids()).containsExactly(answer.headerRequestId());
         awaitInAllLogs(stack, answer.headerRequestId());
     }

@@ -1,4 +1,4 @@
-package dev.ripcord.gateway.openai;
+package dev.ripcord.gateway.generation;
 
 import static dev.ripcord.gateway.openai.ScriptedTokenGenerator.tokens;
 import static dev.ripcord.gateway.openai.ScriptedTokenGenerator.tokensThenEos;
@@ -104,7 +104,7 @@ class TextDeltasTest {
 
     @Test
     void generatorErrorPassesThrough() {
-        ApiException overloaded = ApiException.serviceUnavailable(Duration.ofSeconds(1), "busy");
+        WorkerUnavailableException overloaded = new WorkerUnavailableException("busy", Duration.ofSeconds(1), null);
 
         StepVerifier.create(decode(Flux.error(overloaded))).verifyErrorSatisfies(e -> assertThat(e).isSameAs(overloaded));
     }

@@ -1,10 +1,10 @@
-package dev.ripcord.gateway.openai;
+package dev.ripcord.gateway.generation;
 
 import reactor.core.publisher.Flux;
 
 /**
- * The serving core as the OpenAI surface sees it: routes a validated request to prefill and decode and streams the
- * generated tokens back. Implemented outside this package; this package only calls it.
+ * The serving core as the HTTP edge sees it: routes a validated request to prefill and decode and streams the
+ * generated tokens back. Implemented in {@code serving}; called by the OpenAI edge.
  *
  * <p>Contract:
  * <ul>
@@ -13,12 +13,12 @@ import reactor.core.publisher.Flux;
  *       completes right after it. Completing without such a token is a contract violation (reported as a 500).</li>
  *   <li>Cancelling the subscription (the client went away, or a stop string matched at the gateway) must cancel
  *       the request everywhere: prefill, KV transfer and decode. Why it was cancelled is in the Reactor context:
- *       {@link CancelCause#of} ({@code CLIENT_DISCONNECT} unless this package recorded another reason, such as
+ *       {@link CancelCause#of} ({@code CLIENT_DISCONNECT} unless the edge recorded another reason, such as
  *       {@code CLIENT_STALLED} for a streaming client that stopped reading).</li>
- *   <li>Failures the client should see are {@link ApiException}s, e.g.
- *       {@code ApiException.of(ErrorCode.SERVICE_UNAVAILABLE, ...).withRetryAfter(...)}; anything else becomes an
- *       OpenAI 500 body. An error before the first token becomes the HTTP status; a later one ends a stream with
- *       an error event.</li>
+ *   <li>Failures the client should see are {@link GenerationException}s (cancelled, deadline exceeded, no worker
+ *       available with a retry-after, worker failed, duplicate ID); the HTTP edge maps each kind to its error, and
+ *       anything else becomes a 500 that reveals nothing. An error before the first token becomes the HTTP status; a
+ *       later one ends a stream with an error event.</li>
  *   <li>Must not block the calling thread (the caller may be an event-loop thread).</li>
  * </ul>
  */

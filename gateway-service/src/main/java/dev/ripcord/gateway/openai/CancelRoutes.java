@@ -1,13 +1,12 @@
-package dev.ripcord.gateway.lifecycle;
+package dev.ripcord.gateway.openai;
 
 import java.util.Map;
 
 import dev.ripcord.cancel.CancelReason;
-import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.gateway.auth.ApiKeys;
 import dev.ripcord.gateway.auth.AuthProperties;
-import dev.ripcord.gateway.openai.ApiException;
-import dev.ripcord.gateway.openai.ErrorCode;
+import dev.ripcord.gateway.lifecycle.RequestContexts;
+import dev.ripcord.protocol.RequestIds;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.http.HttpStatus;

@@ -1,4 +1,4 @@
-package dev.ripcord.gateway.openai;
+package dev.ripcord.gateway.generation;
 
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
@@ -8,12 +8,12 @@ import java.util.Arrays;
  * A byte-level {@link TextCodec} for tests: token {@code b} is the byte {@code b} (0..255), {@link #EOS} renders as
  * nothing. The detokenizer holds back an incomplete UTF-8 sequence until its last byte arrives, like a real one.
  */
-final class ByteTextCodec implements TextCodec {
+public final class ByteTextCodec implements TextCodec {
 
-    static final int EOS = 257;
-    static final String MODEL = "ripcord-small";
-    static final int CONTEXT_LENGTH = 256;
-    static final int MAX_TOKENS_LIMIT = 100;
+    public static final int EOS = 257;
+    public static final String MODEL = "ripcord-small";
+    public static final int CONTEXT_LENGTH = 256;
+    public static final int MAX_TOKENS_LIMIT = 100;
 
     @Override
     public int[] encode(String text) {
@@ -26,7 +26,7 @@ final class ByteTextCodec implements TextCodec {
     }
 
     /** The text a token sequence stands for (the inverse of {@link #encode}). */
-    static String decode(int[] tokens) {
+    public static String decode(int[] tokens) {
         byte[] bytes = new byte[tokens.length];
         for (int i = 0; i < tokens.length; i++) {
             bytes[i] = (byte) tokens[i];

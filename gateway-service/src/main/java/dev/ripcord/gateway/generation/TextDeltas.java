@@ -1,4 +1,4 @@
-package dev.ripcord.gateway.openai;
+package dev.ripcord.gateway.generation;
 
 import java.util.List;
 import java.util.function.Supplier;
@@ -14,7 +14,7 @@ import reactor.core.publisher.Mono;
  * is cancelled right there: that cancellation is how the serving core learns to stop prefill and decode. A natural
  * end (EOS, length) is not cancelled but lets the generator complete, so it never looks like an abandoned request.
  */
-final class TextDeltas {
+public final class TextDeltas {
 
     private TextDeltas() {
     }
@@ -24,7 +24,7 @@ final class TextDeltas {
      * @param detokenizers a fresh detokenizer per subscription
      * @param stops        stop strings, possibly empty
      */
-    static Flux<TextDelta> decode(Flux<GeneratedToken> tokens, Supplier<TextCodec.Detokenizer> detokenizers,
+    public static Flux<TextDelta> decode(Flux<GeneratedToken> tokens, Supplier<TextCodec.Detokenizer> detokenizers,
             List<String> stops) {
         return Flux.defer(() -> {
             Decoder decoder = new Decoder(detokenizers.get(), new StopStringScanner(stops));

@@ -1,4 +1,4 @@
-package dev.ripcord.gateway.openai;
+package dev.ripcord.gateway.generation;
 
 /**
  * The engine's tokenizer and model limits as the OpenAI surface sees them; bound by whoever owns the engine.

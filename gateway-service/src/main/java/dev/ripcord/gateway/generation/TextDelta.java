@@ -1,4 +1,4 @@
-package dev.ripcord.gateway.openai;
+package dev.ripcord.gateway.generation;
 
 import org.jspecify.annotations.Nullable;
 
@@ -9,9 +9,9 @@ import org.jspecify.annotations.Nullable;
  * @param finishReason     null except on the last delta: {@code "stop"} (EOS or a stop string) or {@code "length"}
  * @param completionTokens tokens generated so far, including the one that produced this delta
  */
-record TextDelta(String text, @Nullable String finishReason, int completionTokens) {
+public record TextDelta(String text, @Nullable String finishReason, int completionTokens) {
 
-    boolean isLast() {
+    public boolean isLast() {
         return finishReason != null;
     }
 }

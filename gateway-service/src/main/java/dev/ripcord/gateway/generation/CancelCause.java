@@ -1,4 +1,4 @@
-package dev.ripcord.gateway.openai;
+package dev.ripcord.gateway.generation;
 
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -8,7 +8,7 @@ import dev.ripcord.cancel.CancelReason;
 
 /**
  * Why the OpenAI surface cancelled a generation, for the {@link TokenGenerator} to read when its subscription is
- * cancelled. A Reactive Streams cancel carries no reason, so this package records one in the Reactor context of the
+ * cancelled. A Reactive Streams cancel carries no reason, so the edge records one in the Reactor context of the
  * generation, under {@value #CONTEXT_KEY}, before it cancels.
  *
  * <p>Contract: a generator that reports why it was cancelled reads {@link #of(ContextView)} in its cancel handler.
@@ -23,11 +23,11 @@ public final class CancelCause {
 
     private final AtomicReference<CancelReason> reason = new AtomicReference<>();
 
-    CancelCause() {
+    public CancelCause() {
     }
 
     /** Records {@code why}, unless a reason was recorded before; returns whether this call recorded it. */
-    boolean record(CancelReason why) {
+    public boolean record(CancelReason why) {
         return reason.compareAndSet(null, why);
     }
 

@@ -1,4 +1,4 @@
-package dev.ripcord.gateway.openai;
+package dev.ripcord.gateway.generation;
 
 import java.time.Duration;
 import java.util.Arrays;
@@ -9,7 +9,7 @@ import java.util.OptionalLong;
 import org.jspecify.annotations.Nullable;
 
 /**
- * What the serving core needs from a validated OpenAI request. Built only by this package, after every field has
+ * What the serving core needs from a validated OpenAI request. Built only by the OpenAI edge, after every field has
  * been checked: {@code maxTokens} already fits both the server's limit and the context window.
  *
  * <p>{@code promptTokens} is copied on construction and owned by this record; callers must not mutate the array
