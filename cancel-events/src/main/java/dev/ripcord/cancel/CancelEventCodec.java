@@ -4,8 +4,8 @@ import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;
 
-import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.cancel.InvalidCancelEventException.Problem;
+import dev.ripcord.protocol.RequestIds;
 import tools.jackson.core.JacksonException;
 import tools.jackson.core.StreamReadFeature;
 import tools.jackson.databind.DeserializationFeature;

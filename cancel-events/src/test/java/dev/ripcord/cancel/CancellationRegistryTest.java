@@ -12,8 +12,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
-import dev.ripcord.protocol.InvalidRequestIdException;
 import dev.ripcord.cancel.testing.CancellationLeakExtension;
+import dev.ripcord.protocol.InvalidRequestIdException;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;

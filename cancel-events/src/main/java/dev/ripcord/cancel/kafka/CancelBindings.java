@@ -12,9 +12,6 @@ final class CancelBindings {
     static final String OUTPUT = "ripcordCancel-out-0";
     static final String DLT_OUTPUT = "ripcordCancelDlt-out-0";
 
-    /** MDC key set while a consumed record is handled, and by convention everywhere a request is handled. */
-    static final String MDC_REQUEST_ID = "requestId";
-
     private CancelBindings() {
     }
 }

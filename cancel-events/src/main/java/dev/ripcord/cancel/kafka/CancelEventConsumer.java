@@ -15,8 +15,9 @@ import dev.ripcord.cancel.CancelSource;
 import dev.ripcord.cancel.CancellationRegistry;
 import dev.ripcord.cancel.InvalidCancelEventException;
 import dev.ripcord.cancel.InvalidCancelEventException.Problem;
-import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.cancel.kafka.DeadLetterPublisher.Poison;
+import dev.ripcord.cancel.logging.RequestMdc;
+import dev.ripcord.protocol.RequestIds;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -40,7 +41,7 @@ import org.springframework.messaging.MessageHeaders;
  * thrown here escapes to the binder. A record with a null value (a delete marker, which a compacted topic allows) is
  * skipped quietly and counted in {@code ripcord.cancel.consumed.skipped}; the function is typed {@code Message<?>}
  * rather than {@code Message<byte[]>} because the binder cannot convert such a record's {@code KafkaNull} payload to
- * bytes and would log an ERROR before we ever saw it. While a valid record is handled, MDC {@value CancelBindings#MDC_REQUEST_ID} is set,
+ * bytes and would log an ERROR before we ever saw it. While a valid record is handled, MDC {@value RequestMdc#KEY} is set,
  * so the abort handler's log lines carry the request ID too, and a record with a {@code traceparent} header is handled
  * in a consumer span of the publisher's trace (so those lines carry its {@code traceId} as well).
  */
@@ -119,7 +120,7 @@ final class CancelEventConsumer implements Consumer<Message<?>> {
             return;
         }
 
-        MDC.put(CancelBindings.MDC_REQUEST_ID, event.requestId());
+        MDC.put(RequestMdc.KEY, event.requestId());
         // The publisher's trace goes on: this handling (and the abort handler it runs) logs with its traceId.
         try (TraceHeaders.Continued ignored = trace.continueTrace(headers, "ripcord.cancel consume", Span.Kind.CONSUMER)) {
             CancelOutcome outcome = registry.cancel(event.requestId(), event.reason(), CancelSource.KAFKA);
@@ -138,7 +139,7 @@ final class CancelEventConsumer implements Consumer<Message<?>> {
             log.warn("handling cancel requestId={} from {}-{}@{} failed; skipping it", event.requestId(), topic,
                     partition, offset, e);
         } finally {
-            MDC.remove(CancelBindings.MDC_REQUEST_ID);
+            MDC.remove(RequestMdc.KEY);
         }
     }
 
@@ -148,7 +149,7 @@ final class CancelEventConsumer implements Consumer<Message<?>> {
         String keyText = record.key() == null ? null : new String(record.key(), StandardCharsets.UTF_8);
         boolean keyIsId = RequestIds.isValid(keyText);
         if (keyIsId) {
-            MDC.put(CancelBindings.MDC_REQUEST_ID, keyText);
+            MDC.put(RequestMdc.KEY, keyText);
         }
         try {
             log.warn("poison record at {}-{}@{} requestId={} ({}: {}); dead-lettering it and moving on",
@@ -159,7 +160,7 @@ final class CancelEventConsumer implements Consumer<Message<?>> {
             log.warn("could not dead-letter poison record {}", record.coordinates(), e);
         } finally {
             if (keyIsId) {
-                MDC.remove(CancelBindings.MDC_REQUEST_ID);
+                MDC.remove(RequestMdc.KEY);
             }
         }
     }

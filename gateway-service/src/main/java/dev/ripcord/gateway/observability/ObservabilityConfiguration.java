@@ -10,7 +10,8 @@ import org.springframework.context.annotation.Configuration;
 /**
  * The gateway's observability wiring. What is not here, because Boot does it from configuration:
  * <ul>
- *   <li>the request ID in the MDC: {@code OpenAiHandler} writes it into the Reactor context at the edge, and
+ *   <li>the request ID in the MDC: {@code openai.RequestIdFilter}, first of the filters, writes it into the Reactor
+ *       context of the whole exchange, and
  *       {@code spring.reactor.context-propagation=auto} with the library's
  *       {@link dev.ripcord.cancel.logging.RequestIdThreadLocalAccessor} restores it on every thread hop;</li>
  *   <li>tracing: Boot's Brave auto-configuration (W3C propagation), the server observation of every HTTP exchange,
