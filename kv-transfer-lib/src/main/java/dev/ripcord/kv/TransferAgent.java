@@ -537,9 +537,12 @@ public final class TransferAgent implements AutoCloseable {
             fences.close();
         }
         shmMappings.closeAll();
+        // What close could not release (0 and 0 when every session and region went back): a shutdown's last word.
+        long sessionsLeft = metrics.liveSessions.get();
+        long regionsLeft = metrics.liveRegions.get();
         metrics.close();
         LiveResources.untrack(trackingId);
-        log.info("agent {} closed", name());
+        log.info("agent {} closed: liveSessions={} liveRegions={}", name(), sessionsLeft, regionsLeft);
     }
 
     private void awaitDrained(long nanos) {

@@ -29,7 +29,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * killed with -9, or frozen with SIGSTOP so it falls silent while its sockets stay open.
  */
 @ExtendWith(KvLeakCheck.class)
-@EnabledOnOs(OS.LINUX)
+@EnabledOnOs(value = OS.LINUX, disabledReason = "SIGSTOP/SIGCONT and /dev/shm shared memory between two JVMs: "
+        + "Linux only")
 class CrossProcessTest {
     static final int MIB = 1 << 20;
     static final Duration WAIT = Duration.ofSeconds(30);

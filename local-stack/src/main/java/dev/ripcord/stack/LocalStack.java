@@ -30,7 +30,8 @@ import java.util.stream.Stream;
  */
 public final class LocalStack implements AutoCloseable {
 
-    private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(180);
+    /** A hang guard, not a performance bound: three JVMs starting on a loaded 2-core machine took up to 170 s. */
+    private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(300);
     private static final List<String> JVM_FLAGS =
             List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
                     "--sun-misc-unsafe-memory-access=allow");
@@ -166,6 +167,17 @@ public final class LocalStack implements AutoCloseable {
      */
     public void kill(Role role) {
         services.get(role).kill();
+    }
+
+    /**
+     * Stops {@code role}'s process as an orchestrator would: SIGTERM, so that its graceful shutdown (a worker's
+     * drain) runs, up to 30 s, then SIGKILL. Returns once it is gone and everything it logged is in its log file.
+     * For shutdown tests; the rest of the stack keeps running and {@link #close()} still stops it.
+     *
+     * @return true if it exited on its own after SIGTERM, false if it had to be killed
+     */
+    public boolean terminate(Role role) {
+        return services.get(role).terminate();
     }
 
     /** Stops the services in reverse dependency order (gateway first), then the broker. Idempotent. */

@@ -26,7 +26,8 @@ import java.util.concurrent.TimeUnit;
  */
 final class ServiceProcess implements AutoCloseable {
 
-    private static final Duration GRACEFUL_STOP = Duration.ofSeconds(30);
+    private static final long GRACEFUL_STOP_SECONDS = 30;
+    private static final Duration GRACEFUL_STOP = Duration.ofSeconds(GRACEFUL_STOP_SECONDS);
 
     private final Role role;
     private final int port;
@@ -165,14 +166,29 @@ final class ServiceProcess implements AutoCloseable {
      */
     @Override
     public void close() {
+        terminate();
+    }
+
+    /**
+     * What {@link #close()} does, saying how it went: SIGTERM through the {@link ProcessHandle}, up to
+     * {@value #GRACEFUL_STOP_SECONDS} s for the graceful shutdown (the drain included), then SIGKILL; returns once the
+     * process is gone and its last lines are in the log file.
+     *
+     * @return true if the process exited on its own after SIGTERM (or had already exited), false if it had to be
+     *         killed
+     */
+    boolean terminate() {
+        boolean graceful = true;
         if (process.isAlive()) {
             process.toHandle().destroy();
             try {
                 if (!process.waitFor(GRACEFUL_STOP.toMillis(), TimeUnit.MILLISECONDS)) {
+                    graceful = false;
                     process.toHandle().destroyForcibly();
                     process.waitFor(5, TimeUnit.SECONDS);
                 }
             } catch (InterruptedException e) {
+                graceful = false;
                 process.destroyForcibly();
                 Thread.currentThread().interrupt();
             }
@@ -182,6 +198,7 @@ final class ServiceProcess implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        return graceful;
     }
 
     private static void sleep(Duration d) {

@@ -2,6 +2,7 @@ package dev.ripcord.worker;
 
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -22,6 +23,11 @@ import org.springframework.context.event.ContextClosedEvent;
  * destroyed, which is what makes this order hold. A child context (the actuator's, when management runs on its own
  * port) also publishes a {@link ContextClosedEvent} that reaches this listener; only the worker's own context's
  * close drains, and it drains once.
+ *
+ * <p>The last line a drain writes says what the worker still holds once its requests are gone ({@code livePages},
+ * {@code liveSessions}, {@code liveRegistrations}, {@code liveRegions}): all zero but the one region of the page
+ * pool, which Spring closes next. That line is how a shutdown is checked after the process is gone
+ * (docs/operations.md, local-stack {@code GracefulShutdownIT}).
  */
 final class GracefulDrain implements ApplicationListener<ContextClosedEvent>, ApplicationContextAware {
 
@@ -29,12 +35,17 @@ final class GracefulDrain implements ApplicationListener<ContextClosedEvent>, Ap
 
     private final ObjectProvider<Drainable> drainables;
     private final Duration grace;
+    private final Supplier<String> holdings;
     private final AtomicBoolean drained = new AtomicBoolean();
     private ApplicationContext owner;
 
-    GracefulDrain(ObjectProvider<Drainable> drainables, Duration grace) {
+    /**
+     * @param holdings what the worker still holds, as {@code key=value} pairs, for the drain's last log line
+     */
+    GracefulDrain(ObjectProvider<Drainable> drainables, Duration grace, Supplier<String> holdings) {
         this.drainables = drainables;
         this.grace = grace;
+        this.holdings = holdings;
     }
 
     @Override
@@ -51,6 +62,6 @@ final class GracefulDrain implements ApplicationListener<ContextClosedEvent>, Ap
         AvailabilityChangeEvent.publish(context, ReadinessState.REFUSING_TRAFFIC);
         log.info("draining, grace period {}", grace);
         drainables.orderedStream().forEach(d -> d.drain(grace));
-        log.info("drained; closing engine and transfer agent");
+        log.info("drained; closing engine and transfer agent ({})", holdings.get());
     }
 }

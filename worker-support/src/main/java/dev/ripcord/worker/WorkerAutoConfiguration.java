@@ -3,6 +3,7 @@ package dev.ripcord.worker;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 
+import dev.ripcord.cancel.CancellationRegistry;
 import dev.ripcord.engine.EngineOptions;
 import dev.ripcord.engine.InferenceEngine;
 import dev.ripcord.engine.KvPagePool;
@@ -108,10 +109,19 @@ public class WorkerAutoConfiguration {
         return new SchedulerJournal(size);
     }
 
+    /** Drains on shutdown; its last line reports the pages, sessions, registrations and regions still held. */
     @Bean
     GracefulDrain gracefulDrain(ObjectProvider<Drainable> drainables,
-                                @Value("${ripcord.worker.drain-timeout:10s}") java.time.Duration grace) {
-        return new GracefulDrain(drainables, grace);
+                                @Value("${ripcord.worker.drain-timeout:10s}") java.time.Duration grace,
+                                InferenceEngine engine, TransferAgent agent,
+                                ObjectProvider<CancellationRegistry> registries) {
+        return new GracefulDrain(drainables, grace, () -> {
+            CancellationRegistry registry = registries.getIfAvailable();
+            return "livePages=" + engine.pagePool().pagesLive()
+                    + " liveSessions=" + agent.stats().liveSessions()
+                    + " liveRegistrations=" + (registry == null ? 0 : registry.liveRegistrations())
+                    + " liveRegions=" + agent.stats().liveRegions();
+        });
     }
 
     /** The engine's whole page pool as one transfer region: page {@code p} is at offset {@code p * pageBytes}. */

@@ -25,7 +25,7 @@ class GracefulDrainTest {
 
         @Bean
         GracefulDrain gracefulDrain(ObjectProvider<Drainable> drainables) {
-            return new GracefulDrain(drainables, Duration.ofSeconds(1));
+            return new GracefulDrain(drainables, Duration.ofSeconds(1), () -> "livePages=0");
         }
     }
 
