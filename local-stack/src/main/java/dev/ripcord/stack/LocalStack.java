@@ -34,7 +34,13 @@ import dev.ripcord.model.NpmModelSpec;
  */
 public final class LocalStack implements AutoCloseable {
 
-    private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(180);
+    /**
+     * How long the services may take to become healthy: 180 s, or the JVM system property
+     * {@code ripcord.stack.startup-timeout-seconds} (for machines so loaded that Spring alone takes minutes to start;
+     * a launcher setting, not a service property). Surefire passes {@code -D} given to Maven on to the tests.
+     */
+    private static final Duration STARTUP_TIMEOUT =
+            Duration.ofSeconds(Long.getLong("ripcord.stack.startup-timeout-seconds", 180));
     private static final List<String> JVM_FLAGS =
             List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
                     "--sun-misc-unsafe-memory-access=allow");
