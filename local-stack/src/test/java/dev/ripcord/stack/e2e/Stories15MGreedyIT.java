@@ -119,6 +119,9 @@ class Stories15MGreedyIT {
 
         assertThat(answer.promptTokens()).isEqualTo(promptTokens);
         String text = answer.text();
+        System.out.printf("%s stream=%s: %d prompt + %d completion tokens (%s); run.c's continuation %d chars, ours %d%n",
+                reference, stream, answer.promptTokens(), answer.completionTokens(), answer.finishReason(),
+                reference.continuation().length(), text.length());
         if (text.length() >= reference.continuation().length()) {
             assertThat(text).startsWith(reference.continuation());
         } else {
