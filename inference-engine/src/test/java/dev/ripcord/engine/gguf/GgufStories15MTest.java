@@ -103,6 +103,36 @@ class GgufStories15MTest {
         }
     }
 
+    @Test
+    void theQ8AndQ4FilesBytesEqualGgmlsReferenceRuleAppliedToTheCheckpoint() throws IOException {
+        Stories15M.Files2 f = Stories15M.requireFiles();
+        try (dev.ripcord.engine.weights.Llama2cCheckpoint ckpt = dev.ripcord.engine.weights.Llama2cCheckpoint.open(f.model());
+             java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            var c = ckpt.config();
+            for (var t : List.of(dev.ripcord.engine.weights.Tensor.WQ, dev.ripcord.engine.weights.Tensor.W2,
+                    dev.ripcord.engine.weights.Tensor.TOKEN_EMBEDDING)) {
+                var buf = arena.allocate(t.size(c) * 4);
+                ckpt.read(t, t.perLayer() ? 3 : 0, buf);
+                float[] x = buf.toArray(java.lang.foreign.ValueLayout.JAVA_FLOAT);
+                String name = switch (t) {
+                    case WQ -> "blk.3.attn_q.weight";
+                    case W2 -> "blk.3.ffn_down.weight";
+                    default -> "token_embd.weight";
+                };
+                try (var q8 = dev.ripcord.format.gguf.GgufFile.open(dir.resolve("stories15M-q8_0.gguf"));
+                     var q4 = dev.ripcord.format.gguf.GgufFile.open(dir.resolve("stories15M-q4_0.gguf"))) {
+                    assertThat(q8.tensor(name).orElseThrow().type()).isEqualTo(GgmlType.Q8_0);
+                    assertThat(q8.tensorData(name).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE))
+                            .as(name).isEqualTo(BlockQuantizerTest.q8Reference(x));
+                    byte[] expected4 = t == dev.ripcord.engine.weights.Tensor.TOKEN_EMBEDDING
+                            ? BlockQuantizerTest.q8Reference(x) : BlockQuantizerTest.q4Reference(x);
+                    assertThat(q4.tensorData(name).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE))
+                            .as(name).isEqualTo(expected4);
+                }
+            }
+        }
+    }
+
     /** Per-position logits of a teacher-forced run over {@code tokens}: row i predicts tokens[i + 1]. */
     static float[][] teacherForced(InferenceEngine engine, int[] tokens) {
         float[][] logits = new float[tokens.length - 1][];
