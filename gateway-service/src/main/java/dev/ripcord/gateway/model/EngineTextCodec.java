@@ -9,7 +9,9 @@ import dev.ripcord.engine.IncrementalDetokenizer;
 import dev.ripcord.engine.ModelConfig;
 import dev.ripcord.engine.Preset;
 import dev.ripcord.engine.Tokenizer;
+import dev.ripcord.engine.weights.GgufWeights;
 import dev.ripcord.engine.weights.Llama2cCheckpoint;
+import dev.ripcord.format.gguf.GgufFile;
 import dev.ripcord.gateway.generation.TextCodec;
 
 /**
@@ -34,9 +36,18 @@ public final class EngineTextCodec implements TextCodec {
     public static EngineTextCodec from(ModelProperties properties) {
         ModelConfig config;
         String defaultName;
+        Tokenizer fileTokenizer = null;
         if (properties.checkpoint() != null) {
             try {
-                config = Llama2cCheckpoint.readHeader(properties.checkpoint());
+                if (GgufFile.isGguf(properties.checkpoint())) {
+                    // A GGUF model carries its shape and (for tokenizer.ggml.model = llama) its tokenizer.
+                    try (GgufWeights gguf = GgufWeights.open(properties.checkpoint())) {
+                        config = gguf.config();
+                        fileTokenizer = gguf.tokenizer().orElse(null);
+                    }
+                } else {
+                    config = Llama2cCheckpoint.readHeader(properties.checkpoint());
+                }
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot read checkpoint " + properties.checkpoint(), e);
             }
@@ -53,6 +64,8 @@ public final class EngineTextCodec implements TextCodec {
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot read tokenizer " + properties.tokenizer(), e);
             }
+        } else if (fileTokenizer != null) {
+            tokenizer = fileTokenizer;
         } else {
             tokenizer = new ByteTokenizer(config.vocabSize());
         }
