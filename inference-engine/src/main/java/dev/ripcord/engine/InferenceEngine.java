@@ -19,6 +19,10 @@ import dev.ripcord.engine.model.Transformer;
 import dev.ripcord.engine.weights.Llama2cCheckpoint;
 import dev.ripcord.engine.weights.RandomWeights;
 import dev.ripcord.engine.weights.WeightSource;
+import dev.ripcord.tokenizer.BpeTokenizer;
+import dev.ripcord.tokenizer.ByteTokenizer;
+import dev.ripcord.tokenizer.InvalidTokenizerFileException;
+import dev.ripcord.tokenizer.Tokenizer;
 
 /**
  * A Llama-style transformer on the CPU with a paged KV cache: the library both the prefill and the decode worker
@@ -152,7 +156,7 @@ public final class InferenceEngine implements AutoCloseable {
     public static InferenceEngine load(Path checkpoint, Path tokenizer, EngineOptions options) throws IOException {
         ModelConfig config = Llama2cCheckpoint.readHeader(checkpoint);
         Tokenizer t = tokenizer == null ? new ByteTokenizer(Math.max(ByteTokenizer.VOCAB_SIZE, config.vocabSize()))
-                : BpeTokenizer.load(tokenizer, config.vocabSize());
+                : loadTokenizer(tokenizer, config.vocabSize());
         if (tokenizer == null && config.vocabSize() < ByteTokenizer.VOCAB_SIZE) {
             throw new InvalidModelFileException(checkpoint, "vocab_size %d is too small for the byte tokenizer; "
                     .formatted(config.vocabSize()) + "pass the model's tokenizer.bin");
@@ -169,6 +173,15 @@ public final class InferenceEngine implements AutoCloseable {
     /** The effective options (automatic values resolved). */
     public EngineOptions options() {
         return options;
+    }
+
+    private static Tokenizer loadTokenizer(Path file, int vocabSize) throws IOException {
+        try {
+            return BpeTokenizer.load(file, vocabSize);
+        } catch (InvalidTokenizerFileException e) {
+            // One exception type for every malformed file the engine is given; the tokenizer library has its own.
+            throw new InvalidModelFileException(e.path(), e.problem());
+        }
     }
 
     public Tokenizer tokenizer() {

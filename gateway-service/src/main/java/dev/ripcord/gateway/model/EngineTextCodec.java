@@ -2,28 +2,27 @@ package dev.ripcord.gateway.model;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.Locale;
 
-import dev.ripcord.engine.ByteTokenizer;
-import dev.ripcord.engine.BpeTokenizer;
-import dev.ripcord.engine.IncrementalDetokenizer;
-import dev.ripcord.engine.ModelConfig;
-import dev.ripcord.engine.Preset;
-import dev.ripcord.engine.Tokenizer;
-import dev.ripcord.engine.weights.Llama2cCheckpoint;
 import dev.ripcord.gateway.openai.TextCodec;
+import dev.ripcord.tokenizer.BpeTokenizer;
+import dev.ripcord.tokenizer.ByteTokenizer;
+import dev.ripcord.tokenizer.IncrementalDetokenizer;
+import dev.ripcord.tokenizer.Tokenizer;
 
 /**
- * The served model's tokenizer and limits, from the engine library, without its weights. The gateway tokenizes
+ * The served model's tokenizer and limits, from the tokenizer library and the model file's header, without the
+ * engine or any weights. The gateway tokenizes
  * (so it can count and limit tokens before any worker is involved) and detokenizes incrementally.
  */
 public final class EngineTextCodec implements TextCodec {
 
     private final Tokenizer tokenizer;
-    private final ModelConfig config;
+    private final ServedShape config;
     private final String modelName;
     private final int maxTokens;
 
-    EngineTextCodec(Tokenizer tokenizer, ModelConfig config, String modelName, int maxTokens) {
+    EngineTextCodec(Tokenizer tokenizer, ServedShape config, String modelName, int maxTokens) {
         this.tokenizer = tokenizer;
         this.config = config;
         this.modelName = modelName;
@@ -32,19 +31,18 @@ public final class EngineTextCodec implements TextCodec {
 
     /** Builds the codec the properties describe; fails with a message naming the file if one is unreadable. */
     public static EngineTextCodec from(ModelProperties properties) {
-        ModelConfig config;
+        ServedShape config;
         String defaultName;
         if (properties.checkpoint() != null) {
             try {
-                config = Llama2cCheckpoint.readHeader(properties.checkpoint());
+                config = ServedShape.ofLlama2cCheckpoint(properties.checkpoint());
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot read checkpoint " + properties.checkpoint(), e);
             }
             defaultName = stripExtension(properties.checkpoint().getFileName().toString());
         } else {
-            Preset preset = Preset.byName(properties.preset());
-            config = preset.config();
-            defaultName = "ripcord-" + preset.id();
+            config = ServedShape.preset(properties.preset());
+            defaultName = "ripcord-" + properties.preset().trim().toLowerCase(Locale.ROOT);
         }
         Tokenizer tokenizer;
         if (properties.tokenizer() != null) {

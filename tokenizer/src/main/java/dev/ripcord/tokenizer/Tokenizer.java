@@ -1,4 +1,4 @@
-package dev.ripcord.engine;
+package dev.ripcord.tokenizer;
 
 /**
  * Text to token ids and back. Implementations are immutable and thread-safe.
