@@ -263,6 +263,12 @@ public final class BpeTokenizer implements Tokenizer {
         return Arrays.copyOfRange(piece, start, piece.length);
     }
 
+    /** The piece as text ({@code <s>}, {@code </s>} for BOS and EOS). */
+    @Override
+    public String tokenText(int token) {
+        return new String(pieces[token], StandardCharsets.UTF_8);
+    }
+
     /** A token's raw piece as stored in the vocabulary. */
     public byte[] piece(int token) {
         return pieces[token].clone();

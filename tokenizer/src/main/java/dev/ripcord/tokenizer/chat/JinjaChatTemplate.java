@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Pattern;
 
 import com.hubspot.jinjava.Jinjava;
 import com.hubspot.jinjava.JinjavaConfig;
@@ -27,7 +28,13 @@ import com.hubspot.jinjava.lib.fn.ELFunctionDefinition;
  */
 public final class JinjaChatTemplate {
     private static final Jinjava JINJAVA = newJinjava();
+    /**
+     * Jinja2's {@code lstrip_blocks}: spaces and tabs from the start of a line up to a block or comment tag are
+     * removed, unless the tag opens with {@code +}.
+     */
+    private static final Pattern LSTRIP = Pattern.compile("(?m)^[ \\t]+(?=\\{[%#](?!\\+))");
 
+    /** The template with Jinja2's lstrip_blocks applied. */
     private final String source;
     private final String bosToken;
     private final String eosToken;
@@ -45,7 +52,8 @@ public final class JinjaChatTemplate {
      * @throws ChatTemplateException if the template does not parse
      */
     public static JinjaChatTemplate of(String source, String bosToken, String eosToken) {
-        JinjaChatTemplate template = new JinjaChatTemplate(source, bosToken, eosToken);
+        JinjaChatTemplate template = new JinjaChatTemplate(LSTRIP.matcher(source).replaceAll(""), bosToken,
+                eosToken);
         template.render(List.of(new ChatMessage("user", "probe")), true); // fail at load, not at the first request
         return template;
     }
@@ -64,7 +72,9 @@ public final class JinjaChatTemplate {
                 .build();
         JinjavaConfig config = JinjavaConfig.newBuilder()
                 .withTrimBlocks(true)
-                .withLstripBlocks(true)
+                // Jinjava's lstrip_blocks also eats spaces before a tag in the middle of a line ("[a] {% endif %}"),
+                // unlike Jinja2; LSTRIP above does it Jinja2's way on the source instead.
+                .withLstripBlocks(false)
                 .withFailOnUnknownTokens(false)
                 // Jinjava by default renders template syntax found in values again: a user writing "{{ ... }}" or
                 // "{% raw %}" would inject template code. Jinja2 never does that; neither must we.
@@ -77,10 +87,6 @@ public final class JinjaChatTemplate {
         jinjava.getGlobalContext().registerFunction(new ELFunctionDefinition("", "strftime_now",
                 TemplateFunctions.class, "strftimeNow", String.class));
         return jinjava;
-    }
-
-    public String source() {
-        return source;
     }
 
     /** Renders {@code messages}, ending with the assistant's turn header if {@code addGenerationPrompt}. */

@@ -93,4 +93,15 @@ class JinjaChatTemplateTest {
         assertThat(smol.render(List.of(new ChatMessage("system", "S"), new ChatMessage("user", content)), false))
                 .isEqualTo("<|im_start|>system\nS<|im_end|>\n<|im_start|>user\n" + content + "<|im_end|>\n");
     }
+
+    @Test
+    void lstripBlocksStripsOnlyIndentationBeforeATagAsJinja2Does() {
+        // Expected strings from Python's Jinja2 3.1.2 with trim_blocks and lstrip_blocks.
+        JinjaChatTemplate t = JinjaChatTemplate.of("{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
+                + "{% if add_generation_prompt %}[assistant] {% endif %}", null, null);
+        assertThat(t.render(List.of(new ChatMessage("user", "Hi")), true)).isEqualTo("[user] Hi\n[assistant] ");
+        JinjaChatTemplate indented = JinjaChatTemplate.of("a  {% if true %}b{% endif %}\n  {% if true %}c{% endif %}",
+                null, null);
+        assertThat(indented.render(List.of(), false)).isEqualTo("a  bc");
+    }
 }
