@@ -16,6 +16,7 @@ import dev.ripcord.engine.kernel.Kernels;
 import dev.ripcord.engine.kernel.WorkerPool;
 import dev.ripcord.engine.model.ModelWeights;
 import dev.ripcord.engine.model.Transformer;
+import dev.ripcord.engine.weights.GgufWeights;
 import dev.ripcord.engine.weights.Llama2cCheckpoint;
 import dev.ripcord.engine.weights.RandomWeights;
 import dev.ripcord.engine.weights.WeightSource;
@@ -23,6 +24,7 @@ import dev.ripcord.tokenizer.BpeTokenizer;
 import dev.ripcord.tokenizer.ByteTokenizer;
 import dev.ripcord.tokenizer.InvalidTokenizerFileException;
 import dev.ripcord.tokenizer.Tokenizer;
+import dev.ripcord.format.gguf.GgufFile;
 
 /**
  * A Llama-style transformer on the CPU with a paged KV cache: the library both the prefill and the decode worker
@@ -30,7 +32,8 @@ import dev.ripcord.tokenizer.Tokenizer;
  *
  * <h2>Lifecycle and ownership</h2>
  * An engine owns one shared {@link Arena} (weights, scratch and the {@link KvPagePool}) and a {@link WorkerPool}
- * of {@link EngineOptions#threads()} - 1 threads; {@link #close()} releases both. Every {@link Sequence} belongs
+ * of {@link EngineOptions#threads()} - 1 threads; {@link #close()} releases both. An engine loaded from a GGUF file
+ * also owns that file's mapping (block-quantized weights are used in place) and unmaps it on close. Every {@link Sequence} belongs
  * to the engine that created it and holds pages until {@link #free(Sequence)}.
  *
  * <h2>Threading</h2>
@@ -82,8 +85,15 @@ public final class InferenceEngine implements AutoCloseable {
     private final int[] batchPositions;
     private final int[][] batchTables;
     private volatile boolean closed;
+    /** The mapped model file the weights point into (GGUF), closed after the arena; null when nothing is mapped. */
+    private final AutoCloseable modelFile;
 
     private InferenceEngine(WeightSource source, Tokenizer tokenizer, EngineOptions options) {
+        this(source, tokenizer, options, null);
+    }
+
+    private InferenceEngine(WeightSource source, Tokenizer tokenizer, EngineOptions options, AutoCloseable modelFile) {
+        this.modelFile = modelFile;
         Checks.requireState(ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN,
                 "the KV page format is little-endian; this platform is %s", ByteOrder.nativeOrder());
         this.config = source.config();
@@ -149,11 +159,19 @@ public final class InferenceEngine implements AutoCloseable {
      * An engine serving a llama2.c checkpoint. The file is memory-mapped, repacked into the engine's memory and
      * unmapped before this returns.
      *
-     * @param checkpoint a legacy (version 0) llama2.c checkpoint
-     * @param tokenizer  the matching llama2.c {@code tokenizer.bin}, or {@code null} for the byte tokenizer
+     * <p>A file that starts with the magic {@code GGUF} is loaded as a GGUF model instead (see
+     * {@link #loadGguf}).
+     *
+     * @param checkpoint a legacy (version 0) llama2.c checkpoint, or a GGUF file
+     * @param tokenizer  the matching llama2.c {@code tokenizer.bin}, or {@code null} for the byte tokenizer (for a
+     *                   GGUF file: the tokenizer in its metadata)
      * @throws InvalidModelFileException if either file is malformed or truncated (the message names the file)
      */
     public static InferenceEngine load(Path checkpoint, Path tokenizer, EngineOptions options) throws IOException {
+        if (java.nio.file.Files.isRegularFile(checkpoint) && GgufFile.isGguf(checkpoint)) {
+            return loadGguf(checkpoint, tokenizer == null ? null : weights -> BpeTokenizer.load(tokenizer,
+                    weights.config().vocabSize()), options);
+        }
         ModelConfig config = Llama2cCheckpoint.readHeader(checkpoint);
         Tokenizer t = tokenizer == null ? new ByteTokenizer(Math.max(ByteTokenizer.VOCAB_SIZE, config.vocabSize()))
                 : loadTokenizer(tokenizer, config.vocabSize());
@@ -163,6 +181,39 @@ public final class InferenceEngine implements AutoCloseable {
         }
         try (Llama2cCheckpoint source = Llama2cCheckpoint.open(checkpoint)) {
             return new InferenceEngine(source, t, options);
+        }
+    }
+
+    /** Chooses the tokenizer of a GGUF model once its metadata is read. */
+    @FunctionalInterface
+    public interface TokenizerChoice {
+        Tokenizer choose(GgufWeights weights) throws IOException;
+    }
+
+    /**
+     * An engine serving a GGUF model (architectures {@code llama} and {@code qwen2}; see {@link GgufWeights}). The
+     * file stays memory-mapped for the engine's life: Q8_0/Q4_0/Q4_K/Q6_K matrices are used in place, F32/F16/BF16
+     * ones are widened into the engine's memory. The KV cache is F32 as for every model.
+     *
+     * @param tokenizer chooses the tokenizer from the file's metadata; {@code null} means the file's own
+     *                  ({@code tokenizer.ggml.model} llama or gpt2, see {@link GgufWeights#tokenizer()})
+     * @throws InvalidModelFileException malformed file, unsupported architecture or tensor type (named)
+     */
+    public static InferenceEngine loadGguf(Path model, TokenizerChoice tokenizer, EngineOptions options)
+            throws IOException {
+        GgufWeights weights = GgufWeights.open(model);
+        try {
+            Tokenizer t;
+            if (tokenizer != null) {
+                t = tokenizer.choose(weights);
+            } else {
+                t = weights.tokenizer().orElseThrow(() -> new InvalidModelFileException(model, "the file names no "
+                        + "tokenizer.ggml.model; pass a tokenizer"));
+            }
+            return new InferenceEngine(weights, t, options, weights);
+        } catch (IOException | RuntimeException | Error e) {
+            weights.close();
+            throw e;
         }
     }
 
@@ -540,6 +591,13 @@ public final class InferenceEngine implements AutoCloseable {
         closed = true;
         workers.close();
         arena.close();
+        if (modelFile != null) {
+            try {
+                modelFile.close();
+            } catch (Exception e) {
+                throw new IllegalStateException("closing the model file of engine " + engineId, e);
+            }
+        }
     }
 
     // ------------------------------------------------------------------------------------------ checks

@@ -1,8 +1,13 @@
 package dev.ripcord.tokenizer;
 
+import java.io.IOException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+
+import dev.ripcord.format.gguf.GgufFile;
 
 /**
  * Builds a model's tokenizer from its GGUF metadata.
@@ -18,9 +23,9 @@ import java.util.Map;
  * <li>{@code tokenizer.ggml.bos_token_id}, {@code eos_token_id}, {@code eot_token_id}, {@code eom_token_id},
  * {@code unknown_token_id}, {@code padding_token_id}, {@code add_bos_token}, {@code add_eos_token}.
  * </ul>
- * Defaults where a key is absent follow llama.cpp: for {@code llama}, BOS 1, EOS 2, unknown 0, add BOS; for
- * {@code gpt2}, BOS and EOS 11 (GPT-2's {@code <|endoftext|>} is 50256, but that default only fits GPT-2 itself,
- * so here they are -1 and the file must name them), no unknown, add BOS false. Anything else in the
+ * Defaults where a key is absent: for {@code llama}, BOS 1, EOS 2, unknown 0 and add BOS (llama.cpp's); for
+ * {@code gpt2}, no BOS, EOS or unknown (-1: llama.cpp's GPT-2 defaults fit GPT-2 alone) and no BOS added. Anything
+ * else in the
  * metadata that a tokenizer needs and lacks, an unknown model or pre-tokenizer, or a value of the wrong type is an
  * {@link IllegalArgumentException} naming the key.
  */
@@ -28,6 +33,24 @@ public final class Tokenizers {
     private static final String PREFIX = "tokenizer.ggml.";
 
     private Tokenizers() {
+    }
+
+    /**
+     * The tokenizer of a GGUF file, from its metadata only (the tensors are not read).
+     *
+     * @throws java.io.IOException if the file is not GGUF or is malformed (the message names it)
+     * @throws IllegalArgumentException if its tokenizer metadata is unsupported or inconsistent (naming the key)
+     */
+    public static Tokenizer fromGguf(Path file) throws IOException {
+        try (GgufFile gguf = GgufFile.open(file)) {
+            return fromGgufMetadata(gguf.metadata());
+        }
+    }
+
+    /** The model's own chat template ({@code tokenizer.chat_template}), if the metadata has one. */
+    public static Optional<String> chatTemplate(Map<String, Object> metadata) {
+        return metadata.get("tokenizer.chat_template") instanceof String template ? Optional.of(template)
+                : Optional.empty();
     }
 
     /** The tokenizer the metadata describes. */

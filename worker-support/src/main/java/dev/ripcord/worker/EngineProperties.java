@@ -15,7 +15,7 @@ import org.springframework.validation.annotation.Validated;
  *
  * @param preset         built-in model, {@code tiny} (tests) or {@code small} (default), used without a checkpoint
  * @param seed           seed of the preset's deterministic random weights
- * @param checkpoint     a llama2.c checkpoint file to serve instead of a preset
+ * @param checkpoint     a llama2.c checkpoint or a GGUF file (detected by its magic) to serve instead of a preset
  * @param tokenizer      a llama2.c {@code tokenizer.bin}; without one the byte-level tokenizer is used
  * @param threads        compute threads; 0 means all available processors
  * @param pageTokens     positions per KV page (a multiple of 16)

@@ -6,11 +6,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
 
+import dev.ripcord.format.gguf.GgufFile;
 import dev.ripcord.gateway.openai.TextCodec;
 import dev.ripcord.tokenizer.BpeTokenizer;
 import dev.ripcord.tokenizer.ByteTokenizer;
 import dev.ripcord.tokenizer.IncrementalDetokenizer;
 import dev.ripcord.tokenizer.Tokenizer;
+import dev.ripcord.tokenizer.Tokenizers;
 import dev.ripcord.tokenizer.chat.ChatTemplateException;
 import dev.ripcord.tokenizer.chat.JinjaChatTemplate;
 import org.jspecify.annotations.Nullable;
@@ -50,13 +52,27 @@ public final class EngineTextCodec implements TextCodec {
     public static EngineTextCodec from(ModelProperties properties, ChatTemplateProperties chat) {
         ServedShape config;
         String defaultName;
+        Tokenizer fileTokenizer = null;
+        String modelTemplate = null;
         if (properties.checkpoint() != null) {
+            Path file = properties.checkpoint();
             try {
-                config = ServedShape.ofLlama2cCheckpoint(properties.checkpoint());
+                if (GgufFile.isGguf(file)) {
+                    // A GGUF model carries its shape, its tokenizer and usually its chat template: metadata only.
+                    try (GgufFile gguf = GgufFile.open(file)) {
+                        config = ServedShape.ofGgufMetadata(file, gguf.metadata());
+                        fileTokenizer = Tokenizers.fromGgufMetadata(gguf.metadata());
+                        modelTemplate = Tokenizers.chatTemplate(gguf.metadata()).orElse(null);
+                    } catch (IllegalArgumentException e) {
+                        throw new IOException(file + ": " + e.getMessage(), e);
+                    }
+                } else {
+                    config = ServedShape.ofLlama2cCheckpoint(file);
+                }
             } catch (IOException e) {
-                throw new UncheckedIOException("cannot read checkpoint " + properties.checkpoint(), e);
+                throw new UncheckedIOException("cannot read checkpoint " + file, e);
             }
-            defaultName = stripExtension(properties.checkpoint().getFileName().toString());
+            defaultName = stripExtension(file.getFileName().toString());
         } else {
             config = ServedShape.preset(properties.preset());
             defaultName = "ripcord-" + properties.preset().trim().toLowerCase(Locale.ROOT);
@@ -68,12 +84,14 @@ public final class EngineTextCodec implements TextCodec {
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot read tokenizer " + properties.tokenizer(), e);
             }
+        } else if (fileTokenizer != null) {
+            tokenizer = fileTokenizer;
         } else {
             tokenizer = new ByteTokenizer(config.vocabSize());
         }
         String name = properties.modelName() != null ? properties.modelName() : defaultName;
         return new EngineTextCodec(tokenizer, config, name, properties.maxTokens(),
-                chatTemplate(chat.chatTemplate(), null, tokenizer));
+                chatTemplate(chat.chatTemplate(), modelTemplate, tokenizer));
     }
 
     private static @Nullable JinjaChatTemplate chatTemplate(@Nullable Path overrideFile, @Nullable String modelTemplate,

@@ -7,13 +7,15 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 import dev.ripcord.tokenizer.ByteTokenizer;
 
 /**
  * What the gateway needs to know about the served model's shape: its vocabulary size and context length. Read
- * from a llama2.c checkpoint's 28-byte header, or taken from the built-in presets, without the engine library (the
+ * from a llama2.c checkpoint's 28-byte header or a GGUF file's metadata, or taken from the built-in presets, without the engine library (the
  * gateway never loads weights). The workers validate the whole file; this reader only rejects headers that cannot
  * be a llama2.c version-0 checkpoint, so that a wrong file fails at the gateway with the same kind of message.
  *
@@ -36,6 +38,29 @@ public record ServedShape(int vocabSize, int contextLength) {
             case "small" -> new ServedShape(ByteTokenizer.VOCAB_SIZE, 16_384);
             default -> throw new IllegalArgumentException("unknown preset '%s'; known: tiny, small".formatted(name));
         };
+    }
+
+    /**
+     * The shape a GGUF model's metadata gives: {@code <general.architecture>.context_length} and the vocabulary size
+     * ({@code <arch>.vocab_size}, else the length of {@code tokenizer.ggml.tokens}).
+     */
+    public static ServedShape ofGgufMetadata(Path path, Map<String, Object> metadata) throws IOException {
+        if (!(metadata.get("general.architecture") instanceof String arch)) {
+            throw new IOException(path + ": GGUF metadata has no general.architecture");
+        }
+        if (!(metadata.get(arch + ".context_length") instanceof Long context) || context <= 0
+                || context > Integer.MAX_VALUE) {
+            throw new IOException("%s: GGUF metadata has no usable %s.context_length".formatted(path, arch));
+        }
+        long vocab;
+        if (metadata.get(arch + ".vocab_size") instanceof Long v) {
+            vocab = v;
+        } else if (metadata.get("tokenizer.ggml.tokens") instanceof List<?> tokens) {
+            vocab = tokens.size();
+        } else {
+            throw new IOException(path + ": GGUF metadata has neither " + arch + ".vocab_size nor tokenizer.ggml.tokens");
+        }
+        return new ServedShape(Math.toIntExact(vocab), Math.toIntExact(context));
     }
 
     /** Reads the vocabulary size and context length from a llama2.c (legacy version 0) checkpoint's header. */

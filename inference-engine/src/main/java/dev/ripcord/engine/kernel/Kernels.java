@@ -2,6 +2,8 @@ package dev.ripcord.engine.kernel;
 
 import java.lang.foreign.MemorySegment;
 
+import dev.ripcord.format.gguf.GgmlType;
+
 /**
  * The arithmetic the transformer needs, over little-endian FP32 data in {@link MemorySegment}s.
  *
@@ -75,4 +77,25 @@ public sealed interface Kernels permits VectorKernels, ScalarKernels {
      */
     void rope(MemorySegment x, long off, int heads, int headSize, MemorySegment cos, MemorySegment sin,
               long tableOff);
+
+    /**
+     * Dequantizes {@code n} elements (a whole number of {@code type}'s blocks) of a ggml-typed row that starts at
+     * byte {@code srcByteOff} of {@code src}, into floats {@code dst[dstOff, dstOff + n)}. Supported types: F32, F16,
+     * BF16, Q8_0, Q4_0, Q4_K, Q6_K; each element is exactly ggml's {@code dequantize_row_*} value (see
+     * {@code Dequant}), so the twins agree bit for bit.
+     *
+     * @throws IllegalArgumentException for another type or a partial block
+     */
+    void dequantize(GgmlType type, MemorySegment src, long srcByteOff, int n, MemorySegment dst, long dstOff);
+
+    /**
+     * {@code C[r][j] = Σ_{i<k} A[r][i]·B[j][i]} for {@code r < rows}, {@code j < cols} (A times B transposed: both
+     * operands are read along {@code k}, as a row-major weight matrix is stored). Each element is computed the
+     * same way whatever the tile it falls in: {@link #lanes()} partial sums, each a chain of fused multiply-adds
+     * over whole vectors of {@code k} in increasing order, folded pairwise ({@code s[i] += s[i ^ h]} for
+     * {@code h = lanes/2, …, 1}, then lane 0), then the tail {@code i ≥ k - k % lanes} as one FMA chain onto that.
+     */
+    void dotProducts(MemorySegment a, long aOff, long lda, int rows, int k,
+                     MemorySegment b, long bOff, long ldb, int cols,
+                     MemorySegment c, long cOff, long ldc);
 }

@@ -3,6 +3,8 @@ package dev.ripcord.engine.kernel;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
+import dev.ripcord.format.gguf.GgmlType;
+
 /**
  * The scalar twins: the control every vector kernel is tested against, and a fallback where the Vector API is
  * unwelcome. Reductions keep {@code lanes} partial sums exactly like {@link VectorKernels} does, so the two agree
@@ -152,6 +154,39 @@ final class ScalarKernels implements Kernels {
                 float x1 = get(x, base + i + 1);
                 set(x, base + i, x0 * get(cos, tableOff + i) + x1 * get(sin, tableOff + i));
                 set(x, base + i + 1, x1 * get(cos, tableOff + i + 1) + x0 * get(sin, tableOff + i + 1));
+            }
+        }
+    }
+
+    @Override
+    public void dequantize(GgmlType type, MemorySegment src, long srcByteOff, int n, MemorySegment dst, long dstOff) {
+        Dequant.requireSupported(type, n);
+        Dequant.blocks(type, src, srcByteOff, 0, n / type.blockSize(), dst, dstOff);
+    }
+
+    @Override
+    public void dotProducts(MemorySegment a, long aOff, long lda, int rows, int k,
+                            MemorySegment b, long bOff, long ldb, int cols,
+                            MemorySegment c, long cOff, long ldc) {
+        int body = k - k % lanes;
+        float[] partial = new float[lanes];
+        for (int r = 0; r < rows; r++) {
+            for (int j = 0; j < cols; j++) {
+                java.util.Arrays.fill(partial, 0f);
+                for (int i = 0; i < body; i++) {
+                    partial[i % lanes] = Math.fma(get(a, aOff + r * lda + i), get(b, bOff + j * ldb + i),
+                            partial[i % lanes]);
+                }
+                for (int h = lanes / 2; h >= 1; h /= 2) {
+                    for (int lane = 0; lane < h; lane++) {
+                        partial[lane] = partial[lane] + partial[lane + h];
+                    }
+                }
+                float total = partial[0];
+                for (int i = body; i < k; i++) {
+                    total = Math.fma(get(a, aOff + r * lda + i), get(b, bOff + j * ldb + i), total);
+                }
+                set(c, cOff + r * ldc + j, total);
             }
         }
     }

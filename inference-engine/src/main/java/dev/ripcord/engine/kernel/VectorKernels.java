@@ -4,6 +4,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
+import dev.ripcord.format.gguf.GgmlType;
+import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShuffle;
@@ -536,6 +538,346 @@ final class VectorKernels implements Kernels {
                 x.set(F, base + d, x0 * cos.get(F, tb + d) + x1 * sin.get(F, tb + d));
                 x.set(F, base + d + 4, x1 * cos.get(F, tb + d + 4) + x0 * sin.get(F, tb + d + 4));
             }
+        }
+    }
+
+    // ---------------------------------------------------------------- quantized weights: dot products, dequantize
+
+    static final VectorShuffle<Float> XOR8 = VectorShuffle.fromOp(S, i -> (i ^ 8) & (L - 1));
+    static final VectorShuffle<Float> XOR4 = VectorShuffle.fromOp(S, i -> (i ^ 4) & (L - 1));
+    static final VectorShuffle<Float> XOR2 = VectorShuffle.fromOp(S, i -> (i ^ 2) & (L - 1));
+    static final VectorShuffle<Float> XOR1 = VectorShuffle.fromOp(S, i -> (i ^ 1) & (L - 1));
+    static final VectorSpecies<Byte> B16 = ByteVector.SPECIES_128;
+    /** Float vectors per 16 bytes widened (the byte loads are always 128-bit). */
+    static final int PARTS = 16 / L;
+
+    /**
+     * Tiles of 4 rows of A by 2 rows of B (8 accumulators: prefill), 1 by 4 (decode) and 1 by 1 (edges); the
+     * pairwise fold is written out in each (see the class note on vectors crossing method boundaries).
+     */
+    @Override
+    public void dotProducts(MemorySegment a, long aOff, long lda, int rows, int k,
+                            MemorySegment b, long bOff, long ldb, int cols,
+                            MemorySegment c, long cOff, long ldc) {
+        if (L < 4) {
+            throw new IllegalStateException("dotProducts needs at least 4 lanes");
+        }
+        int r = 0;
+        for (; r + 4 <= rows; r += 4) {
+            long ar = aOff + r * lda;
+            long cr = cOff + r * ldc;
+            int j = 0;
+            for (; j + 2 <= cols; j += 2) {
+                dotTile4x2(a, ar, lda, k, b, bOff + j * ldb, ldb, c, cr + j, ldc);
+            }
+            for (; j < cols; j++) {
+                for (int i = 0; i < 4; i++) {
+                    dotTile1x1(a, ar + i * lda, lda, k, b, bOff + j * ldb, ldb, c, cr + i * ldc + j, ldc);
+                }
+            }
+        }
+        for (; r < rows; r++) {
+            long ar = aOff + r * lda;
+            long cr = cOff + r * ldc;
+            int j = 0;
+            for (; j + 4 <= cols; j += 4) {
+                dotTile1x4(a, ar, lda, k, b, bOff + j * ldb, ldb, c, cr + j, ldc);
+            }
+            for (; j < cols; j++) {
+                dotTile1x1(a, ar, lda, k, b, bOff + j * ldb, ldb, c, cr + j, ldc);
+            }
+        }
+    }
+
+    private static void dotTile4x2(MemorySegment a, long aOff, long lda, int k, MemorySegment b, long bOff, long ldb,
+                                 MemorySegment c, long cOff, long ldc) {
+        int body = k & -L;
+        FloatVector z = FloatVector.zero(S);
+        long a0 = (aOff + 0 * lda) << 2;
+        long a1 = (aOff + 1 * lda) << 2;
+        long a2 = (aOff + 2 * lda) << 2;
+        long a3 = (aOff + 3 * lda) << 2;
+        long b0 = (bOff + 0 * ldb) << 2;
+        long b1 = (bOff + 1 * ldb) << 2;
+        FloatVector s00 = z; FloatVector s01 = z; FloatVector s10 = z; FloatVector s11 = z; FloatVector s20 = z; FloatVector s21 = z; FloatVector s30 = z; FloatVector s31 = z;
+        for (int i = 0; i < body; i += L) {
+            long d = (long) i << 2;
+            FloatVector x0 = FloatVector.fromMemorySegment(S, a, a0 + d, LE);
+            FloatVector x1 = FloatVector.fromMemorySegment(S, a, a1 + d, LE);
+            FloatVector x2 = FloatVector.fromMemorySegment(S, a, a2 + d, LE);
+            FloatVector x3 = FloatVector.fromMemorySegment(S, a, a3 + d, LE);
+            FloatVector w0 = FloatVector.fromMemorySegment(S, b, b0 + d, LE);
+            FloatVector w1 = FloatVector.fromMemorySegment(S, b, b1 + d, LE);
+            s00 = x0.fma(w0, s00);
+            s01 = x0.fma(w1, s01);
+            s10 = x1.fma(w0, s10);
+            s11 = x1.fma(w1, s11);
+            s20 = x2.fma(w0, s20);
+            s21 = x2.fma(w1, s21);
+            s30 = x3.fma(w0, s30);
+            s31 = x3.fma(w1, s31);
+        }
+        if (L >= 16) { s00 = s00.add(s00.rearrange(XOR8)); }
+        if (L >= 8) { s00 = s00.add(s00.rearrange(XOR4)); }
+        s00 = s00.add(s00.rearrange(XOR2));
+        s00 = s00.add(s00.rearrange(XOR1));
+        float t00 = s00.lane(0);
+        for (int i = body; i < k; i++) {
+            t00 = Math.fma(a.get(F, a0 + ((long) i << 2)), b.get(F, b0 + ((long) i << 2)), t00);
+        }
+        c.set(F, (cOff + 0 * ldc + 0) << 2, t00);
+        if (L >= 16) { s01 = s01.add(s01.rearrange(XOR8)); }
+        if (L >= 8) { s01 = s01.add(s01.rearrange(XOR4)); }
+        s01 = s01.add(s01.rearrange(XOR2));
+        s01 = s01.add(s01.rearrange(XOR1));
+        float t01 = s01.lane(0);
+        for (int i = body; i < k; i++) {
+            t01 = Math.fma(a.get(F, a0 + ((long) i << 2)), b.get(F, b1 + ((long) i << 2)), t01);
+        }
+        c.set(F, (cOff + 0 * ldc + 1) << 2, t01);
+        if (L >= 16) { s10 = s10.add(s10.rearrange(XOR8)); }
+        if (L >= 8) { s10 = s10.add(s10.rearrange(XOR4)); }
+        s10 = s10.add(s10.rearrange(XOR2));
+        s10 = s10.add(s10.rearrange(XOR1));
+        float t10 = s10.lane(0);
+        for (int i = body; i < k; i++) {
+            t10 = Math.fma(a.get(F, a1 + ((long) i << 2)), b.get(F, b0 + ((long) i << 2)), t10);
+        }
+        c.set(F, (cOff + 1 * ldc + 0) << 2, t10);
+        if (L >= 16) { s11 = s11.add(s11.rearrange(XOR8)); }
+        if (L >= 8) { s11 = s11.add(s11.rearrange(XOR4)); }
+        s11 = s11.add(s11.rearrange(XOR2));
+        s11 = s11.add(s11.rearrange(XOR1));
+        float t11 = s11.lane(0);
+        for (int i = body; i < k; i++) {
+            t11 = Math.fma(a.get(F, a1 + ((long) i << 2)), b.get(F, b1 + ((long) i << 2)), t11);
+        }
+        c.set(F, (cOff + 1 * ldc + 1) << 2, t11);
+        if (L >= 16) { s20 = s20.add(s20.rearrange(XOR8)); }
+        if (L >= 8) { s20 = s20.add(s20.rearrange(XOR4)); }
+        s20 = s20.add(s20.rearrange(XOR2));
+        s20 = s20.add(s20.rearrange(XOR1));
+        float t20 = s20.lane(0);
+        for (int i = body; i < k; i++) {
+            t20 = Math.fma(a.get(F, a2 + ((long) i << 2)), b.get(F, b0 + ((long) i << 2)), t20);
+        }
+        c.set(F, (cOff + 2 * ldc + 0) << 2, t20);
+        if (L >= 16) { s21 = s21.add(s21.rearrange(XOR8)); }
+        if (L >= 8) { s21 = s21.add(s21.rearrange(XOR4)); }
+        s21 = s21.add(s21.rearrange(XOR2));
+        s21 = s21.add(s21.rearrange(XOR1));
+        float t21 = s21.lane(0);
+        for (int i = body; i < k; i++) {
+            t21 = Math.fma(a.get(F, a2 + ((long) i << 2)), b.get(F, b1 + ((long) i << 2)), t21);
+        }
+        c.set(F, (cOff + 2 * ldc + 1) << 2, t21);
+        if (L >= 16) { s30 = s30.add(s30.rearrange(XOR8)); }
+        if (L >= 8) { s30 = s30.add(s30.rearrange(XOR4)); }
+        s30 = s30.add(s30.rearrange(XOR2));
+        s30 = s30.add(s30.rearrange(XOR1));
+        float t30 = s30.lane(0);
+        for (int i = body; i < k; i++) {
+            t30 = Math.fma(a.get(F, a3 + ((long) i << 2)), b.get(F, b0 + ((long) i << 2)), t30);
+        }
+        c.set(F, (cOff + 3 * ldc + 0) << 2, t30);
+        if (L >= 16) { s31 = s31.add(s31.rearrange(XOR8)); }
+        if (L >= 8) { s31 = s31.add(s31.rearrange(XOR4)); }
+        s31 = s31.add(s31.rearrange(XOR2));
+        s31 = s31.add(s31.rearrange(XOR1));
+        float t31 = s31.lane(0);
+        for (int i = body; i < k; i++) {
+            t31 = Math.fma(a.get(F, a3 + ((long) i << 2)), b.get(F, b1 + ((long) i << 2)), t31);
+        }
+        c.set(F, (cOff + 3 * ldc + 1) << 2, t31);
+    }
+
+    private static void dotTile1x4(MemorySegment a, long aOff, long lda, int k, MemorySegment b, long bOff, long ldb,
+                                 MemorySegment c, long cOff, long ldc) {
+        int body = k & -L;
+        FloatVector z = FloatVector.zero(S);
+        long a0 = (aOff + 0 * lda) << 2;
+        long b0 = (bOff + 0 * ldb) << 2;
+        long b1 = (bOff + 1 * ldb) << 2;
+        long b2 = (bOff + 2 * ldb) << 2;
+        long b3 = (bOff + 3 * ldb) << 2;
+        FloatVector s00 = z; FloatVector s01 = z; FloatVector s02 = z; FloatVector s03 = z;
+        for (int i = 0; i < body; i += L) {
+            long d = (long) i << 2;
+            FloatVector x0 = FloatVector.fromMemorySegment(S, a, a0 + d, LE);
+            FloatVector w0 = FloatVector.fromMemorySegment(S, b, b0 + d, LE);
+            FloatVector w1 = FloatVector.fromMemorySegment(S, b, b1 + d, LE);
+            FloatVector w2 = FloatVector.fromMemorySegment(S, b, b2 + d, LE);
+            FloatVector w3 = FloatVector.fromMemorySegment(S, b, b3 + d, LE);
+            s00 = x0.fma(w0, s00);
+            s01 = x0.fma(w1, s01);
+            s02 = x0.fma(w2, s02);
+            s03 = x0.fma(w3, s03);
+        }
+        if (L >= 16) { s00 = s00.add(s00.rearrange(XOR8)); }
+        if (L >= 8) { s00 = s00.add(s00.rearrange(XOR4)); }
+        s00 = s00.add(s00.rearrange(XOR2));
+        s00 = s00.add(s00.rearrange(XOR1));
+        float t00 = s00.lane(0);
+        for (int i = body; i < k; i++) {
+            t00 = Math.fma(a.get(F, a0 + ((long) i << 2)), b.get(F, b0 + ((long) i << 2)), t00);
+        }
+        c.set(F, (cOff + 0 * ldc + 0) << 2, t00);
+        if (L >= 16) { s01 = s01.add(s01.rearrange(XOR8)); }
+        if (L >= 8) { s01 = s01.add(s01.rearrange(XOR4)); }
+        s01 = s01.add(s01.rearrange(XOR2));
+        s01 = s01.add(s01.rearrange(XOR1));
+        float t01 = s01.lane(0);
+        for (int i = body; i < k; i++) {
+            t01 = Math.fma(a.get(F, a0 + ((long) i << 2)), b.get(F, b1 + ((long) i << 2)), t01);
+        }
+        c.set(F, (cOff + 0 * ldc + 1) << 2, t01);
+        if (L >= 16) { s02 = s02.add(s02.rearrange(XOR8)); }
+        if (L >= 8) { s02 = s02.add(s02.rearrange(XOR4)); }
+        s02 = s02.add(s02.rearrange(XOR2));
+        s02 = s02.add(s02.rearrange(XOR1));
+        float t02 = s02.lane(0);
+        for (int i = body; i < k; i++) {
+            t02 = Math.fma(a.get(F, a0 + ((long) i << 2)), b.get(F, b2 + ((long) i << 2)), t02);
+        }
+        c.set(F, (cOff + 0 * ldc + 2) << 2, t02);
+        if (L >= 16) { s03 = s03.add(s03.rearrange(XOR8)); }
+        if (L >= 8) { s03 = s03.add(s03.rearrange(XOR4)); }
+        s03 = s03.add(s03.rearrange(XOR2));
+        s03 = s03.add(s03.rearrange(XOR1));
+        float t03 = s03.lane(0);
+        for (int i = body; i < k; i++) {
+            t03 = Math.fma(a.get(F, a0 + ((long) i << 2)), b.get(F, b3 + ((long) i << 2)), t03);
+        }
+        c.set(F, (cOff + 0 * ldc + 3) << 2, t03);
+    }
+
+    private static void dotTile1x1(MemorySegment a, long aOff, long lda, int k, MemorySegment b, long bOff, long ldb,
+                                 MemorySegment c, long cOff, long ldc) {
+        int body = k & -L;
+        FloatVector z = FloatVector.zero(S);
+        long a0 = (aOff + 0 * lda) << 2;
+        long b0 = (bOff + 0 * ldb) << 2;
+        FloatVector s00 = z;
+        for (int i = 0; i < body; i += L) {
+            long d = (long) i << 2;
+            FloatVector x0 = FloatVector.fromMemorySegment(S, a, a0 + d, LE);
+            FloatVector w0 = FloatVector.fromMemorySegment(S, b, b0 + d, LE);
+            s00 = x0.fma(w0, s00);
+        }
+        if (L >= 16) { s00 = s00.add(s00.rearrange(XOR8)); }
+        if (L >= 8) { s00 = s00.add(s00.rearrange(XOR4)); }
+        s00 = s00.add(s00.rearrange(XOR2));
+        s00 = s00.add(s00.rearrange(XOR1));
+        float t00 = s00.lane(0);
+        for (int i = body; i < k; i++) {
+            t00 = Math.fma(a.get(F, a0 + ((long) i << 2)), b.get(F, b0 + ((long) i << 2)), t00);
+        }
+        c.set(F, (cOff + 0 * ldc + 0) << 2, t00);
+    }
+
+    @Override
+    public void dequantize(GgmlType type, MemorySegment src, long srcByteOff, int n, MemorySegment dst, long dstOff) {
+        Dequant.requireSupported(type, n);
+        int blocks = n / type.blockSize();
+        long y = dstOff << 2;
+        switch (type) {
+            case Q8_0 -> {
+                for (int blk = 0; blk < blocks; blk++, y += 32 * 4) {
+                    long base = srcByteOff + 34L * blk;
+                    float d = Dequant.f16(src, base);
+                    for (int half = 0; half < 2; half++) {
+                        ByteVector q = ByteVector.fromMemorySegment(B16, src, base + 2 + 16 * half, LE);
+                        for (int part = 0; part < PARTS; part++) {
+                            ((FloatVector) q.convertShape(VectorOperators.B2F, S, part)).mul(d)
+                                    .intoMemorySegment(dst, y + 4L * (16 * half + part * L), LE);
+                        }
+                    }
+                }
+            }
+            case Q4_0 -> {
+                for (int blk = 0; blk < blocks; blk++, y += 32 * 4) {
+                    long base = srcByteOff + 18L * blk;
+                    float d = Dequant.f16(src, base);
+                    ByteVector q = ByteVector.fromMemorySegment(B16, src, base + 2, LE);
+                    ByteVector lo = q.and((byte) 0x0F).sub((byte) 8);
+                    ByteVector hi = q.lanewise(VectorOperators.LSHR, 4).sub((byte) 8);
+                    for (int part = 0; part < PARTS; part++) {
+                        ((FloatVector) lo.convertShape(VectorOperators.B2F, S, part)).mul(d)
+                                .intoMemorySegment(dst, y + 4L * (part * L), LE);
+                        ((FloatVector) hi.convertShape(VectorOperators.B2F, S, part)).mul(d)
+                                .intoMemorySegment(dst, y + 4L * (16 + part * L), LE);
+                    }
+                }
+            }
+            case Q4_K -> {
+                for (int blk = 0; blk < blocks; blk++, y += 256 * 4) {
+                    long base = srcByteOff + 144L * blk;
+                    float d = Dequant.f16(src, base);
+                    float min = Dequant.f16(src, base + 2);
+                    for (int j = 0, is = 0; j < 256; j += 64, is += 2) {
+                        float d1 = d * Dequant.scaleMinK4(src, base + 4, is, 0);
+                        float m1 = min * Dequant.scaleMinK4(src, base + 4, is, 1);
+                        float d2 = d * Dequant.scaleMinK4(src, base + 4, is + 1, 0);
+                        float m2 = min * Dequant.scaleMinK4(src, base + 4, is + 1, 1);
+                        long qs = base + 16 + j / 2;
+                        for (int half = 0; half < 2; half++) {
+                            ByteVector q = ByteVector.fromMemorySegment(B16, src, qs + 16 * half, LE);
+                            ByteVector lo = q.and((byte) 0x0F);
+                            ByteVector hi = q.lanewise(VectorOperators.LSHR, 4);
+                            for (int part = 0; part < PARTS; part++) {
+                                int e = 16 * half + part * L;
+                                ((FloatVector) lo.convertShape(VectorOperators.B2F, S, part)).mul(d1).sub(m1)
+                                        .intoMemorySegment(dst, y + 4L * (j + e), LE);
+                                ((FloatVector) hi.convertShape(VectorOperators.B2F, S, part)).mul(d2).sub(m2)
+                                        .intoMemorySegment(dst, y + 4L * (j + 32 + e), LE);
+                            }
+                        }
+                    }
+                }
+            }
+            case Q6_K -> {
+                for (int blk = 0; blk < blocks; blk++, y += 256 * 4) {
+                    long base = srcByteOff + 210L * blk;
+                    float d = Dequant.f16(src, base + 208);
+                    for (int n0 = 0; n0 < 256; n0 += 128) {
+                        long ql = base + n0 / 2;
+                        long qh = base + 128 + n0 / 4;
+                        long sc = base + 192 + n0 / 16;
+                        for (int l0 = 0; l0 < 32; l0 += 16) {
+                            int is = l0 / 16;
+                            ByteVector qa = ByteVector.fromMemorySegment(B16, src, ql + l0, LE);
+                            ByteVector qb = ByteVector.fromMemorySegment(B16, src, ql + 32 + l0, LE);
+                            ByteVector h = ByteVector.fromMemorySegment(B16, src, qh + l0, LE);
+                            ByteVector q1 = qa.and((byte) 0x0F).or(h.and((byte) 3).lanewise(VectorOperators.LSHL, 4))
+                                    .sub((byte) 32);
+                            ByteVector q2 = qb.and((byte) 0x0F).or(h.lanewise(VectorOperators.LSHR, 2).and((byte) 3)
+                                    .lanewise(VectorOperators.LSHL, 4)).sub((byte) 32);
+                            ByteVector q3 = qa.lanewise(VectorOperators.LSHR, 4).or(h.lanewise(VectorOperators.LSHR, 4)
+                                    .and((byte) 3).lanewise(VectorOperators.LSHL, 4)).sub((byte) 32);
+                            ByteVector q4 = qb.lanewise(VectorOperators.LSHR, 4).or(h.lanewise(VectorOperators.LSHR, 6)
+                                    .and((byte) 3).lanewise(VectorOperators.LSHL, 4)).sub((byte) 32);
+                            float s1 = d * src.get(ValueLayout.JAVA_BYTE, sc + is);
+                            float s2 = d * src.get(ValueLayout.JAVA_BYTE, sc + is + 2);
+                            float s3 = d * src.get(ValueLayout.JAVA_BYTE, sc + is + 4);
+                            float s4 = d * src.get(ValueLayout.JAVA_BYTE, sc + is + 6);
+                            long o = y + 4L * (n0 + l0);
+                            for (int part = 0; part < PARTS; part++) {
+                                long p = o + 4L * part * L;
+                                ((FloatVector) q1.convertShape(VectorOperators.B2F, S, part)).mul(s1)
+                                        .intoMemorySegment(dst, p, LE);
+                                ((FloatVector) q2.convertShape(VectorOperators.B2F, S, part)).mul(s2)
+                                        .intoMemorySegment(dst, p + 4 * 32, LE);
+                                ((FloatVector) q3.convertShape(VectorOperators.B2F, S, part)).mul(s3)
+                                        .intoMemorySegment(dst, p + 4 * 64, LE);
+                                ((FloatVector) q4.convertShape(VectorOperators.B2F, S, part)).mul(s4)
+                                        .intoMemorySegment(dst, p + 4 * 96, LE);
+                            }
+                        }
+                    }
+                }
+            }
+            // Load-time only (F16/BF16 weights are widened once): the scalar conversion, which is exact.
+            default -> Dequant.blocks(type, src, srcByteOff, 0, blocks, dst, dstOff);
         }
     }
 }

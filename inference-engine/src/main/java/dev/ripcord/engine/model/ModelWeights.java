@@ -2,34 +2,48 @@ package dev.ripcord.engine.model;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.Optional;
 
 import dev.ripcord.engine.ModelConfig;
+import dev.ripcord.engine.weights.StoredTensor;
 import dev.ripcord.engine.weights.Tensor;
 import dev.ripcord.engine.weights.WeightSource;
 
 /**
- * A model's weights in engine memory: projections packed for the GEMM kernel, vectors (norm weights) and the
- * embedding table row-major. All segments belong to the arena passed to {@link #load}.
+ * A model's weights in engine memory: projections packed for the GEMM kernel (or, for block-quantized files, views
+ * of the mapped file: {@link QuantMatrix}), vectors (norm weights, biases) and the embedding table row-major (or
+ * quantized in place). All engine-owned segments belong to the arena passed to {@link #load}; quantized views
+ * belong to the source's mapping, which must outlive these weights.
  */
 public final class ModelWeights {
     final ModelConfig config;
+    /** F32 embedding rows, or null when {@link #quantEmbedding} is set. */
     final MemorySegment embedding;
+    final QuantMatrix quantEmbedding;
     final MemorySegment rmsAtt;
     final MemorySegment rmsFfn;
     final MemorySegment rmsFinal;
-    final PackedMatrix[] wq;
-    final PackedMatrix[] wk;
-    final PackedMatrix[] wv;
-    final PackedMatrix[] wo;
-    final PackedMatrix[] w1;
-    final PackedMatrix[] w2;
-    final PackedMatrix[] w3;
-    final PackedMatrix classifier;
+    final Projection[] wq;
+    final Projection[] wk;
+    final Projection[] wv;
+    final Projection[] wo;
+    final Projection[] w1;
+    final Projection[] w2;
+    final Projection[] w3;
+    final Projection classifier;
+    /** Per-layer Q/K/V biases ({@code [layers][dim]}, {@code [layers][kvDim]}), or null (no biases). */
+    final MemorySegment bq;
+    final MemorySegment bk;
+    final MemorySegment bv;
+    /** Scaled inverse rotary frequencies, or null for the plain ones. */
+    final double[] ropeInverseFrequencies;
 
-    private ModelWeights(ModelConfig config, MemorySegment embedding, MemorySegment rmsAtt, MemorySegment rmsFfn,
-                         MemorySegment rmsFinal, PackedMatrix[][] projections, PackedMatrix classifier) {
+    private ModelWeights(ModelConfig config, MemorySegment embedding, QuantMatrix quantEmbedding, MemorySegment rmsAtt,
+                         MemorySegment rmsFfn, MemorySegment rmsFinal, Projection[][] projections, Projection classifier,
+                         MemorySegment[] biases, double[] ropeInverseFrequencies) {
         this.config = config;
         this.embedding = embedding;
+        this.quantEmbedding = quantEmbedding;
         this.rmsAtt = rmsAtt;
         this.rmsFfn = rmsFfn;
         this.rmsFinal = rmsFinal;
@@ -41,9 +55,17 @@ public final class ModelWeights {
         this.w2 = projections[5];
         this.w3 = projections[6];
         this.classifier = classifier;
+        this.bq = biases == null ? null : biases[0];
+        this.bk = biases == null ? null : biases[1];
+        this.bv = biases == null ? null : biases[2];
+        this.ropeInverseFrequencies = ropeInverseFrequencies;
     }
 
-    /** Reads every tensor of {@code source} once and repacks it into {@code arena}. */
+    /**
+     * Reads every tensor of {@code source} once: F32 (and widened F16/BF16) matrices are repacked into
+     * {@code arena}; matrices the source {@linkplain WeightSource#stored stores} in a block format stay where they
+     * are.
+     */
     public static ModelWeights load(WeightSource source, int panelWidth, Arena arena) {
         ModelConfig c = source.config();
         long largest = 0;
@@ -53,7 +75,10 @@ public final class ModelWeights {
         // The row-major staging buffer is only needed during loading: a confined arena of its own frees it.
         try (Arena staging = Arena.ofConfined()) {
             MemorySegment buffer = staging.allocate(largest * Float.BYTES, 64);
-            MemorySegment embedding = copy(source, Tensor.TOKEN_EMBEDDING, 0, buffer, arena);
+            Optional<StoredTensor> storedEmbedding = source.stored(Tensor.TOKEN_EMBEDDING, 0);
+            QuantMatrix quantEmbedding = storedEmbedding.map(QuantMatrix::new).orElse(null);
+            MemorySegment embedding = quantEmbedding != null ? null
+                    : copy(source, Tensor.TOKEN_EMBEDDING, 0, buffer, arena);
             MemorySegment rmsAtt = arena.allocate((long) c.layers() * c.dim() * Float.BYTES, 64);
             MemorySegment rmsFfn = arena.allocate((long) c.layers() * c.dim() * Float.BYTES, 64);
             long dimBytes = (long) c.dim() * Float.BYTES;
@@ -65,14 +90,29 @@ public final class ModelWeights {
             }
             MemorySegment rmsFinal = copy(source, Tensor.RMS_FINAL, 0, buffer, arena);
             Tensor[] order = {Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.WO, Tensor.W1, Tensor.W2, Tensor.W3};
-            PackedMatrix[][] projections = new PackedMatrix[order.length][c.layers()];
+            Projection[][] projections = new Projection[order.length][c.layers()];
             for (int i = 0; i < order.length; i++) {
                 for (int l = 0; l < c.layers(); l++) {
-                    projections[i][l] = packed(source, order[i], l, buffer, panelWidth, arena);
+                    projections[i][l] = projection(source, order[i], l, buffer, panelWidth, arena);
                 }
             }
-            PackedMatrix classifier = packed(source, Tensor.CLASSIFIER, 0, buffer, panelWidth, arena);
-            return new ModelWeights(c, embedding, rmsAtt, rmsFfn, rmsFinal, projections, classifier);
+            Projection classifier = projection(source, Tensor.CLASSIFIER, 0, buffer, panelWidth, arena);
+            MemorySegment[] biases = null;
+            if (source.bias(Tensor.WQ, 0).isPresent()) {
+                biases = new MemorySegment[3];
+                Tensor[] qkv = {Tensor.WQ, Tensor.WK, Tensor.WV};
+                for (int i = 0; i < 3; i++) {
+                    int n = qkv[i].rows(c);
+                    biases[i] = arena.allocate((long) c.layers() * n * Float.BYTES, 64);
+                    for (int l = 0; l < c.layers(); l++) {
+                        float[] b = source.bias(qkv[i], l).orElseThrow();
+                        MemorySegment.copy(MemorySegment.ofArray(b), 0, biases[i], (long) l * n * Float.BYTES,
+                                (long) n * Float.BYTES);
+                    }
+                }
+            }
+            return new ModelWeights(c, embedding, quantEmbedding, rmsAtt, rmsFfn, rmsFinal, projections, classifier,
+                    biases, source.ropeInverseFrequencies().orElse(null));
         }
     }
 
@@ -84,8 +124,12 @@ public final class ModelWeights {
         return out;
     }
 
-    private static PackedMatrix packed(WeightSource source, Tensor t, int layer, MemorySegment buffer,
-                                       int panelWidth, Arena arena) {
+    private static Projection projection(WeightSource source, Tensor t, int layer, MemorySegment buffer,
+                                         int panelWidth, Arena arena) {
+        Optional<StoredTensor> stored = source.stored(t, layer);
+        if (stored.isPresent()) {
+            return new QuantMatrix(stored.get());
+        }
         ModelConfig c = source.config();
         source.read(t, layer, buffer);
         return PackedMatrix.pack(buffer, t.rows(c), t.cols(c), panelWidth, arena);
@@ -93,5 +137,10 @@ public final class ModelWeights {
 
     public ModelConfig config() {
         return config;
+    }
+
+    /** True when some matrix is used in place in a block format. */
+    public boolean quantized() {
+        return quantEmbedding != null || classifier instanceof QuantMatrix || wq[0] instanceof QuantMatrix;
     }
 }

@@ -10,9 +10,10 @@ import java.lang.foreign.ValueLayout;
  * kernel streams one contiguous block per panel and computes {@code y = x · Wᵀ} by broadcasting {@code x[k]}
  * against {@code W[j..j+width][k]}. The last panel may be narrower. Offsets are in floats.
  */
-public record PackedMatrix(MemorySegment data, int rows, int cols, int panelWidth) {
+public record PackedMatrix(MemorySegment data, int rows, int cols, int panelWidth) implements Projection {
     private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
 
+    @Override
     public int panels() {
         return (rows + panelWidth - 1) / panelWidth;
     }

@@ -79,6 +79,9 @@ public final class Transformer {
     private final MemorySegment scores;
     private final MemorySegment ropeCos;
     private final MemorySegment ropeSin;
+    /** Per worker: {@link QuantMatrix#PANEL} dequantized weight rows of the widest input. */
+    private final MemorySegment quantScratch;
+    private final long quantScratchFloats;
 
     private final int[] rowPos;
     private final int[][] rowTable;
@@ -135,6 +138,8 @@ public final class Transformer {
         for (int i = 0; i < workers.size(); i++) {
             attentionScratch[i] = new AttentionScratch(maxAttentionRows / 4);
         }
+        this.quantScratchFloats = (long) QuantMatrix.PANEL * Math.max(dim, hidden);
+        this.quantScratch = w.quantized() ? floats(arena, workers.size() * quantScratchFloats) : null;
         this.ropeCos = floats(arena, (long) c.contextLength() * hs);
         this.ropeSin = floats(arena, (long) c.contextLength() * hs);
         fillRopeTables();
@@ -148,12 +153,14 @@ public final class Transformer {
 
     /**
      * {@code θ_j = pos / theta^(2j / headSize)} evaluated in double with StrictMath (so every JVM builds the same
-     * table), stored as float in the interleaved form {@link Kernels#rope} takes.
+     * table), stored as float in the interleaved form {@link Kernels#rope} takes. A model with scaled rotary
+     * frequencies (linear scaling, Llama 3.1's factors) supplies its own {@code 1/θ_j}.
      */
     private void fillRopeTables() {
+        double[] scaled = w.ropeInverseFrequencies;
         for (int pos = 0; pos < c.contextLength(); pos++) {
             for (int j = 0; j < hs / 2; j++) {
-                double freq = 1.0 / StrictMath.pow(c.ropeTheta(), (2.0 * j) / hs);
+                double freq = scaled != null ? scaled[j] : 1.0 / StrictMath.pow(c.ropeTheta(), (2.0 * j) / hs);
                 double angle = pos * freq;
                 float cos = (float) StrictMath.cos(angle);
                 float sin = (float) StrictMath.sin(angle);
@@ -212,6 +219,11 @@ public final class Transformer {
     }
 
     private void embed(int row, int token) {
+        if (w.quantEmbedding != null) {
+            var t = w.quantEmbedding.tensor();
+            kernels.dequantize(t.type(), t.data(), t.rowOffset(token), dim, x, (long) row * dim);
+            return;
+        }
         MemorySegment.copy(w.embedding, (long) token * dim * Float.BYTES, x, (long) row * dim * Float.BYTES,
                 (long) dim * Float.BYTES);
     }
@@ -296,11 +308,18 @@ public final class Transformer {
     private void ropeAndStore(int layer, int r, int qFrom) {
         int pos = rowPos[r];
         long table = (long) pos * hs;
+        long kr = (long) r * kvDim;
+        if (w.bq != null) {
+            if (r >= qFrom) {
+                kernels.add(q, (long) r * dim, w.bq, (long) layer * dim, dim);
+            }
+            kernels.add(k, kr, w.bk, (long) layer * kvDim, kvDim);
+            kernels.add(v, kr, w.bv, (long) layer * kvDim, kvDim);
+        }
         if (r >= qFrom) {
             kernels.rope(q, (long) r * dim, heads, hs, ropeCos, ropeSin, table);
             kernels.scale(q, (long) r * dim, dim, attentionScale);
         }
-        long kr = (long) r * kvDim;
         kernels.rope(k, kr, kvHeads, hs, ropeCos, ropeSin, table);
         int slot = pos % pt;
         long layerBase = rowTable[r][pos / pt] * pageFloats + layer * layerFloats;
@@ -424,7 +443,7 @@ public final class Transformer {
 
     /** Up to three projections over the same rows, as one pool of (job, panel, row block) items. */
     private final class MatmulRegion implements WorkerPool.Task {
-        private final PackedMatrix[] m = new PackedMatrix[3];
+        private final Projection[] m = new Projection[3];
         private final MemorySegment[] in = new MemorySegment[3];
         private final MemorySegment[] out = new MemorySegment[3];
         private final long[] inOff = new long[3];
@@ -442,7 +461,7 @@ public final class Transformer {
         }
 
         /** {@code out[r] = W · in[r]} for rows {@code [row, row + n)}; strides in floats. */
-        void add(PackedMatrix w, MemorySegment input, int row, long inputStride, MemorySegment output,
+        void add(Projection w, MemorySegment input, int row, long inputStride, MemorySegment output,
                  int outRow, long outputStride, int n) {
             int j = jobs++;
             m[j] = w;
@@ -475,13 +494,36 @@ public final class Transformer {
                 int panel = local / blocks[j];
                 int r0 = (local % blocks[j]) * ROW_BLOCK;
                 int n = Math.min(ROW_BLOCK, count[j] - r0);
-                PackedMatrix w = m[j];
-                int width = w.panelCols(panel);
-                kernels.gemm(in[j], inOff[j] + r0 * inStride[j], inStride[j], n, w.cols(),
-                        w.data(), w.panelOffset(panel), width, width,
-                        out[j], outOff[j] + r0 * outStride[j] + (long) panel * w.panelWidth(), outStride[j], false);
+                if (m[j] instanceof PackedMatrix w) {
+                    int width = w.panelCols(panel);
+                    kernels.gemm(in[j], inOff[j] + r0 * inStride[j], inStride[j], n, w.cols(),
+                            w.data(), w.panelOffset(panel), width, width,
+                            out[j], outOff[j] + r0 * outStride[j] + (long) panel * w.panelWidth(), outStride[j], false);
+                } else {
+                    quantItem((QuantMatrix) m[j], panel, worker, in[j], inOff[j] + r0 * inStride[j], inStride[j], n,
+                            out[j], outOff[j] + r0 * outStride[j], outStride[j]);
+                }
             }
         }
+    }
+
+    /**
+     * One work item of a quantized projection: dequantizes its {@link QuantMatrix#PANEL} weight rows into the
+     * worker's scratch, then takes their dot products with {@code n} input rows. Each output element is one
+     * {@code dotProducts} reduction over the same dequantized values whatever the batch, chunk or thread count.
+     */
+    private void quantItem(QuantMatrix qm, int panel, int worker, MemorySegment input, long inOff, long inStride,
+                           int n, MemorySegment output, long outOff, long outStride) {
+        var t = qm.tensor();
+        int j0 = panel * QuantMatrix.PANEL;
+        int width = Math.min(QuantMatrix.PANEL, t.rows() - j0);
+        int cols = t.cols();
+        long scratch = worker * quantScratchFloats;
+        for (int i = 0; i < width; i++) {
+            kernels.dequantize(t.type(), t.data(), t.rowOffset(j0 + i), cols, quantScratch, scratch + (long) i * cols);
+        }
+        kernels.dotProducts(input, inOff, inStride, n, cols, quantScratch, scratch, cols, width,
+                output, outOff + j0, outStride);
     }
 
     /**

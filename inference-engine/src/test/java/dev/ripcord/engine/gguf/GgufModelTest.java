@@ -1,0 +1,276 @@
+package dev.ripcord.engine.gguf;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import dev.ripcord.tokenizer.BpeTokenizer;
+import dev.ripcord.engine.EngineOptions;
+import dev.ripcord.engine.InferenceEngine;
+import dev.ripcord.engine.InvalidModelFileException;
+import dev.ripcord.engine.ModelConfig;
+import dev.ripcord.engine.SamplingParams;
+import dev.ripcord.engine.Sequence;
+import dev.ripcord.engine.tools.GgufConvert;
+import dev.ripcord.engine.weights.RandomWeights;
+import dev.ripcord.engine.weights.Tensor;
+import dev.ripcord.engine.weights.WeightSource;
+import dev.ripcord.format.gguf.GgmlType;
+import dev.ripcord.format.gguf.GgufFile;
+import dev.ripcord.format.gguf.GgufValueType;
+import dev.ripcord.format.gguf.GgufWriter;
+
+/**
+ * GGUF loading on small random models (no download needed): an F32 GGUF computes exactly what its weights compute
+ * in memory; a qwen2 file (Hugging Face rotary halves, biases) computes the same as the llama file it was permuted
+ * from; quantized models keep the engine's batch and chunking invariance; unsupported architectures, tensor types
+ * and missing tensors are errors that name them.
+ */
+class GgufModelTest {
+    /** Grouped-query attention, dimensions that are whole Q8_0/Q4_0 blocks. */
+    static final ModelConfig TIED = ModelConfig.llama2c(64, 192, 2, 4, 2, 288, 128, true);
+    static final ModelConfig UNTIED = ModelConfig.llama2c(64, 192, 2, 4, 2, 288, 128, false);
+
+    @TempDir
+    Path dir;
+
+    static EngineOptions options() {
+        return EngineOptions.defaults().withThreads(2).withKvPages(16).withMaxChunkTokens(5);
+    }
+
+    /** {@code <unk> <s> </s> <0x00>..<0xFF>} then letters and a few words, as a SentencePiece vocabulary. */
+    static BpeTokenizer tokenizer(int vocab) {
+        byte[][] pieces = new byte[vocab][];
+        float[] scores = new float[vocab];
+        pieces[0] = "<unk>".getBytes();
+        pieces[1] = "<s>".getBytes();
+        pieces[2] = "</s>".getBytes();
+        for (int b = 0; b < 256; b++) {
+            pieces[3 + b] = String.format("<0x%02X>", b).getBytes();
+        }
+        for (int i = 259; i < vocab; i++) {
+            pieces[i] = (i - 259 < 26 ? String.valueOf((char) ('a' + i - 259)) : " w" + i).getBytes();
+            scores[i] = -i;
+        }
+        return BpeTokenizer.of(pieces, scores);
+    }
+
+    static float[] logitsAfter(InferenceEngine e, int[] prompt, int[] forced) {
+        Sequence s = e.newSequence(SamplingParams.greedy());
+        try {
+            for (int from = 0; from < prompt.length; from += 5) {
+                e.prefill(s, prompt, from, Math.min(prompt.length, from + 5));
+            }
+            for (int t : forced) {
+                e.setNextToken(s, t);
+                e.decodeStep(List.of(s));
+            }
+            return e.logits(s);
+        } finally {
+            e.free(s);
+        }
+    }
+
+    static final int[] PROMPT = {1, 300 % 288, 17, 260, 270, 45, 200, 3, 99, 280, 261, 5};
+    static final int[] FORCED = {7, 280, 33};
+
+    @Test
+    void anF32GgufComputesExactlyWhatItsWeightsComputeInMemory() throws IOException {
+        for (ModelConfig c : List.of(TIED, UNTIED)) {
+            Path file = dir.resolve("m.gguf");
+            GgufConvert.write(new RandomWeights(c, 42, "t"), tokenizer(c.vocabSize()), file, GgmlType.F32, "t");
+            try (InferenceEngine reference = InferenceEngine.create(c, 42, options());
+                 InferenceEngine gguf = InferenceEngine.load(file, null, options())) {
+                assertThat(gguf.config()).isEqualTo(c);
+                assertThat(logitsAfter(gguf, PROMPT, FORCED)).containsExactly(logitsAfter(reference, PROMPT, FORCED));
+            }
+        }
+    }
+
+    @Test
+    void quantizedModelsGiveTheSameLogitsForAnyChunkingAndBatch() throws IOException {
+        for (GgmlType t : List.of(GgmlType.Q8_0, GgmlType.Q4_0)) {
+            Path file = dir.resolve("q.gguf");
+            GgufConvert.write(new RandomWeights(UNTIED, 5, "t"), tokenizer(UNTIED.vocabSize()), file, t, "t");
+            try (InferenceEngine e = InferenceEngine.load(file, null, options());
+                 InferenceEngine whole = InferenceEngine.load(file, null, options().withMaxChunkTokens(64));
+                 InferenceEngine f32 = InferenceEngine.create(UNTIED, 5, options())) {
+                float[] chunked = logitsAfter(e, PROMPT, FORCED);
+                // the same positions as one prefill chunk (no decode steps)
+                int[] all = java.util.Arrays.copyOf(PROMPT, PROMPT.length + FORCED.length);
+                System.arraycopy(FORCED, 0, all, PROMPT.length, FORCED.length);
+                Sequence s = whole.newSequence(SamplingParams.greedy());
+                whole.prefill(s, all, 0, all.length);
+                float[] oneChunk = whole.logits(s);
+                whole.free(s);
+                assertThat(oneChunk).as("%s one chunk vs chunks + decode", t).containsExactly(chunked);
+
+                // a decode batch of two sequences equals each alone
+                Sequence a = e.newSequence(SamplingParams.greedy());
+                Sequence b = e.newSequence(SamplingParams.greedy());
+                e.prefill(a, PROMPT, 0, 5);
+                e.prefill(b, PROMPT, 0, 3);
+                e.setNextToken(a, 9);
+                e.setNextToken(b, 10);
+                e.decodeStep(List.of(a, b));
+                float[] batched = e.logits(b);
+                e.free(a);
+                e.free(b);
+                Sequence alone = e.newSequence(SamplingParams.greedy());
+                e.prefill(alone, PROMPT, 0, 3);
+                e.setNextToken(alone, 10);
+                e.decodeStep(List.of(alone));
+                assertThat(e.logits(alone)).as("%s batched vs alone", t).containsExactly(batched);
+                e.free(alone);
+
+                // and the quantized logits stay near the F32 ones
+                float[] exact = logitsAfter(f32, PROMPT, FORCED);
+                double max = 0;
+                for (int i = 0; i < exact.length; i++) {
+                    max = Math.max(max, Math.abs(exact[i] - chunked[i]));
+                }
+                System.out.printf("%s: max |logit diff| vs F32 %.4f%n", t, max);
+                assertThat(max).as("%s max |logit diff| vs F32", t).isLessThan(t == GgmlType.Q8_0 ? 0.2 : 2.0);
+            }
+        }
+    }
+
+    /** Writes {@code source} as a qwen2 GGUF: Q/K rows in HF halves order, zero Q/K/V biases. */
+    static void writeQwen2(WeightSource source, Path out) throws IOException {
+        ModelConfig c = source.config();
+        GgufWriter w = new GgufWriter().putString("general.architecture", "qwen2")
+                .putU32("qwen2.context_length", c.contextLength()).putU32("qwen2.embedding_length", c.dim())
+                .putU32("qwen2.block_count", c.layers()).putU32("qwen2.feed_forward_length", c.hiddenDim())
+                .putU32("qwen2.attention.head_count", c.heads()).putU32("qwen2.attention.head_count_kv", c.kvHeads())
+                .putF32("qwen2.attention.layer_norm_rms_epsilon", c.normEps()).putF32("qwen2.rope.freq_base", c.ropeTheta())
+                .putString("tokenizer.ggml.model", "llama");
+        BpeTokenizer tok = tokenizer(c.vocabSize());
+        List<String> pieces = new java.util.ArrayList<>();
+        List<Float> scores = new java.util.ArrayList<>();
+        for (int i = 0; i < c.vocabSize(); i++) {
+            pieces.add(new String(tok.piece(i)).replace(' ', '\u2581'));
+            scores.add(tok.score(i));
+        }
+        w.putArray("tokenizer.ggml.tokens", GgufValueType.STRING, pieces)
+                .putArray("tokenizer.ggml.scores", GgufValueType.FLOAT32, scores);
+        String[] names = {"token_embd.weight", "attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
+                "attn_output.weight", "ffn_norm.weight", "ffn_gate.weight", "ffn_down.weight", "ffn_up.weight",
+                "output_norm.weight"};
+        Tensor[] tensors = {Tensor.TOKEN_EMBEDDING, Tensor.RMS_ATT, Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.WO,
+                Tensor.RMS_FFN, Tensor.W1, Tensor.W2, Tensor.W3, Tensor.RMS_FINAL};
+        try (Arena arena = Arena.ofConfined()) {
+            for (int i = 0; i < tensors.length; i++) {
+                Tensor t = tensors[i];
+                for (int l = 0; l < t.count(c); l++) {
+                    int rows = t.rows(c);
+                    int cols = t.cols(c);
+                    MemorySegment buf = arena.allocate((long) rows * cols * 4);
+                    source.read(t, l, buf);
+                    float[] x = buf.toArray(ValueLayout.JAVA_FLOAT);
+                    if (t == Tensor.WQ || t == Tensor.WK) {
+                        x = toHalves(x, rows, cols, c.headSize());
+                    }
+                    String name = t.perLayer() ? "blk." + l + "." + names[i] : names[i];
+                    w.addTensor(name, rows == 1 ? new long[] {cols} : new long[] {cols, rows}, x);
+                    if (t == Tensor.WQ || t == Tensor.WK || t == Tensor.WV) {
+                        w.addTensor(name.replace(".weight", ".bias"), new long[] {rows}, new float[rows]);
+                    }
+                }
+            }
+        }
+        w.write(out);
+    }
+
+    /** Interleaved pairs (2i, 2i+1) to halves (i, i + hs/2): what HF checkpoints hold and qwen2 GGUF keeps. */
+    static float[] toHalves(float[] x, int rows, int cols, int hs) {
+        float[] out = new float[x.length];
+        for (int r = 0; r < rows; r++) {
+            int head = r / hs;
+            int within = r % hs;
+            int dst = head * hs + (within % 2 == 0 ? within / 2 : within / 2 + hs / 2);
+            System.arraycopy(x, r * cols, out, dst * cols, cols);
+        }
+        return out;
+    }
+
+    @Test
+    void aQwen2FileWithRotaryHalvesComputesWhatTheInterleavedLlamaWeightsCompute() throws IOException {
+        Path file = dir.resolve("qwen2.gguf");
+        writeQwen2(new RandomWeights(TIED, 9, "t"), file);
+        try (InferenceEngine reference = InferenceEngine.create(TIED, 9, options());
+             InferenceEngine qwen = InferenceEngine.load(file, null, options())) {
+            assertThat(logitsAfter(qwen, PROMPT, FORCED)).containsExactly(logitsAfter(reference, PROMPT, FORCED));
+        }
+    }
+
+    static GgufWriter minimalLlama(String arch, GgmlType qType) {
+        ModelConfig c = ModelConfig.llama2c(32, 32, 1, 1, 1, 8, 16, true);
+        GgufWriter w = new GgufWriter().putString("general.architecture", arch)
+                .putU32(arch + ".context_length", 16).putU32(arch + ".embedding_length", 32)
+                .putU32(arch + ".block_count", 1).putU32(arch + ".feed_forward_length", 32)
+                .putU32(arch + ".attention.head_count", 1);
+        w.addTensor("token_embd.weight", new long[] {32, 8}, new float[256]);
+        w.addTensor("output_norm.weight", new long[] {32}, new float[32]);
+        w.addTensor("blk.0.attn_norm.weight", new long[] {32}, new float[32]);
+        w.addTensor("blk.0.ffn_norm.weight", new long[] {32}, new float[32]);
+        for (String n : List.of("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_down", "ffn_up")) {
+            w.addTensor("blk.0." + n + ".weight", new long[] {32, 32}, qType,
+                    MemorySegment.ofArray(new byte[(int) qType.byteSize(32 * 32)]));
+        }
+        return w;
+    }
+
+    @Test
+    void unsupportedArchitecturesTensorTypesAndMissingTensorsAreNamed() throws IOException {
+        Path gemma = dir.resolve("gemma.gguf");
+        minimalLlama("gemma", GgmlType.F32).write(gemma);
+        assertThatThrownBy(() -> InferenceEngine.load(gemma, null, options()))
+                .isInstanceOf(InvalidModelFileException.class)
+                .hasMessageContaining("architecture 'gemma' is not supported (supported: llama, qwen2)");
+
+        Path q5 = dir.resolve("q5_0.gguf");
+        minimalLlama("llama", GgmlType.Q5_0).write(q5);
+        assertThatThrownBy(() -> InferenceEngine.load(q5, null, options()))
+                .isInstanceOf(InvalidModelFileException.class)
+                .hasMessageContaining("tensor blk.0.attn_q.weight has type Q5_0, which this engine does not support");
+
+        Path missing = dir.resolve("missing.gguf");
+        new GgufWriter().putString("general.architecture", "llama").putU32("llama.context_length", 16)
+                .putU32("llama.embedding_length", 32).putU32("llama.block_count", 1)
+                .putU32("llama.feed_forward_length", 32).putU32("llama.attention.head_count", 1)
+                .write(missing);
+        assertThatThrownBy(() -> InferenceEngine.load(missing, null, options()))
+                .isInstanceOf(InvalidModelFileException.class)
+                .hasMessageContaining("missing tensor token_embd.weight");
+
+        Path noTokenizer = dir.resolve("f32.gguf");
+        minimalLlama("llama", GgmlType.F32).putString("tokenizer.ggml.model", "gpt2").write(noTokenizer);
+        assertThatThrownBy(() -> InferenceEngine.load(noTokenizer, null, options()))
+                .isInstanceOf(InvalidModelFileException.class)
+                .hasMessageContaining(noTokenizer.toString())
+                .hasMessageContaining("tokenizer: GGUF metadata lacks tokenizer.ggml.tokens");
+    }
+
+    @Test
+    void aTruncatedGgufIsAnInvalidModelFileNamingTheOffset() throws IOException {
+        Path file = dir.resolve("t.gguf");
+        GgufConvert.write(new RandomWeights(TIED, 1, "t"), tokenizer(TIED.vocabSize()), file, GgmlType.Q8_0, "t");
+        byte[] bytes = Files.readAllBytes(file);
+        Files.write(file, java.util.Arrays.copyOf(bytes, bytes.length - 100));
+        assertThat(GgufFile.isGguf(file)).isTrue();
+        assertThatThrownBy(() -> InferenceEngine.load(file, null, options()))
+                .isInstanceOf(InvalidModelFileException.class)
+                .hasMessageContaining(file.toString())
+                .hasMessageContaining("runs past the end of the file");
+    }
+}
