@@ -98,4 +98,13 @@ public sealed interface Kernels permits VectorKernels, ScalarKernels {
     void dotProducts(MemorySegment a, long aOff, long lda, int rows, int k,
                      MemorySegment b, long bOff, long ldb, int cols,
                      MemorySegment c, long cOff, long ldc);
+
+    /**
+     * The dot product of one quantized weight row ({@code k} elements of {@code type} at byte {@code wOff} of
+     * {@code w}) with {@code x[xOff, xOff + k)}: bit-identical to {@link #dequantize dequantizing} the row and
+     * taking {@link #dotProducts} with it, without writing the dequantized row anywhere (the decode path: one
+     * activation row reads each weight once). The vector kernel fuses Q8_0 and Q4_0; other types go through a
+     * dequantized copy.
+     */
+    float dotQuantized(GgmlType type, MemorySegment w, long wOff, int k, MemorySegment x, long xOff);
 }

@@ -190,4 +190,13 @@ final class ScalarKernels implements Kernels {
             }
         }
     }
+
+    @Override
+    public float dotQuantized(GgmlType type, MemorySegment w, long wOff, int k, MemorySegment x, long xOff) {
+        MemorySegment row = MemorySegment.ofArray(new float[k]);
+        dequantize(type, w, wOff, k, row, 0);
+        MemorySegment out = MemorySegment.ofArray(new float[1]);
+        dotProducts(x, xOff, k, 1, k, row, 0, k, 1, out, 0, 1);
+        return out.get(F, 0);
+    }
 }

@@ -880,4 +880,65 @@ final class VectorKernels implements Kernels {
             default -> Dequant.blocks(type, src, srcByteOff, 0, blocks, dst, dstOff);
         }
     }
+
+    /**
+     * Q8_0 and Q4_0 fused: each block's quants are widened, scaled by {@code d} (the same multiply the dequantizer
+     * does) and multiplied into the lane accumulator in element order, so the result equals the dequantize-then-
+     * {@code dotProducts} path bit for bit. The fold is written out (see the class note).
+     */
+    @Override
+    public float dotQuantized(GgmlType type, MemorySegment w, long wOff, int k, MemorySegment x, long xOff) {
+        if (type != GgmlType.Q8_0 && type != GgmlType.Q4_0) {
+            MemorySegment row = MemorySegment.ofArray(new float[k]);
+            dequantize(type, w, wOff, k, row, 0);
+            MemorySegment out = MemorySegment.ofArray(new float[1]);
+            dotProducts(x, xOff, k, 1, k, row, 0, k, 1, out, 0, 1);
+            return out.get(F, 0);
+        }
+        Dequant.requireSupported(type, k);
+        FloatVector acc = FloatVector.zero(S);
+        long xb = xOff << 2;
+        int blocks = k / 32;
+        if (type == GgmlType.Q8_0) {
+            for (int blk = 0; blk < blocks; blk++, xb += 32 * 4) {
+                long base = wOff + 34L * blk;
+                float d = Dequant.f16(w, base);
+                ByteVector q0 = ByteVector.fromMemorySegment(B16, w, base + 2, LE);
+                ByteVector q1 = ByteVector.fromMemorySegment(B16, w, base + 18, LE);
+                for (int part = 0; part < PARTS; part++) {
+                    FloatVector wv = ((FloatVector) q0.convertShape(VectorOperators.B2F, S, part)).mul(d);
+                    acc = FloatVector.fromMemorySegment(S, x, xb + 4L * part * L, LE).fma(wv, acc);
+                }
+                for (int part = 0; part < PARTS; part++) {
+                    FloatVector wv = ((FloatVector) q1.convertShape(VectorOperators.B2F, S, part)).mul(d);
+                    acc = FloatVector.fromMemorySegment(S, x, xb + 4L * (16 + part * L), LE).fma(wv, acc);
+                }
+            }
+        } else {
+            for (int blk = 0; blk < blocks; blk++, xb += 32 * 4) {
+                long base = wOff + 18L * blk;
+                float d = Dequant.f16(w, base);
+                ByteVector q = ByteVector.fromMemorySegment(B16, w, base + 2, LE);
+                ByteVector lo = q.and((byte) 0x0F).sub((byte) 8);
+                ByteVector hi = q.lanewise(VectorOperators.LSHR, 4).sub((byte) 8);
+                for (int part = 0; part < PARTS; part++) {
+                    FloatVector wv = ((FloatVector) lo.convertShape(VectorOperators.B2F, S, part)).mul(d);
+                    acc = FloatVector.fromMemorySegment(S, x, xb + 4L * part * L, LE).fma(wv, acc);
+                }
+                for (int part = 0; part < PARTS; part++) {
+                    FloatVector wv = ((FloatVector) hi.convertShape(VectorOperators.B2F, S, part)).mul(d);
+                    acc = FloatVector.fromMemorySegment(S, x, xb + 4L * (16 + part * L), LE).fma(wv, acc);
+                }
+            }
+        }
+        if (L >= 16) {
+            acc = acc.add(acc.rearrange(XOR8));
+        }
+        if (L >= 8) {
+            acc = acc.add(acc.rearrange(XOR4));
+        }
+        acc = acc.add(acc.rearrange(XOR2));
+        acc = acc.add(acc.rearrange(XOR1));
+        return acc.lane(0);
+    }
 }

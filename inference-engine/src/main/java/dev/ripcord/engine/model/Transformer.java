@@ -9,6 +9,7 @@ import dev.ripcord.engine.KvLayout;
 import dev.ripcord.engine.ModelConfig;
 import dev.ripcord.engine.kernel.Kernels;
 import dev.ripcord.engine.kernel.WorkerPool;
+import dev.ripcord.format.gguf.GgmlType;
 
 /**
  * The forward pass of a llama2.c-style decoder over a batch of <em>rows</em>: either one prefill chunk (rows are
@@ -518,6 +519,14 @@ public final class Transformer {
         int j0 = panel * QuantMatrix.PANEL;
         int width = Math.min(QuantMatrix.PANEL, t.rows() - j0);
         int cols = t.cols();
+        if (n == 1 && (t.type() == GgmlType.Q8_0 || t.type() == GgmlType.Q4_0)) {
+            // Decode of one sequence: each weight is read once, so skip the scratch (same result, see dotQuantized).
+            for (int i = 0; i < width; i++) {
+                output.setAtIndex(F, outOff + j0 + i,
+                        kernels.dotQuantized(t.type(), t.data(), t.rowOffset(j0 + i), cols, input, inOff));
+            }
+            return;
+        }
         long scratch = worker * quantScratchFloats;
         for (int i = 0; i < width; i++) {
             kernels.dequantize(t.type(), t.data(), t.rowOffset(j0 + i), cols, quantScratch, scratch + (long) i * cols);

@@ -27,6 +27,8 @@ import dev.ripcord.format.gguf.GgmlType;
  * medians. Decode: batch 1, greedy, {@code decode} tokens after the prompt "Once upon a time", timing only the
  * decode steps. Prefill: one chunk of each prompt length (a TinyStories-like text, repeated), with the matmul
  * and attention GFLOP/s that implies ({@link ModelConfig#flopsPerToken}, the last token's classifier included).
+ * The {@code tok/CPU-s} columns divide by the calling thread's CPU time instead of wall-clock time: meaningful
+ * (and robust to a busy machine) only with {@code --threads=1}.
  */
 public final class ModelBench {
     private ModelBench() {
@@ -95,23 +97,32 @@ public final class ModelBench {
             }
         }
         double[][] decodeRuns = new double[engines.size()][runs];
+        double[][] decodeCpuRuns = new double[engines.size()][runs];
+        double[][][] prefillCpuRuns = new double[engines.size()][prompts.length][runs];
         double[][][] prefillRuns = new double[engines.size()][prompts.length][runs];
         for (int r = 0; r < runs; r++) {
             for (int i = 0; i < engines.size(); i++) {
+                long cpu0 = callerCpuNanos();
                 decodeRuns[i][r] = decodeRate(engines.get(i), decodeTokens);
+                decodeCpuRuns[i][r] = decodeTokens / ((callerCpuNanos() - cpu0) / 1e9);
                 for (int p = 0; p < prompts.length; p++) {
-                    prefillRuns[i][p][r] = prefillSeconds(engines.get(i), text, Math.min(prompts[p], c.contextLength()));
+                    int n = Math.min(prompts[p], c.contextLength());
+                    cpu0 = callerCpuNanos();
+                    prefillRuns[i][p][r] = prefillSeconds(engines.get(i), text, n);
+                    prefillCpuRuns[i][p][r] = n / ((callerCpuNanos() - cpu0) / 1e9);
                 }
             }
         }
-        StringBuilder header = new StringBuilder(String.format(Locale.ROOT, "%-6s %14s", "type", "decode tok/s"));
+        StringBuilder header = new StringBuilder(String.format(Locale.ROOT, "%-6s %14s %16s", "type", "decode tok/s",
+                "tok/CPU-s"));
         for (int p : prompts) {
             int n = Math.min(p, c.contextLength());
-            header.append(String.format(Locale.ROOT, " %18s %14s", "prefill" + n + " tok/s", "GFLOP/s"));
+            header.append(String.format(Locale.ROOT, " %18s %10s %12s", "prefill" + n + " tok/s", "GFLOP/s", "tok/CPU-s"));
         }
         System.out.println(header);
         for (int i = 0; i < engines.size(); i++) {
-            StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "%-6s %14.1f", types.get(i), median(decodeRuns[i])));
+            StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "%-6s %14.1f %16.1f", types.get(i),
+                    median(decodeRuns[i]), median(decodeCpuRuns[i])));
             for (int p = 0; p < prompts.length; p++) {
                 int n = Math.min(prompts[p], c.contextLength());
                 double s = median(prefillRuns[i][p]);
@@ -119,11 +130,22 @@ public final class ModelBench {
                 for (int pos = 0; pos < n; pos++) {
                     flops += c.flopsPerToken(pos);
                 }
-                row.append(String.format(Locale.ROOT, " %18.0f %14.1f", n / s, flops / s / 1e9));
+                row.append(String.format(Locale.ROOT, " %18.0f %10.1f %12.0f", n / s, flops / s / 1e9,
+                        median(prefillCpuRuns[i][p])));
             }
             System.out.println(row);
         }
         engines.forEach(InferenceEngine::close);
+    }
+
+    /**
+     * CPU time of the calling thread: with {@code --threads=1} that is all the work, a figure a busy machine
+     * disturbs far less than wall-clock time (with more threads it misses the workers' share: ignore it then).
+     */
+    static long callerCpuNanos() {
+        // The caller's own CPU time (nanosecond resolution; the process total is only tick-accurate): with one
+        // thread the caller does all the work.
+        return java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
     }
 
     static double median(double[] v) {

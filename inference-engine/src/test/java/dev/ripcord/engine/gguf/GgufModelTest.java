@@ -273,4 +273,74 @@ class GgufModelTest {
                 .hasMessageContaining(file.toString())
                 .hasMessageContaining("runs past the end of the file");
     }
+
+    /**
+     * A model whose matrices are random Q4_K / Q6_K super-blocks (no quantizer needed) against the same model
+     * written as F32 with the values ggml's dequantizer gives: the engine must compute the same logits (up to
+     * summation order: the F32 path is the packed GEMM, the quantized one dot products).
+     */
+    @Test
+    void kQuantMatricesComputeWhatTheirDequantizedValuesCompute() throws IOException {
+        ModelConfig c = ModelConfig.llama2c(256, 512, 1, 4, 2, 288, 64, true);
+        java.util.SplittableRandom r = new java.util.SplittableRandom(21);
+        for (GgmlType t : List.of(GgmlType.Q4_K, GgmlType.Q6_K)) {
+            GgufWriter quant = header(c);
+            GgufWriter f32 = header(c);
+            Tensor[] all = {Tensor.TOKEN_EMBEDDING, Tensor.RMS_ATT, Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.WO,
+                    Tensor.RMS_FFN, Tensor.W1, Tensor.W2, Tensor.W3, Tensor.RMS_FINAL};
+            String[] names = {"token_embd.weight", "attn_norm.weight", "attn_q.weight", "attn_k.weight",
+                    "attn_v.weight", "attn_output.weight", "ffn_norm.weight", "ffn_gate.weight", "ffn_down.weight",
+                    "ffn_up.weight", "output_norm.weight"};
+            for (int i = 0; i < all.length; i++) {
+                Tensor tensor = all[i];
+                String name = tensor.perLayer() ? "blk.0." + names[i] : names[i];
+                int rows = tensor.rows(c);
+                int cols = tensor.cols(c);
+                if (rows == 1) {
+                    float[] ones = new float[cols];
+                    java.util.Arrays.fill(ones, 1f);
+                    quant.addTensor(name, new long[] {cols}, ones);
+                    f32.addTensor(name, new long[] {cols}, ones);
+                    continue;
+                }
+                byte[] blocks = dev.ripcord.engine.kernel.QuantKernelTwinsTest.randomBlocks(r, t, rows * cols / 256);
+                float[] values = new float[rows * cols];
+                dev.ripcord.engine.kernel.Kernels.scalar(16).dequantize(t, MemorySegment.ofArray(blocks), 0,
+                        rows * cols, MemorySegment.ofArray(values), 0);
+                quant.addTensor(name, new long[] {cols, rows}, t, MemorySegment.ofArray(blocks));
+                f32.addTensor(name, new long[] {cols, rows}, values);
+            }
+            Path qFile = dir.resolve("k.gguf");
+            Path fFile = dir.resolve("f.gguf");
+            quant.write(qFile);
+            f32.write(fFile);
+            try (InferenceEngine q = InferenceEngine.load(qFile, null, options());
+                 InferenceEngine f = InferenceEngine.load(fFile, null, options())) {
+                float[] expected = logitsAfter(f, PROMPT, FORCED);
+                float[] actual = logitsAfter(q, PROMPT, FORCED);
+                double scale = 0;
+                double max = 0;
+                for (int i = 0; i < expected.length; i++) {
+                    scale = Math.max(scale, Math.abs(expected[i]));
+                    max = Math.max(max, Math.abs(expected[i] - actual[i]));
+                }
+                assertThat(scale).as("%s logits are not trivially zero", t).isGreaterThan(1e-3);
+                assertThat(max).as("%s max |logit diff| (logits up to %.3f)", t, scale).isLessThan(1e-4 * Math.max(1, scale));
+            }
+        }
+    }
+
+    static GgufWriter header(ModelConfig c) {
+        GgufWriter w = new GgufWriter().putString("general.architecture", "llama")
+                .putU32("llama.context_length", c.contextLength()).putU32("llama.embedding_length", c.dim())
+                .putU32("llama.block_count", c.layers()).putU32("llama.feed_forward_length", c.hiddenDim())
+                .putU32("llama.attention.head_count", c.heads()).putU32("llama.attention.head_count_kv", c.kvHeads())
+                .putString("tokenizer.ggml.model", "llama");
+        BpeTokenizer tok = tokenizer(c.vocabSize());
+        List<String> pieces = new java.util.ArrayList<>();
+        for (int i = 0; i < c.vocabSize(); i++) {
+            pieces.add(new String(tok.piece(i)).replace(' ', '\u2581'));
+        }
+        return w.putArray("tokenizer.ggml.tokens", GgufValueType.STRING, pieces);
+    }
 }

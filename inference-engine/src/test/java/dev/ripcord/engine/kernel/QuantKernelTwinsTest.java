@@ -19,7 +19,7 @@ import dev.ripcord.format.gguf.GgmlType;
  * vector against scalar twin (tolerance zero, as for every kernel: see {@link KernelTwinsTest}), each against an
  * independent reference written here from ggml's {@code dequantize_row_*}, and hand-computed blocks.
  */
-class QuantKernelTwinsTest {
+public class QuantKernelTwinsTest {
     static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
     static final Kernels VECTOR = Kernels.vector();
     static final Kernels SCALAR = Kernels.scalar(VECTOR.lanes());
@@ -33,7 +33,7 @@ class QuantKernelTwinsTest {
     }
 
     /** Random blocks whose f16 scales are finite (random bytes elsewhere: every bit pattern of the quants). */
-    static byte[] randomBlocks(SplittableRandom r, GgmlType type, int blocks) {
+    public static byte[] randomBlocks(SplittableRandom r, GgmlType type, int blocks) {
         byte[] b = new byte[blocks * type.typeSize()];
         r.nextBytes(b);
         for (int i = 0; i < blocks; i++) {
@@ -310,6 +310,30 @@ class QuantKernelTwinsTest {
                     expected += (double) a.getAtIndex(F, (long) i * k + p) * b.getAtIndex(F, (long) j * k + p);
                 }
                 assertThat((double) c.getAtIndex(F, (long) i * cols + j)).isCloseTo(expected, within(1e-4));
+            }
+        }
+    }
+
+    @Test
+    void fusedQuantizedDotEqualsDequantizeThenDotProductsBitForBit() {
+        SplittableRandom r = new SplittableRandom(13);
+        for (GgmlType type : TYPES) {
+            for (int trial = 0; trial < 30; trial++) {
+                int blocks = 1 + r.nextInt(type.blockSize() == 1 ? 200 : 12);
+                int k = blocks * type.blockSize();
+                byte[] data = randomBlocks(r, type, blocks);
+                MemorySegment w = ARENA.allocate(data.length + 3);
+                MemorySegment.copy(MemorySegment.ofArray(data), 0, w, 3, data.length);
+                MemorySegment x = random(r, k + 2);
+                MemorySegment row = ARENA.allocate((long) k * 4, 64);
+                SCALAR.dequantize(type, w, 3, k, row, 0);
+                MemorySegment out = ARENA.allocate(4);
+                SCALAR.dotProducts(x, 2, k, 1, k, row, 0, k, 1, out, 0, 1);
+                float expected = out.get(F, 0);
+                assertThat(Float.floatToRawIntBits(VECTOR.dotQuantized(type, w, 3, k, x, 2))).as("%s vector k=%d", type, k)
+                        .isEqualTo(Float.floatToRawIntBits(expected));
+                assertThat(Float.floatToRawIntBits(SCALAR.dotQuantized(type, w, 3, k, x, 2))).as("%s scalar", type)
+                        .isEqualTo(Float.floatToRawIntBits(expected));
             }
         }
     }
