@@ -17,7 +17,7 @@ import dev.ripcord.format.gguf.GgufFile;
  * {@code List<Object>} of those. Keys read:
  * <ul>
  * <li>{@code tokenizer.ggml.model}: {@code llama} (SentencePiece-style, {@link SentencePieceTokenizer}: needs
- * {@code .tokens}, {@code .scores}, optional {@code .token_type}, {@code .add_space_prefix} default true) or
+ * {@code .tokens}, optional {@code .scores} (0 without) and {@code .token_type} (normal without), {@code .add_space_prefix} default true) or
  * {@code gpt2} (byte-level BPE, {@link ByteLevelBpeTokenizer}: needs {@code .tokens}, {@code .merges}, optional
  * {@code .token_type}, and {@code .pre} choosing the {@link PreTokenizer}).
  * <li>{@code tokenizer.ggml.bos_token_id}, {@code eos_token_id}, {@code eot_token_id}, {@code eom_token_id},
@@ -64,7 +64,9 @@ public final class Tokenizers {
         String[] texts = tokens.toArray(String[]::new);
         return switch (model) {
             case "llama" -> {
-                float[] scores = floats(metadata, PREFIX + "scores", tokens.size());
+                // Optional as in llama.cpp: without scores every merge ties and the leftmost goes first.
+                float[] scores = metadata.containsKey(PREFIX + "scores") ? floats(metadata, PREFIX + "scores",
+                        tokens.size()) : new float[tokens.size()];
                 SpecialTokens special = specials(metadata, texts, types, 1, 2, 0, true);
                 boolean spacePrefix = bool(metadata, PREFIX + "add_space_prefix", true);
                 yield new SentencePieceTokenizer(new Vocabulary(texts, types, special), scores, spacePrefix);

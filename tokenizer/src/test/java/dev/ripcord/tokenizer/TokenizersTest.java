@@ -63,6 +63,14 @@ class TokenizersTest {
     }
 
     @Test
+    void withoutScoresEveryMergeTiesAndTheLeftmostGoesFirstAsInLlamaCpp() {
+        Map<String, Object> m = tinySpm();
+        m.remove("tokenizer.ggml.scores");
+        Tokenizer t = Tokenizers.fromGgufMetadata(m);
+        assertThat(t.encode("ab", false)).containsExactly(SPACE_AB); // ▁a first (leftmost), then ▁ab
+    }
+
+    @Test
     void addSpecialFollowsTheMetadataFlags() {
         Map<String, Object> m = tinySpm();
         m.put("tokenizer.ggml.add_bos_token", false);
@@ -81,9 +89,12 @@ class TokenizersTest {
         m.put("tokenizer.ggml.pre", "chatglm-bpe");
         m.put("tokenizer.ggml.merges", List.of());
         assertThatThrownBy(() -> Tokenizers.fromGgufMetadata(m)).hasMessageContaining("'chatglm-bpe'");
-        Map<String, Object> noScores = tinySpm();
-        noScores.remove("tokenizer.ggml.scores");
-        assertThatThrownBy(() -> Tokenizers.fromGgufMetadata(noScores)).hasMessageContaining("tokenizer.ggml.scores");
+        Map<String, Object> noTokens = tinySpm();
+        noTokens.remove("tokenizer.ggml.tokens");
+        assertThatThrownBy(() -> Tokenizers.fromGgufMetadata(noTokens)).hasMessageContaining("tokenizer.ggml.tokens");
+        Map<String, Object> shortScores = tinySpm();
+        shortScores.put("tokenizer.ggml.scores", List.of(0f));
+        assertThatThrownBy(() -> Tokenizers.fromGgufMetadata(shortScores)).hasMessageContaining("tokenizer.ggml.scores");
         Map<String, Object> intBos = tinySpm();
         intBos.put("tokenizer.ggml.bos_token_id", 1); // an Integer, not the contract's Long
         assertThatThrownBy(() -> Tokenizers.fromGgufMetadata(intBos))
