@@ -1,6 +1,7 @@
 package dev.ripcord.tokenizer;
 
 import java.util.Arrays;
+import java.util.List;
 import java.util.stream.IntStream;
 
 /**
@@ -26,7 +27,7 @@ public record SpecialTokens(int bos, int eos, int eot, int eom, int unknown, int
      * end-of-generation set even when the metadata names another EOS (Qwen2 names {@code <|endoftext|>}, its chat
      * turns end with {@code <|im_end|>}).
      */
-    public static final java.util.List<String> END_OF_TURN_TEXTS = java.util.List.of("<|eot_id|>", "<|eom_id|>",
+    public static final List<String> END_OF_TURN_TEXTS = List.of("<|eot_id|>", "<|eom_id|>",
             "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>");
 
     public SpecialTokens {

@@ -1,5 +1,7 @@
 package dev.ripcord.tokenizer;
 
+import java.nio.charset.StandardCharsets;
+
 /**
  * Text to token ids and back. Implementations are immutable and thread-safe.
  *
@@ -43,7 +45,7 @@ public interface Tokenizer {
      * chat templates get {@code bos_token}/{@code eos_token} from it. Ordinary tokens give their decoded text.
      */
     default String tokenText(int token) {
-        return new String(tokenBytes(-1, token), java.nio.charset.StandardCharsets.UTF_8);
+        return new String(tokenBytes(-1, token), StandardCharsets.UTF_8);
     }
 
     /**

@@ -375,7 +375,11 @@ final class RequestParser {
         String prompt;
         try {
             prompt = ChatTemplate.render(messages, template);
-        } catch (ChatTemplateException e) { // the model's template refuses this conversation (raise_exception)
+        } catch (ChatTemplateException e) {
+            if (!e.raisedByTemplate()) {
+                throw e; // the template failed on its own: a server-side problem (500), not the client's
+            }
+            // The model's template refuses this conversation (raise_exception): the client's to fix.
             throw ApiException.of(ErrorCode.INVALID_VALUE, "messages", "The model's chat template rejected "
                     + "'messages': %s", truncate(String.valueOf(e.getMessage()), 200));
         }

@@ -49,12 +49,19 @@ public final class JinjaChatTemplate {
      * A template with the model's BOS and EOS text (as its vocabulary spells them; {@code null} where the model has
      * none, which templates see as {@code none}).
      *
-     * @throws ChatTemplateException if the template does not parse
+     * @throws ChatTemplateException if the template does not parse or fails on a one-message conversation (other
+     *                               than by calling {@code raise_exception})
      */
     public static JinjaChatTemplate of(String source, String bosToken, String eosToken) {
         JinjaChatTemplate template = new JinjaChatTemplate(LSTRIP.matcher(source).replaceAll(""), bosToken,
                 eosToken);
-        template.render(List.of(new ChatMessage("user", "probe")), true); // fail at load, not at the first request
+        try { // a template that does not parse fails here, at load, not at the first request
+            template.render(List.of(new ChatMessage("user", "probe")), true);
+        } catch (ChatTemplateException e) {
+            if (!e.raisedByTemplate()) {
+                throw e;
+            } // the template parses but refuses a lone user message (some insist on a system prompt): fine
+        }
         return template;
     }
 

@@ -81,7 +81,14 @@ class JinjaChatTemplateTest {
                         + " }}{% endif %}{{ messages[0]['content'] }}", null, null);
         assertThat(strict.render(List.of(new ChatMessage("user", "ok")), false)).isEqualTo("ok");
         assertThatThrownBy(() -> strict.render(List.of(new ChatMessage("assistant", "no")), false))
-                .isInstanceOf(ChatTemplateException.class).hasMessage("Conversation must start with a user");
+                .isInstanceOfSatisfying(ChatTemplateException.class, e -> assertThat(e.raisedByTemplate()).isTrue())
+                .hasMessage("Conversation must start with a user");
+        // A template that refuses a lone user message still loads; one that does not parse does not.
+        JinjaChatTemplate needsSystem = JinjaChatTemplate.of("{% if messages[0]['role'] != 'system' %}"
+                + "{{ raise_exception('system first') }}{% endif %}ok", null, null);
+        assertThat(needsSystem.render(List.of(new ChatMessage("system", "s")), false)).isEqualTo("ok");
+        assertThatThrownBy(() -> JinjaChatTemplate.of("{% for m in messages %}", null, null))
+                .isInstanceOfSatisfying(ChatTemplateException.class, e -> assertThat(e.raisedByTemplate()).isFalse());
     }
 
     @Test
