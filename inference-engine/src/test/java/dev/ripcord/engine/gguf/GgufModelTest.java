@@ -343,4 +343,114 @@ class GgufModelTest {
         }
         return w.putArray("tokenizer.ggml.tokens", GgufValueType.STRING, pieces);
     }
+
+    /** {@code source} as an F32 llama GGUF with extra metadata (and optionally a rope_freqs tensor). */
+    static void writeLlama(WeightSource source, Path out, java.util.function.Consumer<GgufWriter> extra) throws IOException {
+        writeLlama(source, out, extra, false);
+    }
+
+    /** With {@code bf16}, every matrix is stored BF16 ({@code truncated} to its upper 16 bits, exactly representable). */
+    static void writeLlama(WeightSource source, Path out, java.util.function.Consumer<GgufWriter> extra, boolean bf16)
+            throws IOException {
+        ModelConfig c = source.config();
+        GgufWriter w = header(c);
+        extra.accept(w);
+        String[] names = {"token_embd.weight", "attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
+                "attn_output.weight", "ffn_norm.weight", "ffn_gate.weight", "ffn_down.weight", "ffn_up.weight",
+                "output_norm.weight"};
+        Tensor[] tensors = {Tensor.TOKEN_EMBEDDING, Tensor.RMS_ATT, Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.WO,
+                Tensor.RMS_FFN, Tensor.W1, Tensor.W2, Tensor.W3, Tensor.RMS_FINAL};
+        try (Arena arena = Arena.ofConfined()) {
+            for (int i = 0; i < tensors.length; i++) {
+                Tensor t = tensors[i];
+                for (int l = 0; l < t.count(c); l++) {
+                    int rows = t.rows(c);
+                    int cols = t.cols(c);
+                    MemorySegment buf = arena.allocate((long) rows * cols * 4);
+                    source.read(t, l, buf);
+                    String name = t.perLayer() ? "blk." + l + "." + names[i] : names[i];
+                    float[] x = buf.toArray(ValueLayout.JAVA_FLOAT);
+                    if (bf16 && rows > 1) {
+                        byte[] b = new byte[x.length * 2];
+                        for (int e = 0; e < x.length; e++) {
+                            int bits = Float.floatToRawIntBits(x[e]) >>> 16;
+                            b[2 * e] = (byte) bits;
+                            b[2 * e + 1] = (byte) (bits >> 8);
+                        }
+                        w.addTensor(name, new long[] {cols, rows}, GgmlType.BF16, MemorySegment.ofArray(b));
+                    } else {
+                        w.addTensor(name, rows == 1 ? new long[] {cols} : new long[] {cols, rows}, x);
+                    }
+                }
+            }
+        }
+        w.write(out);
+    }
+
+    @Test
+    void linearRopeScalingAndRopeFreqsFactorsScaleTheSameFrequencies() throws IOException {
+        RandomWeights source = new RandomWeights(TIED, 4, "t");
+        Path plain = dir.resolve("plain.gguf");
+        Path linear = dir.resolve("linear.gguf");
+        Path factors = dir.resolve("factors.gguf");
+        Path yarn = dir.resolve("yarn.gguf");
+        writeLlama(source, plain, w -> { });
+        writeLlama(source, linear, w -> w.putString("llama.rope.scaling.type", "linear").putF32("llama.rope.scaling.factor", 4f));
+        float[] four = new float[TIED.headSize() / 2];
+        java.util.Arrays.fill(four, 4f);
+        writeLlama(source, factors, w -> w.addTensor("rope_freqs.weight", new long[] {four.length}, four));
+        writeLlama(source, yarn, w -> w.putString("llama.rope.scaling.type", "yarn"));
+        try (InferenceEngine p = InferenceEngine.load(plain, null, options());
+             InferenceEngine l = InferenceEngine.load(linear, null, options());
+             InferenceEngine f = InferenceEngine.load(factors, null, options());
+             InferenceEngine reference = InferenceEngine.create(TIED, 4, options())) {
+            float[] unscaled = logitsAfter(p, PROMPT, FORCED);
+            assertThat(unscaled).containsExactly(logitsAfter(reference, PROMPT, FORCED));
+            float[] byLinear = logitsAfter(l, PROMPT, FORCED);
+            assertThat(byLinear).isNotEqualTo(unscaled);
+            assertThat(logitsAfter(f, PROMPT, FORCED)).containsExactly(byLinear);
+        }
+        assertThatThrownBy(() -> InferenceEngine.load(yarn, null, options()))
+                .isInstanceOf(InvalidModelFileException.class)
+                .hasMessageContaining("llama.rope.scaling.type 'yarn' is not supported");
+    }
+
+    /** RandomWeights with every matrix element truncated to BF16 precision (so an F32 file can hold the same values). */
+    static WeightSource truncatedToBf16(WeightSource s) {
+        return new WeightSource() {
+            @Override
+            public ModelConfig config() {
+                return s.config();
+            }
+
+            @Override
+            public void read(Tensor t, int layer, MemorySegment dst) {
+                s.read(t, layer, dst);
+                if (t.rows(s.config()) > 1) {
+                    for (long i = 0; i < t.size(s.config()); i++) {
+                        int bits = dst.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i);
+                        dst.setAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i, bits & 0xFFFF0000);
+                    }
+                }
+            }
+
+            @Override
+            public String describe() {
+                return "bf16 " + s.describe();
+            }
+        };
+    }
+
+    @Test
+    void aBf16FileComputesExactlyWhatTheSameValuesInF32Compute() throws IOException {
+        WeightSource source = truncatedToBf16(new RandomWeights(TIED, 8, "t"));
+        Path bf16 = dir.resolve("bf16.gguf");
+        Path f32 = dir.resolve("f32.gguf");
+        writeLlama(source, bf16, w -> { }, true);
+        writeLlama(source, f32, w -> { }, false);
+        try (InferenceEngine b = InferenceEngine.load(bf16, null, options());
+             InferenceEngine f = InferenceEngine.load(f32, null, options())) {
+            assertThat(logitsAfter(b, PROMPT, FORCED)).containsExactly(logitsAfter(f, PROMPT, FORCED));
+        }
+    }
 }
