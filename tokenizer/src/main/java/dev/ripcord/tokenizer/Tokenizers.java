@@ -17,16 +17,16 @@ import dev.ripcord.format.gguf.GgufFile;
  * {@code List<Object>} of those. Keys read:
  * <ul>
  * <li>{@code tokenizer.ggml.model}: {@code llama} (SentencePiece-style, {@link SentencePieceTokenizer}: needs
- * {@code .tokens}, optional {@code .scores} (0 without) and {@code .token_type} (normal without), {@code .add_space_prefix} default true) or
- * {@code gpt2} (byte-level BPE, {@link ByteLevelBpeTokenizer}: needs {@code .tokens}, {@code .merges}, optional
- * {@code .token_type}, and {@code .pre} choosing the {@link PreTokenizer}).
+ * {@code .tokens}; optional {@code .scores} (0 without), {@code .token_type} (normal without) and
+ * {@code .add_space_prefix} (default true)) or {@code gpt2} (byte-level BPE, {@link ByteLevelBpeTokenizer}: needs
+ * {@code .tokens} and {@code .merges}; optional {@code .token_type}, and {@code .pre} choosing the
+ * {@link PreTokenizer}).
  * <li>{@code tokenizer.ggml.bos_token_id}, {@code eos_token_id}, {@code eot_token_id}, {@code eom_token_id},
  * {@code unknown_token_id}, {@code padding_token_id}, {@code add_bos_token}, {@code add_eos_token}.
  * </ul>
  * Defaults where a key is absent: for {@code llama}, BOS 1, EOS 2, unknown 0 and add BOS (llama.cpp's); for
- * {@code gpt2}, no BOS, EOS or unknown (-1: llama.cpp's GPT-2 defaults fit GPT-2 alone) and no BOS added. Anything
- * else in the
- * metadata that a tokenizer needs and lacks, an unknown model or pre-tokenizer, or a value of the wrong type is an
+ * {@code gpt2}, no BOS, EOS or unknown (-1: llama.cpp's GPT-2 defaults fit GPT-2 alone) and no BOS added.
+ * Anything else a tokenizer needs and lacks, an unknown model or pre-tokenizer, or a value of the wrong type is an
  * {@link IllegalArgumentException} naming the key.
  */
 public final class Tokenizers {
