@@ -20,6 +20,10 @@ import dev.ripcord.engine.weights.GgufWeights;
 import dev.ripcord.engine.weights.Llama2cCheckpoint;
 import dev.ripcord.engine.weights.RandomWeights;
 import dev.ripcord.engine.weights.WeightSource;
+import dev.ripcord.tokenizer.BpeTokenizer;
+import dev.ripcord.tokenizer.ByteTokenizer;
+import dev.ripcord.tokenizer.InvalidTokenizerFileException;
+import dev.ripcord.tokenizer.Tokenizer;
 import dev.ripcord.format.gguf.GgufFile;
 
 /**
@@ -170,7 +174,7 @@ public final class InferenceEngine implements AutoCloseable {
         }
         ModelConfig config = Llama2cCheckpoint.readHeader(checkpoint);
         Tokenizer t = tokenizer == null ? new ByteTokenizer(Math.max(ByteTokenizer.VOCAB_SIZE, config.vocabSize()))
-                : BpeTokenizer.load(tokenizer, config.vocabSize());
+                : loadTokenizer(tokenizer, config.vocabSize());
         if (tokenizer == null && config.vocabSize() < ByteTokenizer.VOCAB_SIZE) {
             throw new InvalidModelFileException(checkpoint, "vocab_size %d is too small for the byte tokenizer; "
                     .formatted(config.vocabSize()) + "pass the model's tokenizer.bin");
@@ -191,8 +195,8 @@ public final class InferenceEngine implements AutoCloseable {
      * file stays memory-mapped for the engine's life: Q8_0/Q4_0/Q4_K/Q6_K matrices are used in place, F32/F16/BF16
      * ones are widened into the engine's memory. The KV cache is F32 as for every model.
      *
-     * @param tokenizer chooses the tokenizer from the file's metadata; {@code null} means the built-in one for
-     *                  {@code tokenizer.ggml.model = "llama"}, and an error naming the tokenizer model otherwise
+     * @param tokenizer chooses the tokenizer from the file's metadata; {@code null} means the file's own
+     *                  ({@code tokenizer.ggml.model} llama or gpt2, see {@link GgufWeights#tokenizer()})
      * @throws InvalidModelFileException malformed file, unsupported architecture or tensor type (named)
      */
     public static InferenceEngine loadGguf(Path model, TokenizerChoice tokenizer, EngineOptions options)
@@ -203,9 +207,8 @@ public final class InferenceEngine implements AutoCloseable {
             if (tokenizer != null) {
                 t = tokenizer.choose(weights);
             } else {
-                t = weights.tokenizer().orElseThrow(() -> new InvalidModelFileException(model, "tokenizer model '"
-                        + weights.file().findString("tokenizer.ggml.model").orElse("(none)")
-                        + "' is not built into the engine (built in: llama); pass a tokenizer"));
+                t = weights.tokenizer().orElseThrow(() -> new InvalidModelFileException(model, "the file names no "
+                        + "tokenizer.ggml.model; pass a tokenizer"));
             }
             return new InferenceEngine(weights, t, options, weights);
         } catch (IOException | RuntimeException | Error e) {
@@ -221,6 +224,15 @@ public final class InferenceEngine implements AutoCloseable {
     /** The effective options (automatic values resolved). */
     public EngineOptions options() {
         return options;
+    }
+
+    private static Tokenizer loadTokenizer(Path file, int vocabSize) throws IOException {
+        try {
+            return BpeTokenizer.load(file, vocabSize);
+        } catch (InvalidTokenizerFileException e) {
+            // One exception type for every malformed file the engine is given; the tokenizer library has its own.
+            throw new InvalidModelFileException(e.path(), e.problem());
+        }
     }
 
     public Tokenizer tokenizer() {

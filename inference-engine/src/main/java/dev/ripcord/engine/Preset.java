@@ -2,6 +2,8 @@ package dev.ripcord.engine;
 
 import java.util.Locale;
 
+import dev.ripcord.tokenizer.ByteTokenizer;
+
 /**
  * Built-in model shapes, served with deterministic random weights from a seed (nothing to download). Both use the
  * byte-level tokenizer's vocabulary.

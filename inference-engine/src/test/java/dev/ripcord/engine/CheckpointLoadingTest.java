@@ -16,6 +16,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import dev.ripcord.engine.weights.Llama2cCheckpoint;
 import dev.ripcord.engine.weights.RandomWeights;
+import dev.ripcord.tokenizer.BpeTokenizer;
 
 /**
  * Serving a llama2.c checkpoint by path: a file written in the format loads into an engine that matches the naive

@@ -3,6 +3,7 @@ package dev.ripcord.decode.scheduler;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
@@ -62,6 +63,8 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(DecodeScheduler.class);
 
     private final InferenceEngine engine;
+    /** End-of-generation ids, sorted: EOS and, for chat models, end-of-turn tokens (Tokenizer.stopTokens()). */
+    private final int[] stopTokens;
     private final KvPagePool pool;
     private final TransferAgent agent;
     private final KvRegion poolRegion;
@@ -87,6 +90,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
                            SchedulerJournal journal) {
         this.journal = journal;
         this.engine = engine;
+        this.stopTokens = engine.tokenizer().stopTokens();
         this.pool = engine.pagePool();
         this.agent = agent;
         this.poolRegion = poolRegion;
@@ -254,7 +258,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
     private boolean emitToken(DecodeJob job, int token) {
         int index = job.generated++;
         String finish = null;
-        if (token == engine.tokenizer().eos() && !job.request.ignoreEos()) {
+        if (Arrays.binarySearch(stopTokens, token) >= 0 && !job.request.ignoreEos()) {
             finish = "stop";
         } else if (job.generated >= job.request.maxTokens()) {
             finish = "length";

@@ -1,5 +1,8 @@
 package dev.ripcord.gateway.generation;
 
+import dev.ripcord.tokenizer.chat.JinjaChatTemplate;
+import org.jspecify.annotations.Nullable;
+
 /**
  * The engine's tokenizer and model limits as the OpenAI surface sees them; bound by whoever owns the engine.
  * Implementations must be thread-safe and must not block (calls happen on reactive worker threads).
@@ -8,6 +11,23 @@ public interface TextCodec {
 
     /** Prompt text to token ids; the codec decides about BOS and special tokens. */
     int[] encode(String text);
+
+    /**
+     * The chat template {@code /v1/chat/completions} renders messages with: an override file or the model's own; null
+     * for the plain ChatML fallback ({@link ChatTemplate}).
+     */
+    default @Nullable JinjaChatTemplate chatTemplate() {
+        return null;
+    }
+
+    /**
+     * Encodes a prompt rendered by {@link #chatTemplate()}: special-token text (such as {@code <|eot_id|>}) becomes
+     * those tokens and nothing is added, because the template writes BOS itself where the model wants it (as
+     * transformers' {@code apply_chat_template(tokenize=True)} does).
+     */
+    default int[] encodeTemplated(String prompt) {
+        return encode(prompt);
+    }
 
     /** Valid token ids are {@code 0 .. vocabularySize() - 1}. */
     int vocabularySize();

@@ -5,13 +5,13 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
-/** The served model as the gateway knows it: tokenizer and limits. */
+/** The served model as the gateway knows it: tokenizer, chat template and limits. */
 @Configuration(proxyBeanMethods = false)
-@EnableConfigurationProperties(ModelProperties.class)
+@EnableConfigurationProperties({ModelProperties.class, ChatTemplateProperties.class})
 public class ModelConfiguration {
 
     @Bean
-    TextCodec textCodec(ModelProperties properties) {
-        return EngineTextCodec.from(properties);
+    TextCodec textCodec(ModelProperties properties, ChatTemplateProperties chat) {
+        return EngineTextCodec.from(properties, chat);
     }
 }

@@ -14,8 +14,10 @@ import org.springframework.validation.annotation.Validated;
  * {@code --ripcord.engine.preset=tiny} given to {@code ./ripcord up} configures all three services alike.
  *
  * @param preset     built-in model ({@code tiny} or {@code small}), used when no checkpoint is given
- * @param checkpoint a llama2.c checkpoint; the gateway reads its header only (context length, vocabulary)
- * @param tokenizer  a llama2.c {@code tokenizer.bin}; without one the byte-level tokenizer is used
+ * @param checkpoint a llama2.c checkpoint or a GGUF file; the gateway reads its header or metadata only (context
+ *                   length, vocabulary, and for GGUF the tokenizer and chat template)
+ * @param tokenizer  a llama2.c {@code tokenizer.bin}; without one a GGUF file's own tokenizer is used, else the
+ *                   byte-level tokenizer
  * @param modelName  the model id clients send; default {@code ripcord-<preset>} or the checkpoint's file name
  * @param maxTokens  the server's upper bound for {@code max_tokens}
  */

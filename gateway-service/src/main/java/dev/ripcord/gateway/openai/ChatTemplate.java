@@ -3,9 +3,12 @@ package dev.ripcord.gateway.openai;
 import java.util.List;
 
 import dev.ripcord.gateway.generation.TextCodec;
+import dev.ripcord.tokenizer.chat.ChatMessage;
+import dev.ripcord.tokenizer.chat.JinjaChatTemplate;
 
 /**
- * Renders chat messages into the prompt text the model completes, in ChatML:
+ * Renders chat messages into the prompt text the model completes: with the model's own Jinja template when there
+ * is one ({@link TextCodec#chatTemplate()}, rendered by the tokenizer module), otherwise with this fallback, ChatML:
  *
  * <pre>
  * &lt;|im_start|&gt;system
@@ -29,6 +32,15 @@ final class ChatTemplate {
     record Message(String role, String content) {
     }
 
+    /** Renders with {@code template} (always with the generation prompt), or the ChatML fallback if it is null. */
+    static String render(List<Message> messages, JinjaChatTemplate template) {
+        if (template == null) {
+            return render(messages);
+        }
+        return template.render(messages.stream().map(m -> new ChatMessage(m.role(), m.content())).toList(), true);
+    }
+
+    /** The ChatML fallback. */
     static String render(List<Message> messages) {
         StringBuilder prompt = new StringBuilder();
         for (Message message : messages) {

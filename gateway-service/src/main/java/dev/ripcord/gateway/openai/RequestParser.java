@@ -25,6 +25,8 @@ import tools.jackson.core.TokenStreamLocation;
 import tools.jackson.databind.JsonNode;
 
 import dev.ripcord.gateway.generation.GenerationRequest.Kind;
+import dev.ripcord.tokenizer.chat.ChatTemplateException;
+import dev.ripcord.tokenizer.chat.JinjaChatTemplate;
 
 /**
  * Reads an OpenAI request body into a {@link GenerationRequest}, or fails with the first problem as an
@@ -368,7 +370,24 @@ final class RequestParser {
         for (int i = 0; i < node.size(); i++) {
             messages.add(message(node.get(i), "messages[" + i + "]"));
         }
-        return encode(ChatTemplate.render(messages), "messages");
+        JinjaChatTemplate template = codec.chatTemplate();
+        if (template == null) {
+            return encode(ChatTemplate.render(messages), "messages");
+        }
+        String prompt;
+        try {
+            prompt = ChatTemplate.render(messages, template);
+        } catch (ChatTemplateException e) {
+            if (!e.raisedByTemplate()) {
+                throw e; // the template failed on its own: a server-side problem (500), not the client's
+            }
+            // The model's template refuses this conversation (raise_exception): the client's to fix.
+            throw ApiException.of(ErrorCode.INVALID_VALUE, "messages", "The model's chat template rejected "
+                    + "'messages': %s", truncate(String.valueOf(e.getMessage()), 200));
+        }
+        int[] tokens = codec.encodeTemplated(prompt);
+        require(tokens.length > 0, ErrorCode.INVALID_VALUE, "messages", "'messages' must not be empty.");
+        return tokens;
     }
 
     private static ChatTemplate.Message message(JsonNode node, String param) {

@@ -12,7 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
-import dev.ripcord.engine.BpeTokenizer;
+import dev.ripcord.tokenizer.BpeTokenizer;
 import dev.ripcord.engine.ModelConfig;
 import dev.ripcord.engine.weights.Llama2cCheckpoint;
 import dev.ripcord.engine.weights.Tensor;

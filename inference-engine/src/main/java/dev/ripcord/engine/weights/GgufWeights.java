@@ -3,7 +3,6 @@ package dev.ripcord.engine.weights;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.EnumSet;
 import java.util.List;
@@ -11,15 +10,15 @@ import java.util.Locale;
 import java.util.Optional;
 import java.util.Set;
 
-import dev.ripcord.engine.BpeTokenizer;
 import dev.ripcord.engine.InvalidModelFileException;
 import dev.ripcord.engine.ModelConfig;
-import dev.ripcord.engine.Tokenizer;
 import dev.ripcord.engine.kernel.Kernels;
 import dev.ripcord.format.gguf.GgmlType;
 import dev.ripcord.format.gguf.GgufFile;
 import dev.ripcord.format.gguf.GgufFormatException;
 import dev.ripcord.format.gguf.GgufTensorInfo;
+import dev.ripcord.tokenizer.Tokenizer;
+import dev.ripcord.tokenizer.Tokenizers;
 
 /**
  * A GGUF model of the Llama family (architectures {@code llama} and {@code qwen2}) as a {@link WeightSource}.
@@ -339,37 +338,21 @@ public final class GgufWeights implements WeightSource, AutoCloseable {
     }
 
     /**
-     * The tokenizer the file describes, when the engine has one for it: {@code tokenizer.ggml.model = "llama"}
-     * (SentencePiece pieces with scores and byte fallback, BOS 1, EOS 2) becomes llama2.c's {@link BpeTokenizer}
-     * over the same pieces ({@code ▁} read as a space). Other tokenizer models are empty here (the tokenizer module
-     * handles them).
+     * The tokenizer the file's metadata describes ({@code tokenizer.ggml.model} {@code llama} or {@code gpt2}, built
+     * by the tokenizer module's {@link Tokenizers#fromGgufMetadata}); empty if the file names no tokenizer model.
      *
-     * @throws InvalidModelFileException a llama tokenizer whose lists are inconsistent or whose BOS/EOS are not 1/2
+     * @throws InvalidModelFileException an unsupported tokenizer model or pre-tokenizer, or inconsistent tokenizer
+     *                                   metadata (the message names the key)
      */
     public Optional<Tokenizer> tokenizer() throws InvalidModelFileException {
-        Optional<String> model = file.findString("tokenizer.ggml.model");
-        if (model.isEmpty() || !model.get().equals("llama")) {
+        if (file.findString("tokenizer.ggml.model").isEmpty()) {
             return Optional.empty();
         }
-        List<Object> tokens = file.findList("tokenizer.ggml.tokens").orElseThrow(() ->
-                new InvalidModelFileException(file.path(), "tokenizer.ggml.model is llama but tokenizer.ggml.tokens is missing"));
-        List<Object> scores = file.findList("tokenizer.ggml.scores").orElse(List.of());
-        if (!scores.isEmpty() && scores.size() != tokens.size()) {
-            throw new InvalidModelFileException(file.path(), tokens.size() + " tokens but " + scores.size() + " scores");
+        try {
+            return Optional.of(Tokenizers.fromGgufMetadata(file.metadata()));
+        } catch (IllegalArgumentException e) {
+            throw new InvalidModelFileException(file.path(), "tokenizer: " + e.getMessage());
         }
-        long bos = file.findLong("tokenizer.ggml.bos_token_id").orElse(1L);
-        long eos = file.findLong("tokenizer.ggml.eos_token_id").orElse(2L);
-        if (bos != 1 || eos != 2) {
-            throw new InvalidModelFileException(file.path(), "the built-in llama tokenizer needs BOS 1 and EOS 2, the file has "
-                    + bos + " and " + eos);
-        }
-        byte[][] pieces = new byte[tokens.size()][];
-        float[] s = new float[tokens.size()];
-        for (int i = 0; i < pieces.length; i++) {
-            pieces[i] = ((String) tokens.get(i)).replace('\u2581', ' ').getBytes(StandardCharsets.UTF_8);
-            s[i] = scores.isEmpty() ? 0f : ((Number) scores.get(i)).floatValue();
-        }
-        return Optional.of(BpeTokenizer.of(pieces, s));
     }
 
     /** Unmaps the file (once); engines built from this source must be closed first. */

@@ -14,7 +14,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import dev.ripcord.engine.BpeTokenizer;
+import dev.ripcord.tokenizer.BpeTokenizer;
 import dev.ripcord.engine.EngineOptions;
 import dev.ripcord.engine.InferenceEngine;
 import dev.ripcord.engine.InvalidModelFileException;
@@ -257,7 +257,8 @@ class GgufModelTest {
         minimalLlama("llama", GgmlType.F32).putString("tokenizer.ggml.model", "gpt2").write(noTokenizer);
         assertThatThrownBy(() -> InferenceEngine.load(noTokenizer, null, options()))
                 .isInstanceOf(InvalidModelFileException.class)
-                .hasMessageContaining("tokenizer model 'gpt2' is not built into the engine");
+                .hasMessageContaining(noTokenizer.toString())
+                .hasMessageContaining("tokenizer: GGUF metadata lacks tokenizer.ggml.tokens");
     }
 
     @Test

@@ -16,7 +16,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import dev.ripcord.engine.ByteTokenizer;
+import dev.ripcord.tokenizer.ByteTokenizer;
 import dev.ripcord.protocol.Sampling;
 import dev.ripcord.stack.GatewayClient;
 import dev.ripcord.stack.LocalStack;

@@ -1,4 +1,4 @@
-package dev.ripcord.engine;
+package dev.ripcord.tokenizer;
 
 import java.nio.ByteBuffer;
 import java.nio.CharBuffer;

@@ -1,4 +1,4 @@
-package dev.ripcord.engine;
+package dev.ripcord.tokenizer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -228,7 +228,7 @@ class TokenizerTest {
         Path truncated = dir.resolve("truncated.bin");
         Files.write(truncated, Arrays.copyOf(bytes, bytes.length - 3));
         assertThatThrownBy(() -> BpeTokenizer.load(truncated, bpe.vocabSize()))
-                .isInstanceOf(InvalidModelFileException.class)
+                .isInstanceOf(InvalidTokenizerFileException.class)
                 .hasMessageContaining(truncated.toString()).hasMessageContaining("truncated");
         assertThatThrownBy(() -> BpeTokenizer.load(file, bpe.vocabSize() - 1))
                 .hasMessageContaining("bytes left after").hasMessageContaining("vocabulary size");

@@ -1,4 +1,4 @@
-package dev.ripcord.engine;
+package dev.ripcord.tokenizer;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -51,45 +51,45 @@ public final class BpeTokenizer implements Tokenizer {
     /**
      * Reads a llama2.c {@code tokenizer.bin} with {@code vocabSize} entries.
      *
-     * @throws InvalidModelFileException if the file is truncated, has trailing bytes or an impossible entry
+     * @throws InvalidTokenizerFileException if the file is truncated, has trailing bytes or an impossible entry
      */
     public static BpeTokenizer load(Path path, int vocabSize) throws IOException {
         Checks.requireArgument(vocabSize > 3, "vocabSize must exceed the 3 special tokens, got %s", vocabSize);
         if (!Files.isRegularFile(path)) {
-            throw new InvalidModelFileException(path, "no such file");
+            throw new InvalidTokenizerFileException(path, "no such file");
         }
         ByteBuffer in = ByteBuffer.wrap(Files.readAllBytes(path)).order(ByteOrder.LITTLE_ENDIAN);
         if (in.remaining() < Integer.BYTES) {
-            throw new InvalidModelFileException(path, "file is %d bytes, shorter than the 4-byte max_token_length "
+            throw new InvalidTokenizerFileException(path, "file is %d bytes, shorter than the 4-byte max_token_length "
                     .formatted(in.remaining()) + "header");
         }
         int maxTokenLength = in.getInt();
         if (maxTokenLength <= 0 || maxTokenLength > 4096) {
-            throw new InvalidModelFileException(path, "max_token_length %d is implausible; is this a llama2.c "
+            throw new InvalidTokenizerFileException(path, "max_token_length %d is implausible; is this a llama2.c "
                     .formatted(maxTokenLength) + "tokenizer.bin?");
         }
         byte[][] pieces = new byte[vocabSize][];
         float[] scores = new float[vocabSize];
         for (int i = 0; i < vocabSize; i++) {
             if (in.remaining() < 8) {
-                throw new InvalidModelFileException(path, "truncated at token %d of %d (offset %d): expected a "
+                throw new InvalidTokenizerFileException(path, "truncated at token %d of %d (offset %d): expected a "
                         .formatted(i, vocabSize, in.position()) + "score and a length");
             }
             scores[i] = in.getFloat();
             int len = in.getInt();
             if (len < 0 || len > maxTokenLength) {
-                throw new InvalidModelFileException(path, "token %d has length %d outside [0, max_token_length=%d]"
+                throw new InvalidTokenizerFileException(path, "token %d has length %d outside [0, max_token_length=%d]"
                         .formatted(i, len, maxTokenLength));
             }
             if (in.remaining() < len) {
-                throw new InvalidModelFileException(path, "truncated inside token %d of %d: %d bytes announced, %d "
+                throw new InvalidTokenizerFileException(path, "truncated inside token %d of %d: %d bytes announced, %d "
                         .formatted(i, vocabSize, len, in.remaining()) + "left");
             }
             pieces[i] = new byte[len];
             in.get(pieces[i]);
         }
         if (in.hasRemaining()) {
-            throw new InvalidModelFileException(path, "%d bytes left after %d tokens; the tokenizer does not match "
+            throw new InvalidTokenizerFileException(path, "%d bytes left after %d tokens; the tokenizer does not match "
                     .formatted(in.remaining(), vocabSize) + "the model's vocabulary size");
         }
         return new BpeTokenizer(pieces, scores, maxTokenLength);
@@ -261,6 +261,12 @@ public final class BpeTokenizer implements Tokenizer {
             }
         }
         return Arrays.copyOfRange(piece, start, piece.length);
+    }
+
+    /** The piece as text ({@code <s>}, {@code </s>} for BOS and EOS). */
+    @Override
+    public String tokenText(int token) {
+        return new String(pieces[token], StandardCharsets.UTF_8);
     }
 
     /** A token's raw piece as stored in the vocabulary. */

@@ -1,4 +1,4 @@
-package dev.ripcord.engine;
+package dev.ripcord.tokenizer;
 
 import java.nio.charset.StandardCharsets;
 

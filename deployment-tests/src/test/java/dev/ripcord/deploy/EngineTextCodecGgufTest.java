@@ -1,4 +1,4 @@
-package dev.ripcord.gateway.model;
+package dev.ripcord.deploy;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -10,13 +10,18 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import dev.ripcord.engine.BpeTokenizer;
 import dev.ripcord.engine.ModelConfig;
 import dev.ripcord.engine.tools.GgufConvert;
 import dev.ripcord.engine.weights.RandomWeights;
 import dev.ripcord.format.gguf.GgmlType;
+import dev.ripcord.gateway.model.EngineTextCodec;
+import dev.ripcord.gateway.model.ModelProperties;
+import dev.ripcord.tokenizer.BpeTokenizer;
 
-/** A GGUF checkpoint gives the gateway its shape and its own tokenizer, as the workers load it. */
+/**
+ * A GGUF checkpoint written by the engine's converter gives the gateway its shape and its own tokenizer, as the
+ * workers load it. Here rather than in gateway-service because the gateway no longer depends on the engine.
+ */
 class EngineTextCodecGgufTest {
     @TempDir
     Path dir;

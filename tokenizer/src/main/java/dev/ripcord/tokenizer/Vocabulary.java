@@ -1,0 +1,133 @@
+package dev.ripcord.tokenizer;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A GGUF vocabulary: token texts, their types and the special tokens, plus the split of a prompt into plain-text
+ * fragments and special tokens (llama.cpp's {@code tokenizer_st_partition}). Immutable.
+ *
+ * <p>Token types ({@code tokenizer.ggml.token_type}): 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused,
+ * 6 byte. User-defined tokens are always matched as whole tokens in text; control and unknown tokens only when the
+ * caller asks to parse special tokens. Matching is leftmost, and at one position the longest token wins.
+ */
+final class Vocabulary {
+    static final int NORMAL = 1;
+    static final int UNKNOWN = 2;
+    static final int CONTROL = 3;
+    static final int USER_DEFINED = 4;
+    static final int UNUSED = 5;
+    static final int BYTE = 6;
+
+    private final String[] texts;
+    private final int[] types;
+    private final Map<String, Integer> ids;
+    private final SpecialTokens special;
+    /** Matchable tokens by first char, longest text first. */
+    private final Map<Character, int[]> matchable;
+
+    Vocabulary(String[] texts, int[] types, SpecialTokens special) {
+        Checks.requireArgument(texts.length == types.length, "%s tokens but %s token types", texts.length,
+                types.length);
+        this.texts = texts;
+        this.types = types;
+        this.special = special;
+        this.ids = new HashMap<>(texts.length * 2);
+        Map<Character, List<Integer>> byFirst = new HashMap<>();
+        for (int i = 0; i < texts.length; i++) {
+            ids.putIfAbsent(texts[i], i);
+            int type = types[i];
+            if ((type == CONTROL || type == USER_DEFINED || type == UNKNOWN) && !texts[i].isEmpty()) {
+                byFirst.computeIfAbsent(texts[i].charAt(0), c -> new ArrayList<>()).add(i);
+            }
+        }
+        this.matchable = new HashMap<>();
+        byFirst.forEach((c, list) -> matchable.put(c, list.stream()
+                .sorted((a, b) -> Integer.compare(texts[b].length(), texts[a].length()))
+                .mapToInt(Integer::intValue).toArray()));
+        for (int id : new int[] {special.bos(), special.eos(), special.eot(), special.eom(), special.unknown(),
+                special.padding()}) {
+            Checks.requireArgument(id < texts.length, "special token id %s outside the vocabulary of %s", id,
+                    texts.length);
+        }
+    }
+
+    int size() {
+        return texts.length;
+    }
+
+    String text(int id) {
+        return texts[id];
+    }
+
+    int type(int id) {
+        return types[id];
+    }
+
+    SpecialTokens special() {
+        return special;
+    }
+
+    /** The id of a token spelled exactly {@code text}, or -1. */
+    int id(String text) {
+        Integer id = ids.get(text);
+        return id == null ? -1 : id;
+    }
+
+    /** A piece of a prompt: plain text to tokenize ({@code token < 0}), or one special token. */
+    record Fragment(String text, int token) {
+    }
+
+    /** Splits {@code text} at special-token text; see the class comment for which tokens are matched. */
+    List<Fragment> partition(String text, boolean parseSpecial) {
+        List<Fragment> out = new ArrayList<>();
+        int plainStart = 0;
+        int i = 0;
+        while (i < text.length()) {
+            int[] candidates = matchable.get(text.charAt(i));
+            int found = -1;
+            if (candidates != null) {
+                for (int id : candidates) {
+                    if ((parseSpecial || types[id] == USER_DEFINED) && text.startsWith(texts[id], i)) {
+                        found = id;
+                        break;
+                    }
+                }
+            }
+            if (found < 0) {
+                i++;
+                continue;
+            }
+            if (i > plainStart) {
+                out.add(new Fragment(text.substring(plainStart, i), -1));
+            }
+            out.add(new Fragment(texts[found], found));
+            i += texts[found].length();
+            plainStart = i;
+        }
+        if (plainStart < text.length()) {
+            out.add(new Fragment(text.substring(plainStart), -1));
+        }
+        return out;
+    }
+
+    /** Whether a token decodes to nothing when streaming text (control, unknown, unused). */
+    boolean silent(int id) {
+        int type = types[id];
+        return type == CONTROL || type == UNKNOWN || type == UNUSED;
+    }
+
+    /** The byte of a byte token spelled {@code <0xHH>}, or -1. */
+    static int byteValue(String text) {
+        if (text.length() == 6 && text.startsWith("<0x") && text.charAt(5) == '>') {
+            int hi = Character.digit(text.charAt(3), 16);
+            int lo = Character.digit(text.charAt(4), 16);
+            if (hi >= 0 && lo >= 0) {
+                return hi << 4 | lo;
+            }
+        }
+        return -1;
+    }
+}
