@@ -30,7 +30,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  */
 @ExtendWith(KvLeakCheck.class)
 @EnabledOnOs(OS.LINUX)
-class CrossProcessTest {
+class CrossProcessIT {
     static final int MIB = 1 << 20;
     static final Duration WAIT = Duration.ofSeconds(30);
 
