@@ -253,7 +253,7 @@ public final class CancellationRegistry {
 
     /**
      * Throws {@link IllegalStateException} listing the IDs of registrations that were never completed. For tests
-     * (see {@code dev.ripcord.cancel.testing.CancellationLeakExtension}) and shutdown checks.
+     * (see {@code dev.ripcord.cancel.testing.CancellationLeakExtension}, in this module's test-jar) and shutdown checks.
      */
     public void assertNoLiveRegistrations() {
         if (liveCount.get() == 0) {

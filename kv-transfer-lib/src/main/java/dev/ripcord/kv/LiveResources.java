@@ -11,7 +11,8 @@ import java.util.function.Supplier;
 /**
  * Process-wide ledger of everything the library holds: agents, regions and sessions of every agent in this JVM.
  * Each is entered when created and removed when released (exactly once), so a leak is a visible entry with a
- * description, not a guess. {@link dev.ripcord.kv.testing.KvLeakCheck} fails a test class that leaves entries.
+ * description, not a guess. {@code dev.ripcord.kv.testing.KvLeakCheck} (in this
+ * module's test-jar) fails a test class that leaves entries.
  */
 public final class LiveResources {
 

@@ -25,7 +25,7 @@ import tools.jackson.databind.node.ObjectNode;
  * event by event, as they arrive.
  *
  * <p>Deliberately not an SDK: it shows the wire format as it is (an SDK would hide a missing field or an extra
- * event). {@code OpenAiSdkTest} covers what an SDK sees.
+ * event). {@code OpenAiSdkIT} covers what an SDK sees.
  */
 public final class GatewayClient {
 

@@ -11,7 +11,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Marks an end-to-end test class that runs against a real local stack (Kafka broker plus gateway, prefill and
- * decode JVMs). A {@link TestStack} parameter of any test, lifecycle method or constructor receives it.
+ * decode JVMs). A {@link TestStack} parameter of any test, lifecycle method or constructor receives it. Such a class
+ * is a stack test: name it {@code *IT}, so that failsafe runs it after the services' jars are packaged (surefire's
+ * unit tier skips it).
  *
  * <p>Stacks are shared: every class asking for the same properties gets the same stack, started once per test
  * run and stopped at its end. A class that needs other settings names only what differs from
@@ -19,7 +21,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  *
  * <pre>{@code
  * @LocalStackTest(properties = {"ripcord.prefill.chunk-tokens=64", "ripcord.cancel.propagation=kafka"})
- * class KafkaOnlyCancellationTest {
+ * class KafkaOnlyCancellationIT {
  *     @Test
  *     void cancelStopsPrefill(TestStack stack) { ... }
  * }

@@ -29,7 +29,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * waiting a time.
  */
 @LocalStackTest(properties = {SMALL_MODEL, CHUNK_64, ONE_RUNNING, BOTH})
-class CancelPhasesTest {
+class CancelPhasesIT {
 
     private Endpoints stack;
     private StreamingClient client;

@@ -28,7 +28,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 @LocalStackTest
 @Timeout(value = 2, unit = TimeUnit.MINUTES) // a hang guard (a stream that never ends), not a time assertion
-class CompletionMatchesReferenceTest {
+class CompletionMatchesReferenceIT {
 
     private static final int MAX_TOKENS = 48;
 

@@ -20,7 +20,8 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * Before the class runs it notes what is already live (so classes sharing a JVM do not blame each other); after
  * the class it waits up to {@code ripcord.kv.leakCheck.timeoutMillis} (default 5000) for releases still in
  * flight, then fails with the description of every resource the class created and did not release (request ids
- * included). Ships in the main jar so services' tests can use it; JUnit Jupiter is an optional dependency.
+ * included). A test fixture: it ships in kv-transfer-lib's test-jar ({@code <type>test-jar</type>}, test scope),
+ * never in the main jar, so services' tests can use it and no production classpath carries JUnit.
  */
 public final class KvLeakCheck implements BeforeAllCallback, AfterAllCallback {
     private static final ExtensionContext.Namespace NS = ExtensionContext.Namespace.create(KvLeakCheck.class);

@@ -26,7 +26,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 @LocalStackTest
 @Timeout(value = 2, unit = TimeUnit.MINUTES) // a hang guard (a stream that never ends), not a time assertion
-class WorkersReleaseEverythingTest {
+class WorkersReleaseEverythingIT {
 
     private static final int CHUNK_TOKENS = 16;
 

@@ -17,10 +17,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * A cancel that arrives before its request is kept and aborts the request at admission, exactly once per worker
  * (the bug report: "if cancellation arrives before registration, retain it and dispatch exactly one abort after
  * registration"). Here the cancel is the gateway's explicit cancel for an ID it has not seen, which it forwards on
- * the cancellations topic; {@code KafkaUnavailableTest} publishes one with a plain Kafka producer.
+ * the cancellations topic; {@code KafkaUnavailableIT} publishes one with a plain Kafka producer.
  */
 @LocalStackTest(properties = {SMALL_MODEL, CHUNK_64, ONE_RUNNING, BOTH})
-class CancelBeforeRegistrationTest {
+class CancelBeforeRegistrationIT {
 
     @Test
     void cancelForwardedBeforeTheRequestArrivesAbortsItAtAdmissionExactlyOnce(TestStack stack) throws Exception {

@@ -27,7 +27,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * <p>One stack per propagation mode (it is a startup property); the {@code both} stack is shared with the other
  * small-model cancellation tests.
  */
-class BugReportScenarioTest {
+class BugReportScenarioIT {
 
     @Nested
     @LocalStackTest(properties = {SMALL_MODEL, CHUNK_64, ONE_RUNNING, BOTH})

@@ -55,7 +55,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * request exists, aborts the request at admission.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
-class KafkaUnavailableTest {
+class KafkaUnavailableIT {
 
     private static KraftBroker broker;
     private static LocalStack stack;
@@ -139,7 +139,7 @@ class KafkaUnavailableTest {
 
         // A disconnect still stops a long prefill within one chunk, in-band; the next request does not wait.
         DisconnectScenario.Result r = DisconnectScenario.run(endpoints, "no-kafka");
-        BugReportScenarioTest.assertStoppedWithinOneChunk(r, "IN_BAND");
+        BugReportScenarioIT.assertStoppedWithinOneChunk(r, "IN_BAND");
 
         // An explicit cancel of a request in flight here is in-band too.
         String longId = "no-kafka-explicit-" + UUID.randomUUID();

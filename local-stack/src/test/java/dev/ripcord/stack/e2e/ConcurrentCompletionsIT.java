@@ -29,7 +29,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 @LocalStackTest
 @Timeout(value = 2, unit = TimeUnit.MINUTES) // a hang guard (a stream that never ends), not a time assertion
-class ConcurrentCompletionsTest {
+class ConcurrentCompletionsIT {
 
     private static final int REQUESTS = 8;
 

@@ -38,7 +38,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * <p>Randomized on purpose (concurrency code is tested by hammering interleavings); the plan's seed is printed so
  * that a failing plan can be replayed, though the timing of course cannot. With the tiny model a prompt spends
  * microseconds in prefill and seconds in the queue, so random disconnects rarely land mid-prefill; that phase is
- * covered deterministically by {@link CancelPhasesTest} and {@link BugReportScenarioTest}. The storm asserts that
+ * covered deterministically by {@link CancelPhasesIT} and {@link BugReportScenarioIT}. The storm asserts that
  * it reached the queue, the KV transfer and the decode batch.
  */
 @LocalStackTest(properties = {
@@ -55,7 +55,7 @@ import static org.assertj.core.api.Assertions.assertThat;
         "ripcord.kv.attach-timeout=15s",
         // Every event of the storm must still be in the journal when it is read.
         "ripcord.worker.journal-size=200000"})
-class AbortStormTest {
+class AbortStormIT {
 
     private static final int REQUESTS = 500;
     private static final int CONCURRENCY = 500;

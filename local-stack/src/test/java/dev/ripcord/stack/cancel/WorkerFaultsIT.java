@@ -53,7 +53,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Facts only: states and counts are polled until they hold; durations are printed, never asserted.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
-class WorkerFaultsTest {
+class WorkerFaultsIT {
 
     /** Short so the stall case is quick; the point is what happens, not when. */
     private static final String STALL_TIMEOUT = "2s";

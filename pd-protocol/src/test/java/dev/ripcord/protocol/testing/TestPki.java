@@ -21,7 +21,8 @@ import javax.net.ssl.TrustManagerFactory;
  * password {@link #PASSWORD}.
  *
  * <p>For tests of the internal API's mutual TLS, on either end (the gateway's worker client, a worker's server); it
- * lives here, next to the protocol, because both ends' tests use it. Never used by the services themselves.
+ * lives here, next to the protocol, because both ends' tests use it. A test fixture: it ships in pd-protocol's
+ * test-jar ({@code <type>test-jar</type>}, test scope), never in the main jar or a service.
  */
 public final class TestPki {
 

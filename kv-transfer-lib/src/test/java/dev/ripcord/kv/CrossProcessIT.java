@@ -31,7 +31,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(KvLeakCheck.class)
 @EnabledOnOs(value = OS.LINUX, disabledReason = "SIGSTOP/SIGCONT and /dev/shm shared memory between two JVMs: "
         + "Linux only")
-class CrossProcessTest {
+class CrossProcessIT {
     static final int MIB = 1 << 20;
     static final Duration WAIT = Duration.ofSeconds(30);
 

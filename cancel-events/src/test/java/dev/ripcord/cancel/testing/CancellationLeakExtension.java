@@ -19,8 +19,8 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * }</pre>
  *
  * The registry is looked up through the supplier when the check runs, so it may come from a field set in
- * {@code @BeforeEach} or from a Spring context. Needs {@code junit-jupiter-api} on the test classpath (this module
- * declares it optional).
+ * {@code @BeforeEach} or from a Spring context. A test fixture: it ships in cancel-events' test-jar
+ * ({@code <type>test-jar</type>}, test scope), never in the main jar, so no production classpath carries JUnit.
  */
 public final class CancellationLeakExtension implements AfterEachCallback, AfterAllCallback {
 

@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
  * wrong), health stays open, and a key cannot cancel another key's request (404, as for an unknown ID).
  */
 @LocalStackTest
-class AuthenticationTest {
+class AuthenticationIT {
 
     private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(5)).build();

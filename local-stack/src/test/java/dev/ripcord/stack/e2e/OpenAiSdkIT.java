@@ -37,7 +37,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 @LocalStackTest
 @Timeout(value = 2, unit = TimeUnit.MINUTES) // a hang guard (a stream that never ends), not a time assertion
-class OpenAiSdkTest {
+class OpenAiSdkIT {
 
     private static final int MAX_TOKENS = 40;
     private static OpenAIClient client;
