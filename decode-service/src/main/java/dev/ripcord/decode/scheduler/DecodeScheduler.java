@@ -85,6 +85,16 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
     public DecodeScheduler(InferenceEngine engine, TransferAgent agent, KvRegion poolRegion,
                            CancellationRegistry registry, DecodeProperties properties, MeterRegistry meters,
                            SchedulerJournal journal) {
+        this(engine, agent, poolRegion, registry, properties, meters, journal, false);
+    }
+
+    /**
+     * @param manualLoop true for a loop without a thread that the caller steps through {@link #engineLoop()}
+     *                   (in-process scheduler tests); production passes false
+     */
+    public DecodeScheduler(InferenceEngine engine, TransferAgent agent, KvRegion poolRegion,
+                           CancellationRegistry registry, DecodeProperties properties, MeterRegistry meters,
+                           SchedulerJournal journal, boolean manualLoop) {
         this.journal = journal;
         this.engine = engine;
         this.pool = engine.pagePool();
@@ -93,7 +103,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
         this.registry = registry;
         this.maxBatch = Math.min(properties.maxBatch(), engine.options().maxBatch());
         this.meters = meters;
-        this.loop = new EngineLoop("decode-engine", this::step);
+        this.loop = manualLoop ? EngineLoop.manual("decode-engine", this::step) : new EngineLoop("decode-engine", this::step);
         Gauge.builder("ripcord.decode.awaiting.kv", this, s -> s.awaitingKv)
                 .description("requests whose KV is still being transferred").register(meters);
         Gauge.builder("ripcord.decode.running", this, s -> s.running)
@@ -347,6 +357,11 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
     }
 
     // ------------------------------------------------------------------------------------------ state
+
+    /** The loop every engine call runs on; tests step a manual one themselves. */
+    public EngineLoop engineLoop() {
+        return loop;
+    }
 
     public int awaitingKv() {
         return awaitingKv;

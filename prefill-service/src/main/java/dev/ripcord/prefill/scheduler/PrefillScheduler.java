@@ -84,6 +84,16 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
     public PrefillScheduler(InferenceEngine engine, TransferAgent agent, KvRegion poolRegion,
                             CancellationRegistry registry, PrefillProperties properties, MeterRegistry meters,
                             SchedulerJournal journal) {
+        this(engine, agent, poolRegion, registry, properties, meters, journal, false);
+    }
+
+    /**
+     * @param manualLoop true for a loop without a thread that the caller steps through {@link #engineLoop()}
+     *                   (in-process scheduler tests); production passes false
+     */
+    public PrefillScheduler(InferenceEngine engine, TransferAgent agent, KvRegion poolRegion,
+                            CancellationRegistry registry, PrefillProperties properties, MeterRegistry meters,
+                            SchedulerJournal journal, boolean manualLoop) {
         this.journal = journal;
         this.engine = engine;
         this.pool = engine.pagePool();
@@ -93,7 +103,7 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
         this.properties = properties;
         this.meters = meters;
         this.queue = new LinkedBlockingDeque<>(properties.queueCapacity());
-        this.loop = new EngineLoop("prefill-engine", this::step);
+        this.loop = manualLoop ? EngineLoop.manual("prefill-engine", this::step) : new EngineLoop("prefill-engine", this::step);
         Gauge.builder("ripcord.prefill.queue", queue, LinkedBlockingDeque::size)
                 .description("prompts waiting for a running slot").register(meters);
         Gauge.builder("ripcord.prefill.running", this, s -> s.runningCount)
@@ -403,6 +413,11 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
     }
 
     // ------------------------------------------------------------------------------------------ state
+
+    /** The loop every engine call runs on; tests step a manual one themselves. */
+    public EngineLoop engineLoop() {
+        return loop;
+    }
 
     public int queued() {
         return queue.size();
