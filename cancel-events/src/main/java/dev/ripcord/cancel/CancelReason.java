@@ -21,5 +21,32 @@ public enum CancelReason {
      * The client stopped reading its stream: it accepted no bytes for the gateway's stall timeout
      * ({@code ripcord.gateway.openai.stream-stall-timeout}), so the gateway gave up on it.
      */
-    CLIENT_STALLED
+    CLIENT_STALLED,
+    /**
+     * A worker's internal stream closed and nobody said why: the gateway vanished, the connection broke, or the
+     * gateway closed a leg that was already over. Recorded as exactly that, never guessed to be a client's
+     * disconnect. Only ever applied by the worker whose connection closed; never published.
+     */
+    CONNECTION_CLOSED,
+    /**
+     * A reason this version does not know, read from a peer that does (a KV abort frame or a worker event from a
+     * newer version). Never sent; never published.
+     */
+    UNKNOWN;
+
+    /**
+     * The reason named {@code name}, or {@link #UNKNOWN} when this version does not know it (or {@code name} is
+     * null): for the internal hops, where a newer peer must not make an older one crash. The Kafka codec is
+     * stricter on purpose (it dead-letters an unknown reason).
+     */
+    public static CancelReason fromWire(String name) {
+        if (name != null) {
+            for (CancelReason r : values()) {
+                if (r.name().equals(name)) {
+                    return r;
+                }
+            }
+        }
+        return UNKNOWN;
+    }
 }

@@ -114,6 +114,14 @@ public class WorkerAutoConfiguration {
         return new GracefulDrain(drainables, grace);
     }
 
+    /** What both schedulers work with; they close before any of it (they depend on it). */
+    @Bean
+    WorkerContext workerContext(InferenceEngine engine, TransferAgent agent, KvRegion kvPoolRegion,
+                                dev.ripcord.cancel.CancellationRegistry registry, MeterRegistry meters,
+                                SchedulerJournal journal) {
+        return new WorkerContext(engine, agent, kvPoolRegion, registry, meters, journal);
+    }
+
     /** The engine's whole page pool as one transfer region: page {@code p} is at offset {@code p * pageBytes}. */
     @Bean(destroyMethod = "close")
     KvRegion kvPoolRegion(TransferAgent agent, InferenceEngine engine) {

@@ -6,6 +6,8 @@ import dev.ripcord.cancel.CancelOutcome;
 import dev.ripcord.cancel.CancelReason;
 import dev.ripcord.cancel.CancelSource;
 import dev.ripcord.prefill.scheduler.PrefillJob;
+import dev.ripcord.protocol.Cancelled;
+import dev.ripcord.worker.job.JobState;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -34,16 +36,23 @@ class KafkaCancelWhileQueuedAtPrefillTest {
     void cancelWhileQueuedAtPrefillEndsDecodeCancelledNotFailed() {
         TwoWorkers.Request request = workers.reserve("queued-kafka-1", 40, 8);
         PrefillJob prefillJob = request.startPrefill();
-        assertThat(prefillJob.state()).isEqualTo(PrefillJob.State.QUEUED);
+        assertThat(prefillJob.state()).isEqualTo(JobState.WAITING);
 
         // Kafka delivers the gateway's cancel to prefill while the prompt waits in its queue.
         assertThat(workers.prefillRegistry.cancel(request.id, CancelReason.CLIENT_CANCEL, CancelSource.KAFKA))
                 .isEqualTo(CancelOutcome.ABORTED);
         workers.runUntil("decode job to end", () -> request.decodeJob.state().isTerminal());
 
-        assertThat(prefillJob.state()).isEqualTo(PrefillJob.State.CANCELLED);
-        assertThat(request.decodeJob.state()).isEqualTo(DecodeJob.State.CANCELLED);
+        assertThat(prefillJob.state()).isEqualTo(JobState.CANCELLED);
+        assertThat(request.decodeJob.state()).isEqualTo(JobState.CANCELLED);
+        // The right reason, and the right source: decode learned it from prefill's typed abort, through its registry.
         assertThat(request.decodeJob.cancelRequest().reason()).isEqualTo(CancelReason.CLIENT_CANCEL);
+        assertThat(request.decodeJob.cancelRequest().source()).isEqualTo(CancelSource.UPSTREAM);
+        assertThat(request.decodeEvents).last().isEqualTo(new Cancelled(CancelReason.CLIENT_CANCEL, CancelSource.UPSTREAM));
+        assertThat(request.prefillEvents).last().isEqualTo(new Cancelled(CancelReason.CLIENT_CANCEL, CancelSource.KAFKA));
+        assertThat(workers.decodeRegistry.isCancelled(request.id)).as("registration reported cancelled").isTrue();
+        assertThat(workers.decodeMeters.counter("ripcord.cancellations", "service", "decode", "phase", "transfer",
+                "path", "upstream").count()).isEqualTo(1);
         assertThat(workers.decode.aborts()).isEqualTo(1);
         // Decode's own copy of the record, arriving late, is a replay of a cancel it already applied.
         workers.runUntilQuiet();

@@ -28,6 +28,7 @@ import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.Sampling;
 import dev.ripcord.worker.EngineLoop;
 import dev.ripcord.worker.SchedulerJournal;
+import dev.ripcord.worker.WorkerContext;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 
 /**
@@ -68,11 +69,10 @@ final class TwoWorkers implements AutoCloseable {
         decodeAgent = TransferAgent.start(TransferAgentOptions.defaults("decode-test").withBackend(Backend.TCP));
         prefillRegion = prefillAgent.registerRegion(prefillEngine.pagePool().segment());
         decodeRegion = decodeAgent.registerRegion(decodeEngine.pagePool().segment());
-        prefill = new PrefillScheduler(prefillEngine, prefillAgent, prefillRegion, prefillRegistry,
-                new PrefillProperties(CHUNK_TOKENS, 1, 64, Duration.ofSeconds(1)), prefillMeters, prefillJournal,
-                true);
-        decode = new DecodeScheduler(decodeEngine, decodeAgent, decodeRegion, decodeRegistry,
-                new DecodeProperties(4, Duration.ofSeconds(1)), decodeMeters, decodeJournal, true);
+        prefill = new PrefillScheduler(new WorkerContext(prefillEngine, prefillAgent, prefillRegion, prefillRegistry,
+                prefillMeters, prefillJournal), new PrefillProperties(CHUNK_TOKENS, 1, 64, Duration.ofSeconds(1)), true);
+        decode = new DecodeScheduler(new WorkerContext(decodeEngine, decodeAgent, decodeRegion, decodeRegistry,
+                decodeMeters, decodeJournal), new DecodeProperties(4, Duration.ofSeconds(1)), true);
     }
 
     /** One request's two legs, as the gateway would hold them. */
@@ -94,7 +94,8 @@ final class TwoWorkers implements AutoCloseable {
         }
 
         String transfer() {
-            return decodeEvents.isEmpty() ? null : decodeEvents.getFirst().transfer();
+            return decodeEvents.isEmpty() || !(decodeEvents.getFirst() instanceof DecodeEvent.Reserved r)
+                    ? null : r.transfer();
         }
 
         /** The prefill leg: submitted with decode's descriptor, as the gateway does after RESERVED. */

@@ -96,12 +96,12 @@ final class FakeWorker implements AutoCloseable {
 
     // ------------------------------------------------------------------------------------------ answers
 
-    /** A refusal: {@code status} with {@code Retry-After: 2} and an ERROR event as body, as workers answer. */
+    /** A refusal: {@code status} with {@code Retry-After: 2} and a FAILED event as body, as workers answer. */
     static Script status(int status) {
         return (call, response) -> response.status(status)
                 .header("Retry-After", "2")
                 .header("Content-Type", "application/json")
-                .sendString(Mono.just("{\"type\":\"ERROR\",\"error\":\"refused by the fake\"}"));
+                .sendString(Mono.just("{\"type\":\"FAILED\",\"code\":\"busy\",\"message\":\"refused by the fake\"}"));
     }
 
     /** An NDJSON stream of {@code lines}, each flushed as it comes. */

@@ -158,7 +158,7 @@ class ResilientLegsTest {
     @Test
     void aWorkerErrorEventAfterAdmissionIsReportedNotRetried() {
         FakeWorker a = worker(FakeWorker.stream(Flux.just(FakeWorker.reserved(),
-                "{\"type\":\"ERROR\",\"error\":\"transfer failed\"}")));
+                "{\"type\":\"FAILED\",\"code\":\"transfer_failed\",\"message\":\"transfer failed\"}")));
         FakeWorker b = worker(FakeWorker.decodeGenerating(2));
         FakeWorker prefill = worker(FakeWorker.prefillDone());
         DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(a.uri(), b.uri()));
