@@ -139,13 +139,35 @@ final class TwoWorkers implements AutoCloseable {
         long deadline = System.nanoTime() + HANG_GUARD.toNanos();
         while (!done.getAsBoolean()) {
             if (!stepBoth()) {
-                if (System.nanoTime() > deadline) {
-                    throw new AssertionError("hung waiting for " + what + "\nprefill journal: " + prefillJournal.since(0)
-                            + "\ndecode journal: " + decodeJournal.since(0));
-                }
-                Thread.onSpinWait();
+                pause(what, deadline);
             }
         }
+    }
+
+    /** Steps prefill's loop only (decode's stays where it is) until {@code done}; fails only on a hang. */
+    void stepPrefillUntil(String what, BooleanSupplier done) {
+        long deadline = System.nanoTime() + HANG_GUARD.toNanos();
+        while (!done.getAsBoolean()) {
+            if (!prefillLoop().runOnce()) {
+                pause(what, deadline);
+            }
+        }
+    }
+
+    /** Steps no loop: waits for the network alone; fails only on a hang. */
+    void waitFor(String what, BooleanSupplier done) {
+        long deadline = System.nanoTime() + HANG_GUARD.toNanos();
+        while (!done.getAsBoolean()) {
+            pause(what, deadline);
+        }
+    }
+
+    private void pause(String what, long deadline) {
+        if (System.nanoTime() > deadline) {
+            throw new AssertionError("hung waiting for " + what + "\nprefill journal: " + prefillJournal.since(0)
+                    + "\ndecode journal: " + decodeJournal.since(0));
+        }
+        java.util.concurrent.locks.LockSupport.parkNanos(20_000);
     }
 
     /** Until both workers hold nothing: no pages, sessions, regions beyond the pools', or registrations. */
@@ -153,7 +175,11 @@ final class TwoWorkers implements AutoCloseable {
         runUntil("both workers to let go of everything", () -> prefillEngine.pagePool().pagesLive() == 0
                 && decodeEngine.pagePool().pagesLive() == 0
                 && prefillAgent.stats().liveSessions() == 0 && decodeAgent.stats().liveSessions() == 0
-                && prefillRegistry.liveRegistrations() == 0 && decodeRegistry.liveRegistrations() == 0);
+                && prefillRegistry.liveRegistrations() == 0 && decodeRegistry.liveRegistrations() == 0
+                && prefill.queued() + prefill.running() == 0 && decode.awaitingKv() + decode.running() == 0);
+        // What the loops still hold queued (the last emissions of ended streams) runs too.
+        prefillLoop().runUntilIdle(100_000);
+        decodeLoop().runUntilIdle(100_000);
     }
 
     List<String> prefillEvents(String id) {
