@@ -167,7 +167,7 @@ final class TwoWorkers implements AutoCloseable {
             throw new AssertionError("hung waiting for " + what + "\nprefill journal: " + prefillJournal.since(0)
                     + "\ndecode journal: " + decodeJournal.since(0));
         }
-        java.util.concurrent.locks.LockSupport.parkNanos(20_000);
+        Thread.yield(); // the transfer agents' event loops need the core more than this thread does
     }
 
     /** Until both workers hold nothing: no pages, sessions, regions beyond the pools', or registrations. */
