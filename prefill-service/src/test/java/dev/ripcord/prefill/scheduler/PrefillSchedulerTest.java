@@ -98,6 +98,7 @@ class PrefillSchedulerTest {
     void quiet() {
         runUntil("pages back", () -> engine.pagePool().pagesLive() == 0 && agent.stats().liveSessions() == 0
                 && decodeSide.stats().liveSessions() == 0);
+        scheduler.engineLoop().runUntilIdle(10_000);
         scheduler.close();
     }
 
@@ -134,7 +135,6 @@ class PrefillSchedulerTest {
                 Thread.yield();
             }
         }
-        scheduler.engineLoop().runUntilIdle(10_000);
     }
 
     private static AbortReason.Cancel typedAbortAtDecode(ReceiveSession receive) {
@@ -146,10 +146,12 @@ class PrefillSchedulerTest {
     void completesAndDeliversTheFirstTokenWithTheKv() {
         Prompt p = new Prompt(40);
         runUntil("done", () -> p.job.state().isTerminal());
+        scheduler.engineLoop().runUntilIdle(10_000);
         assertThat(p.job.state()).isEqualTo(JobState.DONE);
         int first = TransferMetadata.decodeFirstToken(p.receive.completion().join());
         assertThat(p.events).last().isEqualTo(new PrefillEvent.Done(first));
         runUntil("freed", () -> p.journal().contains("FREED"));
+        scheduler.engineLoop().runUntilIdle(10_000);
         assertThat(p.journal()).containsExactly("QUEUED", "STARTED", "CHUNK", "CHUNK", "CHUNK", "DONE", "FREED");
         assertThat(scheduler.aborts()).isZero();
     }
@@ -160,6 +162,7 @@ class PrefillSchedulerTest {
         assertThat(registry.cancel(p.id, CancelReason.CLIENT_CANCEL, CancelSource.KAFKA))
                 .isEqualTo(CancelOutcome.ABORTED);
         runUntil("the transfer to end", () -> p.receive.released().isDone());
+        scheduler.engineLoop().runUntilIdle(10_000);
         assertThat(p.job.state()).isEqualTo(JobState.CANCELLED);
         assertThat(typedAbortAtDecode(p.receive))
                 .isEqualTo(new AbortReason.Cancel(CancelReason.CLIENT_CANCEL, CancelSource.KAFKA));
@@ -177,6 +180,7 @@ class PrefillSchedulerTest {
         runUntil("the first chunk", () -> p.journal().contains("CHUNK"));
         registry.cancel(p.id, CancelReason.CLIENT_STALLED, CancelSource.IN_BAND);
         runUntil("freed", () -> p.journal().contains("FREED"));
+        scheduler.engineLoop().runUntilIdle(10_000);
         assertThat(p.journal()).containsExactly("QUEUED", "STARTED", "CHUNK", "CANCEL_OBSERVED", "STOPPED", "FREED");
         assertThat(p.events).last().isEqualTo(new Cancelled(CancelReason.CLIENT_STALLED, CancelSource.IN_BAND));
         assertThat(typedAbortAtDecode(p.receive))
@@ -191,6 +195,7 @@ class PrefillSchedulerTest {
         runUntil("the first chunk", () -> p.journal().contains("CHUNK"));
         p.receive.abort(CancelReason.DEADLINE, CancelSource.KAFKA); // decode heard it; prefill did not
         runUntil("freed", () -> p.journal().contains("FREED"));
+        scheduler.engineLoop().runUntilIdle(10_000);
         assertThat(p.job.state()).isEqualTo(JobState.CANCELLED);
         assertThat(p.job.cancelRequest().reason()).isEqualTo(CancelReason.DEADLINE);
         assertThat(p.job.cancelRequest().source()).isEqualTo(CancelSource.UPSTREAM);
@@ -206,6 +211,7 @@ class PrefillSchedulerTest {
         p.receive.abort("decode ran out of patience"); // not a cancel: untyped
         runUntil("ended", () -> p.job.state().isTerminal());
         runUntil("freed", () -> p.journal().contains("FREED"));
+        scheduler.engineLoop().runUntilIdle(10_000);
         assertThat(p.job.state()).isEqualTo(JobState.FAILED);
         assertThat(p.events).last().isInstanceOfSatisfying(Failed.class,
                 f -> assertThat(f.code()).isEqualTo(Failed.TRANSFER_FAILED));
@@ -225,6 +231,7 @@ class PrefillSchedulerTest {
         List<PrefillEvent> events = Collections.synchronizedList(new ArrayList<>());
         job.events().subscribe(events::add);
         runUntil("ended", () -> job.state().isTerminal());
+        scheduler.engineLoop().runUntilIdle(10_000);
         assertThat(job.state()).isEqualTo(JobState.CANCELLED);
         assertThat(events).containsExactly(new Cancelled(CancelReason.CLIENT_DISCONNECT, CancelSource.TOMBSTONE));
         assertThat(journal.since(0).stream().filter(e -> e.requestId().equals(id)).map(JournalEntry::event))
