@@ -158,6 +158,8 @@ class CancelPhasesTest {
         assertThat(d.seq(id, "CANCEL_OBSERVED")).isGreaterThan(d.seq(id, "KV_LANDED"));
         assertThat(d.seq(id, "STOPPED")).isGreaterThan(d.seq(id, "CANCEL_OBSERVED"));
         assertThat(d.has(id, "FINISHED")).as(d.toString()).isFalse();
+        assertThat(d.step(id, "STOPPED")).as("left the batch at the step after the one it was observed in\n" + d)
+                .isEqualTo(d.step(id, "CANCEL_OBSERVED") + 1);
         int generated = Integer.parseInt(d.of(id).stream().filter(e -> e.event().equals("STOPPED")).findFirst()
                 .orElseThrow().detail().split(" ")[0]);
         assertThat(generated).as("tokens generated before the stop").isLessThan(maxTokens);
