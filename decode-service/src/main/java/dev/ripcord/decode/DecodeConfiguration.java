@@ -2,6 +2,7 @@ package dev.ripcord.decode;
 
 import dev.ripcord.decode.scheduler.DecodeScheduler;
 import dev.ripcord.worker.WorkerContext;
+import dev.ripcord.worker.job.WorkerScheduler;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -13,6 +14,6 @@ public class DecodeConfiguration {
 
     @Bean(destroyMethod = "close")
     DecodeScheduler decodeScheduler(WorkerContext context, DecodeProperties properties) {
-        return new DecodeScheduler(context, properties);
+        return new DecodeScheduler(context, properties, WorkerScheduler.LoopMode.THREAD);
     }
 }

@@ -2,6 +2,7 @@ package dev.ripcord.prefill;
 
 import dev.ripcord.prefill.scheduler.PrefillScheduler;
 import dev.ripcord.worker.WorkerContext;
+import dev.ripcord.worker.job.WorkerScheduler;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -13,6 +14,6 @@ public class PrefillConfiguration {
 
     @Bean(destroyMethod = "close")
     PrefillScheduler prefillScheduler(WorkerContext context, PrefillProperties properties) {
-        return new PrefillScheduler(context, properties);
+        return new PrefillScheduler(context, properties, WorkerScheduler.LoopMode.THREAD);
     }
 }

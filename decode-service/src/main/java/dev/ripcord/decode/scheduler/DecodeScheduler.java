@@ -1,14 +1,11 @@
 package dev.ripcord.decode.scheduler;
 
-import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 import dev.ripcord.decode.DecodeProperties;
-import dev.ripcord.engine.InferenceEngine;
-import dev.ripcord.engine.KvPagePool;
 import dev.ripcord.engine.KvPoolExhaustedException;
 import dev.ripcord.engine.SamplingParams;
 import dev.ripcord.engine.Sequence;
@@ -19,13 +16,12 @@ import dev.ripcord.protocol.DecodeEvent;
 import dev.ripcord.protocol.DecodeRequest;
 import dev.ripcord.protocol.Failed;
 import dev.ripcord.protocol.TransferMetadata;
-import dev.ripcord.worker.Drainable;
-import dev.ripcord.worker.EngineLoop;
 import dev.ripcord.worker.JobCancel;
 import dev.ripcord.worker.RequestLogging;
 import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.job.JobLifecycle;
 import dev.ripcord.worker.job.JobState;
+import dev.ripcord.worker.job.WorkerScheduler;
 import io.micrometer.core.instrument.Gauge;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -54,16 +50,11 @@ import org.slf4j.LoggerFactory;
  * step started when the cancel was observed, and {@code STOPPED} says {@code step=M}, the step the sequence did not
  * take part in: the contract is {@code M = N + 1}, exactly (a lock orders observations against step starts).
  */
-public final class DecodeScheduler implements Drainable, AutoCloseable {
+public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEvent> {
 
     private static final Logger log = LoggerFactory.getLogger(DecodeScheduler.class);
 
-    private final WorkerContext context;
-    private final InferenceEngine engine;
-    private final KvPagePool pool;
     private final int maxBatch;
-    private final JobLifecycle<DecodeJob, DecodeEvent> lifecycle;
-    private final EngineLoop loop;
 
     private final ArrayDeque<DecodeJob> ready = new ArrayDeque<>();
     private final List<DecodeJob> batch = new ArrayList<>();
@@ -71,7 +62,6 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
     private int committedPages;
     private volatile int awaitingKv;
     private volatile int running;
-    private volatile boolean accepting = true;
     /**
      * Orders cancel observations against the start of steps, so that the journal's step numbers are exact: a
      * cancel observed when step N was the last one started leaves the batch before step N + 1, never later.
@@ -79,21 +69,10 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
     private final Object stepLock = new Object();
     private volatile long stepsStarted;
 
-    public DecodeScheduler(WorkerContext context, DecodeProperties properties) {
-        this(context, properties, false);
-    }
-
-    /**
-     * @param manualLoop true for a loop without a thread that the caller steps through {@link #engineLoop()}
-     *                   (in-process scheduler tests); production passes false
-     */
-    public DecodeScheduler(WorkerContext context, DecodeProperties properties, boolean manualLoop) {
-        this.context = context;
-        this.engine = context.engine();
-        this.pool = engine.pagePool();
+    /** @param mode {@code THREAD} in production; in-process tests step a {@code MANUAL} loop themselves */
+    public DecodeScheduler(WorkerContext context, DecodeProperties properties, LoopMode mode) {
+        super("decode", context, mode, c -> c, f -> f);
         this.maxBatch = Math.min(properties.maxBatch(), engine.options().maxBatch());
-        this.lifecycle = new JobLifecycle<>("decode", context, this::step, manualLoop, c -> c, f -> f);
-        this.loop = lifecycle.loop();
         lifecycle.observedAt(job -> {
             long step;
             synchronized (stepLock) {
@@ -106,7 +85,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
                 .description("requests whose KV is still being transferred").register(context.meters());
         Gauge.builder("ripcord.decode.running", this, s -> s.running)
                 .description("sequences in the decode batch").register(context.meters());
-        loop.start();
+        startLoop();
     }
 
     // ------------------------------------------------------------------------------------------ admission
@@ -117,7 +96,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
      * RESERVED, or is just CANCELLED when a cancel was waiting for it.
      */
     public CompletableFuture<DecodeJob> submit(DecodeRequest request) {
-        if (!accepting) {
+        if (!accepting()) {
             return CompletableFuture.failedFuture(new NoCapacityException("decode worker is shutting down"));
         }
         return loop.call(() -> RequestLogging.withResult(request.requestId(), () -> admit(request)));
@@ -129,8 +108,8 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
         if (job.state().isTerminal()) {
             return job; // a tombstone cancelled it: no pages, no session
         }
-        int context = engine.config().contextLength();
-        int need = pool.layout().pagesFor(Math.min(request.promptTokens() + request.maxTokens(), context));
+        int contextLength = engine.config().contextLength();
+        int need = pool.layout().pagesFor(Math.min(request.promptTokens() + request.maxTokens(), contextLength));
         if (committedPages + need > pool.pageCount()) {
             lifecycle.refuse(job);
             throw new NoCapacityException("not enough free KV pages: need " + need + ", "
@@ -150,7 +129,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
         for (int i = 0; i < seq.pageCount(); i++) {
             targets.add(new ByteRange(pool.offsetOf(seq.poolPage(i)), pool.pageBytes()));
         }
-        ReceiveSession session = this.context.agent().openReceive(job.requestId(), this.context.poolRegion(),
+        ReceiveSession session = context.agent().openReceive(job.requestId(), context.poolRegion(),
                 targets);
         job.session = session;
         awaitingKv++;
@@ -162,7 +141,7 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
             job.sequence = null;
             committedPages -= job.committedPages;
         });
-        this.context.journal().record(job.requestId(), "RESERVED", seq.pageCount() + " pages");
+        context.journal().record(job.requestId(), "RESERVED", seq.pageCount() + " pages");
         job.emit(new DecodeEvent.Reserved(session.descriptor().encode()));
         log.info("requestId={} reserved {} pages ({} committed) for {} prompt tokens; awaiting KV",
                 job.requestId(), seq.pageCount(), need, request.promptTokens());
@@ -218,9 +197,8 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
         }
         int first = TransferMetadata.decodeFirstToken(metadata);
         engine.adopt(job.sequence, job.request.promptTokens(), first);
-        int context = engine.config().contextLength();
         engine.ensureCapacity(job.sequence,
-                Math.min(job.request.promptTokens() + job.request.maxTokens(), context));
+                Math.min(job.request.promptTokens() + job.request.maxTokens(), engine.config().contextLength()));
         log.info("requestId={} KV landed; joins the batch with first token {}", job.requestId(), first);
         if (emitToken(job, first)) {
             return;
@@ -248,7 +226,8 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
         return true;
     }
 
-    private boolean step() {
+    @Override
+    protected boolean step() {
         // Continuous batching: waiting sequences join between steps.
         while (batch.size() < maxBatch && !ready.isEmpty()) {
             batch.add(ready.pollFirst());
@@ -294,11 +273,6 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
 
     // ------------------------------------------------------------------------------------------ state
 
-    /** The loop every engine call runs on; tests step a manual one themselves. */
-    public EngineLoop engineLoop() {
-        return loop;
-    }
-
     /** Decode steps started since start; the journal's step numbers. */
     public long stepsStarted() {
         return stepsStarted;
@@ -312,27 +286,8 @@ public final class DecodeScheduler implements Drainable, AutoCloseable {
         return running;
     }
 
-    public long aborts() {
-        return lifecycle.aborts();
-    }
-
-    public void stopAccepting() {
-        accepting = false;
-    }
-
-    /** See {@link JobLifecycle#drain}. */
     @Override
-    public void drain(Duration grace) {
-        lifecycle.drain(grace, this::stopAccepting, this::idle);
-    }
-
-    /** Drains without a grace period if nobody drained first, then stops the engine loop. */
-    @Override
-    public void close() {
-        lifecycle.close(this::stopAccepting, this::idle);
-    }
-
-    private boolean idle() {
+    protected boolean idle() {
         return running == 0 && awaitingKv == 0 && ready.isEmpty();
     }
 

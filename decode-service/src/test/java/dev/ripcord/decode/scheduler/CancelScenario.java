@@ -259,7 +259,7 @@ record CancelScenario(Phase phase, Source source, Mode mode, int promptTokens, i
      * chunk/token bookkeeping in between, and FREED last (once) when it had pages. A job done: its done event once,
      * no cancel end, FREED last when it had pages.
      */
-    private static void checkJournal(List<JournalEntry> entries, JobState state, Set<String> cancelEnds,
+    static void checkJournal(List<JournalEntry> entries, JobState state, Set<String> cancelEnds,
                                      String hadPages, String doneEvent) {
         List<String> events = new ArrayList<>(entries.stream().map(JournalEntry::event).toList());
         long ends = events.stream().filter(cancelEnds::contains).count();

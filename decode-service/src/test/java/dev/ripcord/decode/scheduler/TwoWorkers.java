@@ -29,6 +29,7 @@ import dev.ripcord.protocol.Sampling;
 import dev.ripcord.worker.EngineLoop;
 import dev.ripcord.worker.SchedulerJournal;
 import dev.ripcord.worker.WorkerContext;
+import dev.ripcord.worker.job.WorkerScheduler;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 
 /**
@@ -61,8 +62,13 @@ final class TwoWorkers implements AutoCloseable {
     final DecodeScheduler decode;
 
     TwoWorkers() {
-        EngineOptions options = EngineOptions.defaults().withThreads(1).withPageTokens(PAGE_TOKENS).withKvPages(64)
-                .withMaxChunkTokens(CHUNK_TOKENS).withMaxBatch(4);
+        this(1);
+    }
+
+    /** @param maxRunning prompts prefill interleaves chunk by chunk */
+    TwoWorkers(int maxRunning) {
+        EngineOptions options = EngineOptions.defaults().withThreads(1).withPageTokens(PAGE_TOKENS).withKvPages(512)
+                .withMaxChunkTokens(CHUNK_TOKENS).withMaxBatch(8);
         prefillEngine = InferenceEngine.create(Preset.TINY, 7, options);
         decodeEngine = InferenceEngine.create(Preset.TINY, 7, options);
         prefillAgent = TransferAgent.start(TransferAgentOptions.defaults("prefill-test").withBackend(Backend.TCP));
@@ -70,9 +76,11 @@ final class TwoWorkers implements AutoCloseable {
         prefillRegion = prefillAgent.registerRegion(prefillEngine.pagePool().segment());
         decodeRegion = decodeAgent.registerRegion(decodeEngine.pagePool().segment());
         prefill = new PrefillScheduler(new WorkerContext(prefillEngine, prefillAgent, prefillRegion, prefillRegistry,
-                prefillMeters, prefillJournal), new PrefillProperties(CHUNK_TOKENS, 1, 64, Duration.ofSeconds(1)), true);
+                prefillMeters, prefillJournal), new PrefillProperties(CHUNK_TOKENS, maxRunning, 256, Duration.ofSeconds(1)),
+                WorkerScheduler.LoopMode.MANUAL);
         decode = new DecodeScheduler(new WorkerContext(decodeEngine, decodeAgent, decodeRegion, decodeRegistry,
-                decodeMeters, decodeJournal), new DecodeProperties(4, Duration.ofSeconds(1)), true);
+                decodeMeters, decodeJournal), new DecodeProperties(8, Duration.ofSeconds(1)),
+                WorkerScheduler.LoopMode.MANUAL);
     }
 
     /** One request's two legs, as the gateway would hold them. */

@@ -1,6 +1,5 @@
 package dev.ripcord.prefill.scheduler;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -8,8 +7,6 @@ import java.util.concurrent.LinkedBlockingDeque;
 import java.util.concurrent.atomic.AtomicLong;
 
 import dev.ripcord.cancel.CancelSource;
-import dev.ripcord.engine.InferenceEngine;
-import dev.ripcord.engine.KvPagePool;
 import dev.ripcord.engine.SamplingParams;
 import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveDescriptor;
@@ -20,13 +17,12 @@ import dev.ripcord.protocol.Failed;
 import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.TransferMetadata;
-import dev.ripcord.worker.Drainable;
-import dev.ripcord.worker.EngineLoop;
 import dev.ripcord.worker.JobCancel;
 import dev.ripcord.worker.RequestLogging;
 import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.job.JobLifecycle;
 import dev.ripcord.worker.job.JobState;
+import dev.ripcord.worker.job.WorkerScheduler;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -56,21 +52,15 @@ import org.slf4j.LoggerFactory;
  * consumer, a transfer's event loop) through the registry, whose handler only records the request, ends a job that
  * has not started, and wakes the loop.
  */
-public final class PrefillScheduler implements Drainable, AutoCloseable {
+public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillEvent> {
 
     private static final Logger log = LoggerFactory.getLogger(PrefillScheduler.class);
 
-    private final WorkerContext context;
-    private final InferenceEngine engine;
-    private final KvPagePool pool;
     private final PrefillProperties properties;
-    private final JobLifecycle<PrefillJob, PrefillEvent> lifecycle;
-    private final EngineLoop loop;
     private final LinkedBlockingDeque<PrefillJob> queue;
     private final List<PrefillJob> running = new ArrayList<>();
     private int nextRunning;
     private volatile int runningCount;
-    private volatile boolean accepting = true;
 
     private final AtomicLong chunksComputed = new AtomicLong();
     private final AtomicLong chunksAfterCancel = new AtomicLong();
@@ -78,22 +68,11 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
     private final Counter chunksAfterCancelCounter;
     private final Counter tokensAfterCancel;
 
-    public PrefillScheduler(WorkerContext context, PrefillProperties properties) {
-        this(context, properties, false);
-    }
-
-    /**
-     * @param manualLoop true for a loop without a thread that the caller steps through {@link #engineLoop()}
-     *                   (in-process scheduler tests); production passes false
-     */
-    public PrefillScheduler(WorkerContext context, PrefillProperties properties, boolean manualLoop) {
-        this.context = context;
-        this.engine = context.engine();
-        this.pool = engine.pagePool();
+    /** @param mode {@code THREAD} in production; in-process tests step a {@code MANUAL} loop themselves */
+    public PrefillScheduler(WorkerContext context, PrefillProperties properties, LoopMode mode) {
+        super("prefill", context, mode, c -> c, f -> f);
         this.properties = properties;
         this.queue = new LinkedBlockingDeque<>(properties.queueCapacity());
-        this.lifecycle = new JobLifecycle<>("prefill", context, this::step, manualLoop, c -> c, f -> f);
-        this.loop = lifecycle.loop();
         MeterRegistry meters = context.meters();
         Gauge.builder("ripcord.prefill.queue", queue, LinkedBlockingDeque::size)
                 .description("prompts waiting for a running slot").register(meters);
@@ -106,7 +85,7 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
                 .register(meters);
         this.tokensAfterCancel = Counter.builder("ripcord.prefill.tokens.after.cancel")
                 .description("prompt tokens computed after their request's cancel was observed").register(meters);
-        loop.start();
+        startLoop();
     }
 
     // ------------------------------------------------------------------------------------------ admission
@@ -122,7 +101,7 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
      * @throws IllegalArgumentException when the transfer descriptor cannot be used
      */
     public PrefillJob submit(PrefillRequest request) {
-        if (!accepting) {
+        if (!accepting()) {
             throw new QueueFullException("prefill worker is shutting down");
         }
         if (queue.size() >= properties.queueCapacity()) {
@@ -197,7 +176,8 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
     // ------------------------------------------------------------------------------------------ engine loop
 
     /** One unit of work on the engine loop: admit, then one chunk of one running job. */
-    private boolean step() {
+    @Override
+    protected boolean step() {
         admit();
         if (running.isEmpty()) {
             return false;
@@ -364,11 +344,6 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
 
     // ------------------------------------------------------------------------------------------ state
 
-    /** The loop every engine call runs on; tests step a manual one themselves. */
-    public EngineLoop engineLoop() {
-        return loop;
-    }
-
     public int queued() {
         return queue.size();
     }
@@ -385,25 +360,9 @@ public final class PrefillScheduler implements Drainable, AutoCloseable {
         return chunksAfterCancel.get();
     }
 
-    public long aborts() {
-        return lifecycle.aborts();
-    }
-
-    /** Stops admitting; later submissions are refused with 503. */
-    public void stopAccepting() {
-        accepting = false;
-    }
-
-    /** See {@link JobLifecycle#drain}. */
     @Override
-    public void drain(Duration grace) {
-        lifecycle.drain(grace, this::stopAccepting, () -> runningCount == 0 && queue.isEmpty());
-    }
-
-    /** Drains without a grace period if nobody drained first, then stops the engine loop. */
-    @Override
-    public void close() {
-        lifecycle.close(this::stopAccepting, () -> runningCount == 0 && queue.isEmpty());
+    protected boolean idle() {
+        return runningCount == 0 && queue.isEmpty();
     }
 
     /** The queue is full or the worker is draining: the gateway answers 503 with {@code Retry-After}. */
