@@ -114,6 +114,15 @@ public class WorkerAutoConfiguration {
         return new GracefulDrain(drainables, grace);
     }
 
+    /** The worker's internal HTTP API around its one {@link dev.ripcord.worker.http.WorkerEndpoint}. */
+    @Bean
+    @org.springframework.boot.autoconfigure.condition.ConditionalOnBean(dev.ripcord.worker.http.WorkerEndpoint.class)
+    org.springframework.web.reactive.function.server.RouterFunction<org.springframework.web.reactive.function.server.ServerResponse>
+            workerRouter(dev.ripcord.worker.http.WorkerEndpoint endpoint, WorkerContext context,
+                         dev.ripcord.cancel.kafka.CancelProperties cancel) {
+        return new dev.ripcord.worker.http.WorkerRoutes(context, cancel, endpoint.retryAfter()).router(endpoint);
+    }
+
     /** What both schedulers work with; they close before any of it (they depend on it). */
     @Bean
     WorkerContext workerContext(InferenceEngine engine, TransferAgent agent, KvRegion kvPoolRegion,

@@ -1,51 +1,68 @@
 package dev.ripcord.decode.http;
 
+import java.time.Duration;
+
 import dev.ripcord.cancel.DuplicateRegistrationException;
 import dev.ripcord.cancel.RequestIds;
-import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.decode.DecodeProperties;
 import dev.ripcord.decode.scheduler.DecodeScheduler;
 import dev.ripcord.protocol.DecodeEvent;
 import dev.ripcord.protocol.DecodeRequest;
 import dev.ripcord.protocol.InternalApi;
+import dev.ripcord.protocol.WorkerStatus;
 import dev.ripcord.worker.WorkerContext;
+import dev.ripcord.worker.http.WorkerEndpoint;
 import dev.ripcord.worker.http.WorkerRoutes;
-import org.springframework.context.annotation.Bean;
-import org.springframework.context.annotation.Configuration;
-import org.springframework.web.reactive.function.server.RouterFunction;
+import org.springframework.stereotype.Component;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Mono;
 
 /**
- * The decode worker's internal HTTP API: {@code POST /internal/v1/decode}, whose response is the job's event
- * stream (RESERVED, then tokens), on top of the routes every worker has ({@link WorkerRoutes}).
+ * The decode worker's own route, {@code POST /internal/v1/decode}: the response is the job's event stream
+ * (RESERVED, then tokens). The routes every worker has are {@link WorkerRoutes}'.
  */
-@Configuration(proxyBeanMethods = false)
-public class DecodeRoutes {
+@Component
+public final class DecodeRoutes implements WorkerEndpoint {
 
-    @Bean
-    RouterFunction<ServerResponse> decodeRouter(DecodeScheduler scheduler, WorkerContext context,
-                                                CancelProperties cancel, DecodeProperties properties) {
-        WorkerRoutes routes = new WorkerRoutes(context, cancel, properties.retryAfter());
-        int contextLength = context.engine().config().contextLength();
-        return routes.common(() -> routes.status("decode", scheduler.awaitingKv(), scheduler.running(),
-                        scheduler.aborts(), 0))
-                .POST(InternalApi.DECODE, request -> decode(request, scheduler, routes, contextLength))
-                .build();
+    private final DecodeScheduler scheduler;
+    private final Duration retryAfter;
+    private final int contextLength;
+
+    DecodeRoutes(DecodeScheduler scheduler, DecodeProperties properties, WorkerContext context) {
+        this.scheduler = scheduler;
+        this.retryAfter = properties.retryAfter();
+        this.contextLength = context.engine().config().contextLength();
     }
 
-    private static Mono<ServerResponse> decode(ServerRequest request, DecodeScheduler scheduler, WorkerRoutes routes,
-                                               int context) {
+    @Override
+    public String role() {
+        return "decode";
+    }
+
+    @Override
+    public String submitPath() {
+        return InternalApi.DECODE;
+    }
+
+    @Override
+    public Duration retryAfter() {
+        return retryAfter;
+    }
+
+    @Override
+    public WorkerStatus status(WorkerRoutes routes) {
+        return routes.status(role(), scheduler.awaitingKv(), scheduler.running(), scheduler.aborts(), 0);
+    }
+
+    @Override
+    public Mono<ServerResponse> submit(ServerRequest request, WorkerRoutes routes) {
         return request.bodyToMono(DecodeRequest.class).flatMap(body -> {
-            if (!RequestIds.isValid(body.requestId()) || body.sampling() == null || body.promptTokens() < 1
-                    || body.maxTokens() < 1 || (long) body.promptTokens() + body.maxTokens() > context
-                    || !Double.isFinite(body.sampling().temperature()) || body.sampling().temperature() < 0
-                    || !Double.isFinite(body.sampling().topP()) || body.sampling().topP() <= 0
-                    || body.sampling().topP() > 1) {
+            if (!valid(body)) {
                 // Nothing was registered or reserved: a bad request leaves nothing behind.
                 return routes.badRequest("requestId, sampling (finite temperature >= 0, top_p in (0, 1]), "
-                        + "promptTokens >= 1 and maxTokens >= 1 within the context of " + context + " are required");
+                        + "promptTokens >= 1 and maxTokens >= 1 within the context of " + contextLength
+                        + " are required");
             }
             return Mono.fromFuture(scheduler.submit(body))
                     .flatMap(job -> routes.stream(job.requestId(), job.events(), DecodeEvent.class))
@@ -54,5 +71,13 @@ public class DecodeRoutes {
                     .onErrorResume(DuplicateRegistrationException.class,
                             e -> routes.duplicate(body.requestId(), e));
         }).switchIfEmpty(Mono.defer(() -> routes.badRequest("the body is empty; a DecodeRequest is required")));
+    }
+
+    private boolean valid(DecodeRequest body) {
+        return RequestIds.isValid(body.requestId()) && body.sampling() != null && body.promptTokens() >= 1
+                && body.maxTokens() >= 1 && (long) body.promptTokens() + body.maxTokens() <= contextLength
+                && Double.isFinite(body.sampling().temperature()) && body.sampling().temperature() >= 0
+                && Double.isFinite(body.sampling().topP()) && body.sampling().topP() > 0
+                && body.sampling().topP() <= 1;
     }
 }

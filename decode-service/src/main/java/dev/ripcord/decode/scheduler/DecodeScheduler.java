@@ -24,6 +24,8 @@ import dev.ripcord.worker.job.JobState;
 import dev.ripcord.worker.job.WorkerScheduler;
 import io.micrometer.core.instrument.Gauge;
 import org.slf4j.Logger;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.stereotype.Component;
 import org.slf4j.LoggerFactory;
 
 /**
@@ -50,6 +52,7 @@ import org.slf4j.LoggerFactory;
  * step started when the cancel was observed, and {@code STOPPED} says {@code step=M}, the step the sequence did not
  * take part in: the contract is {@code M = N + 1}, exactly (a lock orders observations against step starts).
  */
+@Component
 public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEvent> {
 
     private static final Logger log = LoggerFactory.getLogger(DecodeScheduler.class);
@@ -69,7 +72,13 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
     private final Object stepLock = new Object();
     private volatile long stepsStarted;
 
-    /** @param mode {@code THREAD} in production; in-process tests step a {@code MANUAL} loop themselves */
+    /** The bean: its engine loop on a thread of its own; closed (drained) before the context it works with. */
+    @Autowired
+    DecodeScheduler(WorkerContext context, DecodeProperties properties) {
+        this(context, properties, LoopMode.THREAD);
+    }
+
+    /** @param mode in-process tests step a {@link LoopMode#MANUAL} loop themselves */
     public DecodeScheduler(WorkerContext context, DecodeProperties properties, LoopMode mode) {
         super("decode", context, mode, c -> c, f -> f);
         this.maxBatch = Math.min(properties.maxBatch(), engine.options().maxBatch());

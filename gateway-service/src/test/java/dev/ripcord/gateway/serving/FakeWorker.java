@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import dev.ripcord.protocol.InternalApi;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
+import io.netty.handler.codec.http.QueryStringDecoder;
 import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.server.HttpServer;
@@ -34,12 +35,18 @@ final class FakeWorker implements AutoCloseable {
     private final AtomicInteger calls = new AtomicInteger();
     private final AtomicInteger closedByGateway = new AtomicInteger();
     private final List<String> requestIds = new CopyOnWriteArrayList<>();
+    private final List<String> cancels = new CopyOnWriteArrayList<>();
     private volatile Script script;
 
     private FakeWorker(Script script) {
         this.script = script;
         this.server = HttpServer.create().host("127.0.0.1").port(0)
-                .route(routes -> routes.post("/internal/v1/{leg}", (request, response) -> {
+                .route(routes -> routes.post("/internal/v1/requests/{id}/cancel", (request, response) -> {
+                    // The gateway's in-band reason: noted with whether the job's stream was still open then.
+                    cancels.add(request.param("id") + " " + new QueryStringDecoder(request.uri()).parameters()
+                            .get("reason").getFirst() + (closedByGateway.get() == 0 ? " before close" : " after close"));
+                    return response.status(200).sendString(Mono.just("ABORTED"));
+                }).post("/internal/v1/{leg}", (request, response) -> {
                     String id = request.requestHeaders().get(InternalApi.REQUEST_ID_HEADER);
                     return request.receive().aggregate().asString().defaultIfEmpty("").flatMapMany(body -> {
                         requestIds.add(id);
@@ -87,6 +94,11 @@ final class FakeWorker implements AutoCloseable {
 
     List<String> requestIds() {
         return requestIds;
+    }
+
+    /** The in-band cancels the gateway sent: "id REASON before close|after close". */
+    List<String> cancels() {
+        return cancels;
     }
 
     @Override

@@ -1,45 +1,66 @@
 package dev.ripcord.prefill.http;
 
+import java.time.Duration;
+
 import dev.ripcord.cancel.DuplicateRegistrationException;
 import dev.ripcord.cancel.RequestIds;
-import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.prefill.PrefillProperties;
 import dev.ripcord.prefill.scheduler.PrefillJob;
 import dev.ripcord.prefill.scheduler.PrefillScheduler;
 import dev.ripcord.protocol.InternalApi;
 import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
+import dev.ripcord.protocol.WorkerStatus;
 import dev.ripcord.worker.WorkerContext;
+import dev.ripcord.worker.http.WorkerEndpoint;
 import dev.ripcord.worker.http.WorkerRoutes;
-import org.springframework.context.annotation.Bean;
-import org.springframework.context.annotation.Configuration;
-import org.springframework.web.reactive.function.server.RouterFunction;
+import org.springframework.stereotype.Component;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Mono;
 
 /**
- * The prefill worker's internal HTTP API: {@code POST /internal/v1/prefill}, whose response is the job's event
- * stream, on top of the routes every worker has ({@link WorkerRoutes}).
+ * The prefill worker's own route, {@code POST /internal/v1/prefill}: the response is the job's event stream. The
+ * routes every worker has are {@link WorkerRoutes}'.
  */
-@Configuration(proxyBeanMethods = false)
-public class PrefillRoutes {
+@Component
+public final class PrefillRoutes implements WorkerEndpoint {
 
-    @Bean
-    RouterFunction<ServerResponse> prefillRouter(PrefillScheduler scheduler, WorkerContext context,
-                                                 CancelProperties cancel, PrefillProperties properties) {
-        WorkerRoutes routes = new WorkerRoutes(context, cancel, properties.retryAfter());
-        int vocabulary = context.engine().config().vocabSize();
-        return routes.common(() -> routes.status("prefill", scheduler.queued(), scheduler.running(),
-                        scheduler.aborts(), scheduler.chunksComputed()))
-                .POST(InternalApi.PREFILL, request -> prefill(request, scheduler, routes, vocabulary))
-                .build();
+    private final PrefillScheduler scheduler;
+    private final PrefillProperties properties;
+    private final int vocabulary;
+
+    PrefillRoutes(PrefillScheduler scheduler, PrefillProperties properties, WorkerContext context) {
+        this.scheduler = scheduler;
+        this.properties = properties;
+        this.vocabulary = context.engine().config().vocabSize();
     }
 
-    private static Mono<ServerResponse> prefill(ServerRequest request, PrefillScheduler scheduler, WorkerRoutes routes,
-                                                int vocabulary) {
+    @Override
+    public String role() {
+        return "prefill";
+    }
+
+    @Override
+    public String submitPath() {
+        return InternalApi.PREFILL;
+    }
+
+    @Override
+    public Duration retryAfter() {
+        return properties.retryAfter();
+    }
+
+    @Override
+    public WorkerStatus status(WorkerRoutes routes) {
+        return routes.status(role(), scheduler.queued(), scheduler.running(), scheduler.aborts(),
+                scheduler.chunksComputed());
+    }
+
+    @Override
+    public Mono<ServerResponse> submit(ServerRequest request, WorkerRoutes routes) {
         return request.bodyToMono(PrefillRequest.class).flatMap(body -> {
-            String invalid = invalid(body, vocabulary);
+            String invalid = invalid(body);
             if (invalid != null) {
                 return routes.badRequest(invalid);
             }
@@ -58,7 +79,7 @@ public class PrefillRoutes {
     }
 
     /** What is wrong with {@code body} before any work is admitted for it, or null. */
-    private static String invalid(PrefillRequest body, int vocabulary) {
+    private String invalid(PrefillRequest body) {
         if (!RequestIds.isValid(body.requestId()) || body.tokens() == null || body.tokens().length == 0
                 || body.transfer() == null || body.sampling() == null) {
             return "requestId, tokens, sampling and transfer are required";

@@ -27,6 +27,8 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.slf4j.Logger;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.stereotype.Component;
 import org.slf4j.LoggerFactory;
 
 /**
@@ -52,6 +54,7 @@ import org.slf4j.LoggerFactory;
  * consumer, a transfer's event loop) through the registry, whose handler only records the request, ends a job that
  * has not started, and wakes the loop.
  */
+@Component
 public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillEvent> {
 
     private static final Logger log = LoggerFactory.getLogger(PrefillScheduler.class);
@@ -68,7 +71,13 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     private final Counter chunksAfterCancelCounter;
     private final Counter tokensAfterCancel;
 
-    /** @param mode {@code THREAD} in production; in-process tests step a {@code MANUAL} loop themselves */
+    /** The bean: its engine loop on a thread of its own; closed (drained) before the context it works with. */
+    @Autowired
+    PrefillScheduler(WorkerContext context, PrefillProperties properties) {
+        this(context, properties, LoopMode.THREAD);
+    }
+
+    /** @param mode in-process tests step a {@link LoopMode#MANUAL} loop themselves */
     public PrefillScheduler(WorkerContext context, PrefillProperties properties, LoopMode mode) {
         super("prefill", context, mode, c -> c, f -> f);
         this.properties = properties;

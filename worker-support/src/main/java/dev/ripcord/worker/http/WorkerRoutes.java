@@ -1,8 +1,6 @@
 package dev.ripcord.worker.http;
 
 import java.time.Duration;
-import java.util.function.Supplier;
-
 import dev.ripcord.cancel.CancelOutcome;
 import dev.ripcord.cancel.CancelReason;
 import dev.ripcord.cancel.CancelSource;
@@ -18,6 +16,7 @@ import org.slf4j.LoggerFactory;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
+import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.RouterFunctions;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
@@ -26,7 +25,8 @@ import reactor.core.publisher.Mono;
 
 /**
  * The internal HTTP edge both workers share: status, journal, the in-band cancel route, the job stream whose early
- * close is the in-band signal, and the mapping of refusals to 400/409/503. A worker adds only its own submit route.
+ * close is the in-band signal, and the mapping of refusals to 400/409/503. A worker adds only its
+ * {@link WorkerEndpoint} (its submit route and status figures); {@code WorkerAutoConfiguration} serves it.
  *
  * <h2>In-band cancellation</h2>
  * The gateway tells a worker why it cancels before it closes the stream: {@code POST}
@@ -50,13 +50,15 @@ public final class WorkerRoutes {
         this.retryAfter = retryAfter;
     }
 
-    /** Status, journal and in-band cancel; the caller adds its submit route and builds. */
-    public RouterFunctions.Builder common(Supplier<WorkerStatus> status) {
+    /** The worker's whole internal API: status, journal, in-band cancel, and the endpoint's submit route. */
+    public RouterFunction<ServerResponse> router(WorkerEndpoint endpoint) {
         return RouterFunctions.route()
-                .GET(InternalApi.STATUS, request -> ServerResponse.ok().bodyValue(status.get()))
+                .GET(InternalApi.STATUS, request -> ServerResponse.ok().bodyValue(endpoint.status(this)))
                 .GET(InternalApi.JOURNAL, request -> ServerResponse.ok().bodyValue(context.journal().since(
                         Long.parseLong(request.queryParam("after").orElse("0")))))
-                .POST(InternalApi.CANCEL, this::cancel);
+                .POST(InternalApi.CANCEL, this::cancel)
+                .POST(endpoint.submitPath(), request -> endpoint.submit(request, this))
+                .build();
     }
 
     /** What a worker's status says about the parts every worker has. */
