@@ -31,6 +31,9 @@ import org.slf4j.LoggerFactory;
  */
 public final class EngineLoop implements AutoCloseable {
 
+    /** How a loop runs: on a thread of its own (services), or stepped by its owner (in-process tests). */
+    public enum Mode { THREAD, MANUAL }
+
     private static final Logger log = LoggerFactory.getLogger(EngineLoop.class);
     private static final long IDLE_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 

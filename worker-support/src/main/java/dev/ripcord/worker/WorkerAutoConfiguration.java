@@ -128,7 +128,7 @@ public class WorkerAutoConfiguration {
     WorkerContext workerContext(InferenceEngine engine, TransferAgent agent, KvRegion kvPoolRegion,
                                 dev.ripcord.cancel.CancellationRegistry registry, MeterRegistry meters,
                                 SchedulerJournal journal) {
-        return new WorkerContext(engine, agent, kvPoolRegion, registry, meters, journal);
+        return new WorkerContext(engine, agent, kvPoolRegion, registry, meters, journal, EngineLoop.Mode.THREAD);
     }
 
     /** The engine's whole page pool as one transfer region: page {@code p} is at offset {@code p * pageBytes}. */

@@ -1,7 +1,5 @@
 package dev.ripcord.decode.http;
 
-import java.time.Duration;
-
 import dev.ripcord.cancel.DuplicateRegistrationException;
 import dev.ripcord.cancel.RequestIds;
 import dev.ripcord.decode.DecodeProperties;
@@ -23,40 +21,24 @@ import reactor.core.publisher.Mono;
  * (RESERVED, then tokens). The routes every worker has are {@link WorkerRoutes}'.
  */
 @Component
-public final class DecodeRoutes implements WorkerEndpoint {
+public final class DecodeRoutes extends WorkerEndpoint {
 
     private final DecodeScheduler scheduler;
-    private final Duration retryAfter;
     private final int contextLength;
 
     DecodeRoutes(DecodeScheduler scheduler, DecodeProperties properties, WorkerContext context) {
+        super("decode", InternalApi.DECODE, properties.retryAfter());
         this.scheduler = scheduler;
-        this.retryAfter = properties.retryAfter();
         this.contextLength = context.engine().config().contextLength();
     }
 
     @Override
-    public String role() {
-        return "decode";
-    }
-
-    @Override
-    public String submitPath() {
-        return InternalApi.DECODE;
-    }
-
-    @Override
-    public Duration retryAfter() {
-        return retryAfter;
-    }
-
-    @Override
-    public WorkerStatus status(WorkerRoutes routes) {
+    protected WorkerStatus status(WorkerRoutes routes) {
         return routes.status(role(), scheduler.awaitingKv(), scheduler.running(), scheduler.aborts(), 0);
     }
 
     @Override
-    public Mono<ServerResponse> submit(ServerRequest request, WorkerRoutes routes) {
+    protected Mono<ServerResponse> submit(ServerRequest request, WorkerRoutes routes) {
         return request.bodyToMono(DecodeRequest.class).flatMap(body -> {
             if (!valid(body)) {
                 // Nothing was registered or reserved: a bad request leaves nothing behind.

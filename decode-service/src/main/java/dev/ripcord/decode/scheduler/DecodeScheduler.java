@@ -24,7 +24,6 @@ import dev.ripcord.worker.job.JobState;
 import dev.ripcord.worker.job.WorkerScheduler;
 import io.micrometer.core.instrument.Gauge;
 import org.slf4j.Logger;
-import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.stereotype.Component;
 import org.slf4j.LoggerFactory;
 
@@ -72,15 +71,9 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
     private final Object stepLock = new Object();
     private volatile long stepsStarted;
 
-    /** The bean: its engine loop on a thread of its own; closed (drained) before the context it works with. */
-    @Autowired
-    DecodeScheduler(WorkerContext context, DecodeProperties properties) {
-        this(context, properties, LoopMode.THREAD);
-    }
-
-    /** @param mode in-process tests step a {@link LoopMode#MANUAL} loop themselves */
-    public DecodeScheduler(WorkerContext context, DecodeProperties properties, LoopMode mode) {
-        super("decode", context, mode, c -> c, f -> f);
+    /** Continuous batching on {@code context}'s engine; a bean, closed before the context it works with. */
+    public DecodeScheduler(WorkerContext context, DecodeProperties properties) {
+        super("decode", context, c -> c, f -> f);
         this.maxBatch = Math.min(properties.maxBatch(), engine.options().maxBatch());
         lifecycle.observedAt(job -> {
             long step;

@@ -29,7 +29,6 @@ import dev.ripcord.protocol.Sampling;
 import dev.ripcord.worker.EngineLoop;
 import dev.ripcord.worker.SchedulerJournal;
 import dev.ripcord.worker.WorkerContext;
-import dev.ripcord.worker.job.WorkerScheduler;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 
 /**
@@ -76,11 +75,10 @@ final class TwoWorkers implements AutoCloseable {
         prefillRegion = prefillAgent.registerRegion(prefillEngine.pagePool().segment());
         decodeRegion = decodeAgent.registerRegion(decodeEngine.pagePool().segment());
         prefill = new PrefillScheduler(new WorkerContext(prefillEngine, prefillAgent, prefillRegion, prefillRegistry,
-                prefillMeters, prefillJournal), new PrefillProperties(CHUNK_TOKENS, maxRunning, 256, Duration.ofSeconds(1)),
-                WorkerScheduler.LoopMode.MANUAL);
+                prefillMeters, prefillJournal, EngineLoop.Mode.MANUAL),
+                new PrefillProperties(CHUNK_TOKENS, maxRunning, 256, Duration.ofSeconds(1)));
         decode = new DecodeScheduler(new WorkerContext(decodeEngine, decodeAgent, decodeRegion, decodeRegistry,
-                decodeMeters, decodeJournal), new DecodeProperties(8, Duration.ofSeconds(1)),
-                WorkerScheduler.LoopMode.MANUAL);
+                decodeMeters, decodeJournal, EngineLoop.Mode.MANUAL), new DecodeProperties(8, Duration.ofSeconds(1)));
     }
 
     /** One request's two legs, as the gateway would hold them. */

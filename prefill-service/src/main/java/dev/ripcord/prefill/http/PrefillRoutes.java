@@ -1,7 +1,5 @@
 package dev.ripcord.prefill.http;
 
-import java.time.Duration;
-
 import dev.ripcord.cancel.DuplicateRegistrationException;
 import dev.ripcord.cancel.RequestIds;
 import dev.ripcord.prefill.PrefillProperties;
@@ -24,41 +22,25 @@ import reactor.core.publisher.Mono;
  * routes every worker has are {@link WorkerRoutes}'.
  */
 @Component
-public final class PrefillRoutes implements WorkerEndpoint {
+public final class PrefillRoutes extends WorkerEndpoint {
 
     private final PrefillScheduler scheduler;
-    private final PrefillProperties properties;
     private final int vocabulary;
 
     PrefillRoutes(PrefillScheduler scheduler, PrefillProperties properties, WorkerContext context) {
+        super("prefill", InternalApi.PREFILL, properties.retryAfter());
         this.scheduler = scheduler;
-        this.properties = properties;
         this.vocabulary = context.engine().config().vocabSize();
     }
 
     @Override
-    public String role() {
-        return "prefill";
-    }
-
-    @Override
-    public String submitPath() {
-        return InternalApi.PREFILL;
-    }
-
-    @Override
-    public Duration retryAfter() {
-        return properties.retryAfter();
-    }
-
-    @Override
-    public WorkerStatus status(WorkerRoutes routes) {
+    protected WorkerStatus status(WorkerRoutes routes) {
         return routes.status(role(), scheduler.queued(), scheduler.running(), scheduler.aborts(),
                 scheduler.chunksComputed());
     }
 
     @Override
-    public Mono<ServerResponse> submit(ServerRequest request, WorkerRoutes routes) {
+    protected Mono<ServerResponse> submit(ServerRequest request, WorkerRoutes routes) {
         return request.bodyToMono(PrefillRequest.class).flatMap(body -> {
             String invalid = invalid(body);
             if (invalid != null) {

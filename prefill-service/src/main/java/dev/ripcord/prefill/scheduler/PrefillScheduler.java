@@ -27,7 +27,6 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.slf4j.Logger;
-import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.stereotype.Component;
 import org.slf4j.LoggerFactory;
 
@@ -71,15 +70,9 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     private final Counter chunksAfterCancelCounter;
     private final Counter tokensAfterCancel;
 
-    /** The bean: its engine loop on a thread of its own; closed (drained) before the context it works with. */
-    @Autowired
-    PrefillScheduler(WorkerContext context, PrefillProperties properties) {
-        this(context, properties, LoopMode.THREAD);
-    }
-
-    /** @param mode in-process tests step a {@link LoopMode#MANUAL} loop themselves */
-    public PrefillScheduler(WorkerContext context, PrefillProperties properties, LoopMode mode) {
-        super("prefill", context, mode, c -> c, f -> f);
+    /** A bean: closed, hence drained, before the {@link WorkerContext} it works with. */
+    public PrefillScheduler(WorkerContext context, PrefillProperties properties) {
+        super("prefill", context, c -> c, f -> f);
         this.properties = properties;
         this.queue = new LinkedBlockingDeque<>(properties.queueCapacity());
         MeterRegistry meters = context.meters();

@@ -37,7 +37,7 @@ import dev.ripcord.protocol.Sampling;
 import dev.ripcord.protocol.TransferMetadata;
 import dev.ripcord.worker.SchedulerJournal;
 import dev.ripcord.worker.WorkerContext;
-import dev.ripcord.worker.job.WorkerScheduler;
+import dev.ripcord.worker.EngineLoop;
 import dev.ripcord.worker.job.JobState;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.AfterAll;
@@ -70,8 +70,8 @@ class PrefillSchedulerTest {
     private final SchedulerJournal journal = new SchedulerJournal(4096);
     private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
     private final PrefillScheduler scheduler = new PrefillScheduler(
-            new WorkerContext(engine, agent, poolRegion, registry, meters, journal),
-            new PrefillProperties(CHUNK, 1, 8, Duration.ofSeconds(1)), WorkerScheduler.LoopMode.MANUAL);
+            new WorkerContext(engine, agent, poolRegion, registry, meters, journal, EngineLoop.Mode.MANUAL),
+            new PrefillProperties(CHUNK, 1, 8, Duration.ofSeconds(1)));
 
     @RegisterExtension
     final CancellationLeakExtension leaks = CancellationLeakExtension.afterEachTest(() -> registry);

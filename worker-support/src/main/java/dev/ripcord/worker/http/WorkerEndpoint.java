@@ -12,20 +12,38 @@ import reactor.core.publisher.Mono;
  * journal, in-band cancel, the job stream, 400/409/503) is {@link WorkerRoutes}', which serves the one endpoint bean
  * a worker declares.
  */
-public interface WorkerEndpoint {
+public abstract class WorkerEndpoint {
 
-    /** {@code prefill} or {@code decode}. */
-    String role();
+    private final String role;
+    private final String submitPath;
+    private final Duration retryAfter;
 
-    /** Where jobs are submitted, e.g. {@code /internal/v1/prefill}. */
-    String submitPath();
+    /**
+     * @param role       {@code prefill} or {@code decode}
+     * @param submitPath where jobs are submitted, e.g. {@code /internal/v1/prefill}
+     * @param retryAfter what {@code Retry-After} says when the worker refuses for lack of room
+     */
+    protected WorkerEndpoint(String role, String submitPath, Duration retryAfter) {
+        this.role = role;
+        this.submitPath = submitPath;
+        this.retryAfter = retryAfter;
+    }
 
-    /** What {@code Retry-After} says when the worker refuses for lack of room. */
-    Duration retryAfter();
+    public final String role() {
+        return role;
+    }
+
+    public final String submitPath() {
+        return submitPath;
+    }
+
+    public final Duration retryAfter() {
+        return retryAfter;
+    }
 
     /** Validates, submits and answers with the job's stream ({@link WorkerRoutes#stream}) or a refusal. */
-    Mono<ServerResponse> submit(ServerRequest request, WorkerRoutes routes);
+    protected abstract Mono<ServerResponse> submit(ServerRequest request, WorkerRoutes routes);
 
     /** The worker's status ({@link WorkerRoutes#status} fills in what every worker has). */
-    WorkerStatus status(WorkerRoutes routes);
+    protected abstract WorkerStatus status(WorkerRoutes routes);
 }

@@ -75,15 +75,15 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
     /**
      * @param service        {@code prefill} or {@code decode}: the {@code service} tag of the metrics
      * @param step           the worker's unit of work on the engine loop
-     * @param manualLoop     true for a loop the caller steps ({@link EngineLoop#manual}, in-process tests)
      * @param cancelledEvent the worker's event for a {@link Cancelled} end
      * @param failedEvent    the worker's event for a {@link Failed} end
      */
-    public JobLifecycle(String service, WorkerContext context, BooleanSupplier step, boolean manualLoop,
+    public JobLifecycle(String service, WorkerContext context, BooleanSupplier step,
                         Function<Cancelled, E> cancelledEvent, Function<Failed, E> failedEvent) {
         this.service = Objects.requireNonNull(service, "service");
         this.context = context;
-        this.loop = manualLoop ? EngineLoop.manual(service + "-engine", step) : new EngineLoop(service + "-engine", step);
+        this.loop = context.loopMode() == EngineLoop.Mode.MANUAL ? EngineLoop.manual(service + "-engine", step)
+                : new EngineLoop(service + "-engine", step);
         this.cancelledEvent = cancelledEvent;
         this.failedEvent = failedEvent;
         this.cancelToStop = Timer.builder("ripcord.cancel.abort.latency").tag("service", service)

@@ -21,9 +21,6 @@ import dev.ripcord.worker.WorkerContext;
  */
 public abstract class WorkerScheduler<J extends WorkerJob<E>, E> implements Drainable, AutoCloseable {
 
-    /** How the engine loop runs: on its own thread (production), or stepped by the caller (in-process tests). */
-    public enum LoopMode { THREAD, MANUAL }
-
     protected final WorkerContext context;
     protected final InferenceEngine engine;
     protected final KvPagePool pool;
@@ -31,13 +28,12 @@ public abstract class WorkerScheduler<J extends WorkerJob<E>, E> implements Drai
     protected final EngineLoop loop;
     private volatile boolean accepting = true;
 
-    protected WorkerScheduler(String service, WorkerContext context, LoopMode mode,
-                              Function<Cancelled, E> cancelledEvent, Function<Failed, E> failedEvent) {
+    protected WorkerScheduler(String service, WorkerContext context, Function<Cancelled, E> cancelledEvent,
+                              Function<Failed, E> failedEvent) {
         this.context = context;
         this.engine = context.engine();
         this.pool = engine.pagePool();
-        this.lifecycle = new JobLifecycle<>(service, context, this::step, mode == LoopMode.MANUAL, cancelledEvent,
-                failedEvent);
+        this.lifecycle = new JobLifecycle<>(service, context, this::step, cancelledEvent, failedEvent);
         this.loop = lifecycle.loop();
     }
 
@@ -55,7 +51,7 @@ public abstract class WorkerScheduler<J extends WorkerJob<E>, E> implements Drai
         return accepting;
     }
 
-    /** The loop every engine call runs on; in-process tests step a {@link LoopMode#MANUAL} one themselves. */
+    /** The loop every engine call runs on; in-process tests step a {@link EngineLoop.Mode#MANUAL} one themselves. */
     public final EngineLoop engineLoop() {
         return loop;
     }
