@@ -229,7 +229,7 @@ public final class CancellationRegistry {
         return aborted;
     }
 
-    /** Whether {@code requestId} is known to be cancelled: a cancelled registration or an unexpired tombstone. */
+    /** Whether {@code requestId} is known to be cancelled (a cancelled registration or an unexpired tombstone). */
     public boolean isCancelled(String requestId) {
         return switch (slots.get(requestId)) {
             case null -> false;

@@ -6,8 +6,8 @@ import com.fasterxml.jackson.annotation.JsonTypeName;
 
 /**
  * One line of prefill's response stream, named on the wire by its {@code type} field. A stream is
- * {@code QUEUED, STARTED, CHUNK..., DONE}, or ends early with exactly one {@link Cancelled} (the request was
- * cancelled: why, and where prefill learned it) or {@link Failed} (something broke), never both; then the stream
+ * {@code QUEUED, STARTED, CHUNK..., DONE}, or ends early with exactly one {@link Cancelled} (a cancel ended it;
+ * it says why, and where prefill learned it) or {@link Failed} (something broke), never both; then the stream
  * ends.
  */
 @JsonTypeInfo(use = JsonTypeInfo.Id.NAME, include = JsonTypeInfo.As.PROPERTY, property = "type")

@@ -3,6 +3,8 @@ package dev.ripcord.worker;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 
+import dev.ripcord.cancel.CancellationRegistry;
+import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.engine.EngineOptions;
 import dev.ripcord.engine.InferenceEngine;
 import dev.ripcord.engine.KvPagePool;
@@ -10,6 +12,8 @@ import dev.ripcord.engine.Preset;
 import dev.ripcord.kv.KvRegion;
 import dev.ripcord.kv.TransferAgent;
 import dev.ripcord.kv.TransferAgentOptions;
+import dev.ripcord.worker.http.WorkerEndpoint;
+import dev.ripcord.worker.http.WorkerRoutes;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
@@ -19,9 +23,12 @@ import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.DependsOn;
+import org.springframework.web.reactive.function.server.RouterFunction;
+import org.springframework.web.reactive.function.server.ServerResponse;
 
 /**
  * What every worker has: an inference engine, a KV transfer agent and the engine's page pool registered with it.
@@ -116,17 +123,16 @@ public class WorkerAutoConfiguration {
 
     /** The worker's internal HTTP API around its one {@link dev.ripcord.worker.http.WorkerEndpoint}. */
     @Bean
-    @org.springframework.boot.autoconfigure.condition.ConditionalOnBean(dev.ripcord.worker.http.WorkerEndpoint.class)
-    org.springframework.web.reactive.function.server.RouterFunction<org.springframework.web.reactive.function.server.ServerResponse>
-            workerRouter(dev.ripcord.worker.http.WorkerEndpoint endpoint, WorkerContext context,
-                         dev.ripcord.cancel.kafka.CancelProperties cancel) {
-        return new dev.ripcord.worker.http.WorkerRoutes(context, cancel, endpoint.retryAfter()).router(endpoint);
+    @ConditionalOnBean(WorkerEndpoint.class)
+    RouterFunction<ServerResponse> workerRouter(WorkerEndpoint endpoint, WorkerContext context,
+                                                CancelProperties cancel) {
+        return new WorkerRoutes(context, cancel, endpoint.retryAfter()).router(endpoint);
     }
 
     /** What both schedulers work with; they close before any of it (they depend on it). */
     @Bean
     WorkerContext workerContext(InferenceEngine engine, TransferAgent agent, KvRegion kvPoolRegion,
-                                dev.ripcord.cancel.CancellationRegistry registry, MeterRegistry meters,
+                                CancellationRegistry registry, MeterRegistry meters,
                                 SchedulerJournal journal) {
         return new WorkerContext(engine, agent, kvPoolRegion, registry, meters, journal, EngineLoop.Mode.THREAD);
     }

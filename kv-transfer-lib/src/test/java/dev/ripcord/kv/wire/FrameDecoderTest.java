@@ -37,7 +37,7 @@ class FrameDecoderTest {
         }
 
         private static String abort(Frames.Abort a) {
-            return a.cause() + ":" + a.detail() + (a.cancelReason() == null ? "" : ":" + a.cancelReason() + "/"
+            return a.cause() + ":" + a.detail() + (a.cancelReason() == null ? "" : " " + a.cancelReason() + "/"
                     + a.cancelSource());
         }
 
@@ -125,7 +125,7 @@ class FrameDecoderTest {
                 expected = r.events;
                 assertThat(expected).containsExactly("HELLO:peer", "DATA:9:1:4096:3000:true", "END:9",
                         "DATA:0:2:0:10:false", "HEARTBEAT", "ABORT:9:3:peer lost",
-                        "ABORT:9:0:cancelled:DEADLINE/KAFKA");
+                        "ABORT:9:0:cancelled DEADLINE/KAFKA");
             } else {
                 assertThat(r.events).isEqualTo(expected);
             }
