@@ -1,5 +1,9 @@
 package dev.ripcord.cancel;
 
+import dev.ripcord.protocol.CancelSource;
+
+import dev.ripcord.protocol.CancelReason;
+
 /**
  * Stops the work of one request. Called by the {@link CancellationRegistry} at most once per registration, outside
  * any registry lock, on the thread that delivered the winning signal: the Kafka consumer thread, a Netty event loop,

@@ -1,5 +1,7 @@
 package dev.ripcord.cancel;
 
+import dev.ripcord.protocol.CancelReason;
+
 import java.time.Clock;
 import java.time.Instant;
 import java.util.Objects;

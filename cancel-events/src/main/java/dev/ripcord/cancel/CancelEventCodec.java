@@ -1,5 +1,7 @@
 package dev.ripcord.cancel;
 
+import dev.ripcord.protocol.CancelReason;
+
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;

@@ -1,5 +1,9 @@
 package dev.ripcord.cancel;
 
+import dev.ripcord.protocol.CancelSource;
+
+import dev.ripcord.protocol.CancelReason;
+
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -231,7 +235,7 @@ public final class CancellationRegistry {
         return aborted;
     }
 
-    /** Whether {@code requestId} is known to be cancelled: a cancelled registration or an unexpired tombstone. */
+    /** Whether {@code requestId} is known to be cancelled (a cancelled registration or an unexpired tombstone). */
     public boolean isCancelled(String requestId) {
         return switch (slots.get(requestId)) {
             case null -> false;

@@ -1,5 +1,9 @@
 package dev.ripcord.cancel;
 
+import dev.ripcord.protocol.CancelSource;
+
+import dev.ripcord.protocol.CancelReason;
+
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;

@@ -1,5 +1,7 @@
 package dev.ripcord.cancel;
 
+import dev.ripcord.protocol.CancelSource;
+
 import java.util.EnumMap;
 import java.util.Map;
 

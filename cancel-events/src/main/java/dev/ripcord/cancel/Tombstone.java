@@ -1,5 +1,9 @@
 package dev.ripcord.cancel;
 
+import dev.ripcord.protocol.CancelSource;
+
+import dev.ripcord.protocol.CancelReason;
+
 /**
  * A cancel for an ID that has no live registration: either it arrived before the request was registered, or the
  * request was aborted and has since completed (kept so that replays of its cancel stay no-ops). Immutable.

@@ -1,5 +1,7 @@
 package dev.ripcord.cancel;
 
+import dev.ripcord.protocol.CancelReason;
+
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

@@ -1,5 +1,9 @@
 package dev.ripcord.cancel;
 
+import dev.ripcord.protocol.CancelSource;
+
+import dev.ripcord.protocol.CancelReason;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;

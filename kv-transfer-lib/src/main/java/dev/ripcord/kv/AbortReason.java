@@ -1,6 +1,10 @@
 package dev.ripcord.kv;
 
 import java.util.Objects;
+import java.util.Optional;
+
+import dev.ripcord.protocol.CancelReason;
+import dev.ripcord.protocol.CancelSource;
 
 /**
  * Why a session was aborted, and which side decided it.
@@ -8,8 +12,22 @@ import java.util.Objects;
  * @param cause  what happened
  * @param origin the side that decided the abort (for a lost peer: the surviving side that noticed)
  * @param detail free text for logs, e.g. the reason passed to {@code abort(String)}
+ * @param cancel set when the abort carries out a request's cancel ({@code abort(CancelReason, CancelSource)}):
+ *               why, and where the aborting side learned it. It travels typed in the ABORT frame, so the peer can
+ *               tell a cancel from a failure without reading {@code detail}; null for every other abort
  */
-public record AbortReason(Cause cause, Side origin, String detail) {
+public record AbortReason(Cause cause, Side origin, String detail, Cancel cancel) {
+
+    /**
+     * The cancel an abort carries out. On the wire each enum travels by name; a name this version does not know
+     * reads as {@code UNKNOWN}, never as an error.
+     */
+    public record Cancel(CancelReason reason, CancelSource source) {
+        public Cancel {
+            Objects.requireNonNull(reason, "reason");
+            Objects.requireNonNull(source, "source");
+        }
+    }
 
     /** Stable causes; their ordinals travel on the wire. Append only. */
     public enum Cause {
@@ -40,6 +58,19 @@ public record AbortReason(Cause cause, Side origin, String detail) {
         Objects.requireNonNull(cause, "cause");
         Objects.requireNonNull(origin, "origin");
         detail = detail == null ? "" : detail;
+        if (cancel != null && cause != Cause.REQUESTED) {
+            throw new IllegalArgumentException("only a REQUESTED abort carries a cancel, not " + cause);
+        }
+    }
+
+    /** An abort that is not a request's cancel. */
+    public AbortReason(Cause cause, Side origin, String detail) {
+        this(cause, origin, detail, null);
+    }
+
+    /** The cancel this abort carries out, if it is one. */
+    public Optional<Cancel> cancellation() {
+        return Optional.ofNullable(cancel);
     }
 
     /**
@@ -52,6 +83,7 @@ public record AbortReason(Cause cause, Side origin, String detail) {
 
     @Override
     public String toString() {
-        return cause + " by " + origin + (detail.isEmpty() ? "" : ": " + detail);
+        return cause + " by " + origin + (cancel == null ? "" : " for cancel " + cancel.reason() + "/"
+                + cancel.source()) + (detail.isEmpty() ? "" : ": " + detail);
     }
 }

@@ -122,6 +122,16 @@ public final class ReceiveSession {
         return abort(new AbortReason(AbortReason.Cause.REQUESTED, Side.RECEIVER, reason), true);
     }
 
+    /**
+     * Aborts the session to carry out a request's cancel, and tells the peer why in the ABORT frame, typed: the
+     * peer's futures fail with a {@link TransferAbortedException} whose reason's {@link AbortReason#cancellation()}
+     * is this cancel. Otherwise as {@link #abort(String)}.
+     */
+    public boolean abort(dev.ripcord.protocol.CancelReason reason, dev.ripcord.protocol.CancelSource source) {
+        return abort(new AbortReason(AbortReason.Cause.REQUESTED, Side.RECEIVER, "cancelled",
+                new AbortReason.Cancel(reason, source)), true);
+    }
+
     // ---- transport side (package-private) ----------------------------------------------------------------------
 
     void armAttachTimer(ScheduledFuture<?> timer) {

@@ -111,10 +111,13 @@ final class ReceiverConnection extends FrameDecoder {
             }
             case ABORT -> {
                 ReceiveSession s = bound.get(body.readLong());
-                AbortReason.Cause cause = AbortReason.Cause.ofWire(body.readByte());
-                String detail = Frames.readString(body);
+                Frames.Abort frame = Frames.Abort.decode(body);
+                AbortReason.Cause cause = AbortReason.Cause.ofWire(frame.cause());
+                String detail = frame.detail();
+                AbortReason.Cancel cancel = frame.cancelReason() == null || cause != AbortReason.Cause.REQUESTED
+                        ? null : new AbortReason.Cancel(frame.cancelReason(), frame.cancelSource());
                 if (s != null) {
-                    s.onRemoteAbort(this, new AbortReason(cause, Side.SENDER, detail));
+                    s.onRemoteAbort(this, new AbortReason(cause, Side.SENDER, detail, cancel));
                 }
             }
             case ABORT_ACK -> {
@@ -239,7 +242,9 @@ final class ReceiverConnection extends FrameDecoder {
     }
 
     void writeAbort(long sessionId, AbortReason reason) {
-        write(a -> Frames.abort(a, sessionId, reason.cause().ordinal(), reason.detail()));
+        write(a -> Frames.abort(a, sessionId, reason.cause().ordinal(), reason.detail(),
+                reason.cancel() == null ? null : reason.cancel().reason(),
+                reason.cancel() == null ? null : reason.cancel().source()));
     }
 
     void writeRegionClosed(long regionId) {

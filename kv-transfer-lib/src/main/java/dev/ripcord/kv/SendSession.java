@@ -253,6 +253,16 @@ public final class SendSession {
         return abort(new AbortReason(AbortReason.Cause.REQUESTED, Side.SENDER, reason), Notice.ABORT, true);
     }
 
+    /**
+     * Aborts the session to carry out a request's cancel, and tells the peer why in the ABORT frame, typed: the
+     * peer's futures fail with a {@link TransferAbortedException} whose reason's {@link AbortReason#cancellation()}
+     * is this cancel. Otherwise as {@link #abort(String)}.
+     */
+    public boolean abort(dev.ripcord.protocol.CancelReason reason, dev.ripcord.protocol.CancelSource source) {
+        return abort(new AbortReason(AbortReason.Cause.REQUESTED, Side.SENDER, "cancelled",
+                new AbortReason.Cancel(reason, source)), Notice.ABORT, true);
+    }
+
     // ---- shared memory ----------------------------------------------------------------------------------------
 
     private void copyShared(WriteOp op) {

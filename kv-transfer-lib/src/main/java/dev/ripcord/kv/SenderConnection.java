@@ -191,7 +191,9 @@ final class SenderConnection extends FrameDecoder {
     }
 
     void writeAbort(long sessionId, AbortReason reason) {
-        write(a -> Frames.abort(a, sessionId, reason.cause().ordinal(), reason.detail()));
+        write(a -> Frames.abort(a, sessionId, reason.cause().ordinal(), reason.detail(),
+                reason.cancel() == null ? null : reason.cancel().reason(),
+                reason.cancel() == null ? null : reason.cancel().source()));
     }
 
     void writeAbortAck(long sessionId) {
@@ -287,10 +289,13 @@ final class SenderConnection extends FrameDecoder {
             }
             case ABORT -> {
                 SendSession s = sessions.get(body.readLong());
-                AbortReason.Cause cause = AbortReason.Cause.ofWire(body.readByte());
-                String detail = Frames.readString(body);
+                Frames.Abort frame = Frames.Abort.decode(body);
+                AbortReason.Cause cause = AbortReason.Cause.ofWire(frame.cause());
+                String detail = frame.detail();
+                AbortReason.Cancel cancel = frame.cancelReason() == null || cause != AbortReason.Cause.REQUESTED
+                        ? null : new AbortReason.Cancel(frame.cancelReason(), frame.cancelSource());
                 if (s != null) {
-                    s.onRemoteAbort(new AbortReason(cause, Side.RECEIVER, detail));
+                    s.onRemoteAbort(new AbortReason(cause, Side.RECEIVER, detail, cancel));
                 }
             }
             case REGION_CLOSED -> agent.shmMappings().retireRegion(peer.incarnation(), body.readLong());

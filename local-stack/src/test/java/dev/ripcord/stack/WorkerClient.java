@@ -82,9 +82,9 @@ public final class WorkerClient {
                 throw new AssertionError("decode answered " + decodeResponse.statusCode() + ": "
                         + (lines.hasNext() ? lines.next() : ""));
             }
-            DecodeEvent reserved = next(lines, DecodeEvent.class);
-            if (reserved.type() != DecodeEvent.Type.RESERVED) {
-                throw new AssertionError("decode's first event is not RESERVED: " + reserved);
+            DecodeEvent first = next(lines, DecodeEvent.class);
+            if (!(first instanceof DecodeEvent.Reserved reserved)) {
+                throw new AssertionError("decode's first event is not RESERVED: " + first);
             }
             CompletableFuture<List<PrefillEvent>> prefillEvents = CompletableFuture.supplyAsync(
                     () -> prefill(requestId, promptTokens, sampling, reserved.transfer()),
@@ -93,9 +93,9 @@ public final class WorkerClient {
             long firstToken = -1;
             String finish = null;
             while (finish == null) {
-                DecodeEvent event = next(lines, DecodeEvent.class);
-                if (event.type() != DecodeEvent.Type.TOKEN) {
-                    throw new AssertionError("decode sent " + event + " after " + tokens.size() + " tokens");
+                DecodeEvent next = next(lines, DecodeEvent.class);
+                if (!(next instanceof DecodeEvent.Token event)) {
+                    throw new AssertionError("decode sent " + next + " after " + tokens.size() + " tokens");
                 }
                 if (firstToken < 0) {
                     firstToken = System.nanoTime();
@@ -108,7 +108,7 @@ public final class WorkerClient {
             }
             long end = System.nanoTime();
             List<PrefillEvent> prefillLog = prefillEvents.join();
-            if (prefillLog.isEmpty() || prefillLog.getLast().type() != PrefillEvent.Type.DONE) {
+            if (prefillLog.isEmpty() || !(prefillLog.getLast() instanceof PrefillEvent.Done)) {
                 throw new AssertionError("prefill did not end with DONE: " + prefillLog);
             }
             return new Direct(tokens.stream().mapToInt(Integer::intValue).toArray(), finish, firstToken - start,

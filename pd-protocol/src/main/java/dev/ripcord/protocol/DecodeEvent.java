@@ -1,30 +1,32 @@
 package dev.ripcord.protocol;
 
+import com.fasterxml.jackson.annotation.JsonSubTypes;
+import com.fasterxml.jackson.annotation.JsonTypeInfo;
+import com.fasterxml.jackson.annotation.JsonTypeName;
+
 /**
- * One line of decode's response stream. Which fields are set depends on {@link #type()}.
- *
- * @param transfer     {@link Type#RESERVED}: the serialized receive descriptor prefill must push KV into
- * @param index        {@link Type#TOKEN}: position of the token in the completion, from 0
- * @param token        {@link Type#TOKEN}: the token ID
- * @param finishReason {@link Type#TOKEN}: set on the last token only: {@code stop} (end of sequence) or
- *                     {@code length}
- * @param error        {@link Type#ERROR}: what went wrong
+ * One line of decode's response stream, named on the wire by its {@code type} field: {@code RESERVED}, then
+ * {@code TOKEN}s (the last with its finish reason); or an early end with exactly one {@link Cancelled} or
+ * {@link Failed}; then the stream ends.
  */
-public record DecodeEvent(Type type, String transfer, Integer index, Integer token, String finishReason,
-                          String error) {
+@JsonTypeInfo(use = JsonTypeInfo.Id.NAME, include = JsonTypeInfo.As.PROPERTY, property = "type")
+@JsonSubTypes({
+        @JsonSubTypes.Type(value = DecodeEvent.Reserved.class, name = "RESERVED"),
+        @JsonSubTypes.Type(value = DecodeEvent.Token.class, name = "TOKEN"),
+        @JsonSubTypes.Type(value = Cancelled.class, name = "CANCELLED"),
+        @JsonSubTypes.Type(value = Failed.class, name = "FAILED")})
+public sealed interface DecodeEvent permits DecodeEvent.Reserved, DecodeEvent.Token, Cancelled, Failed {
 
-    public enum Type { RESERVED, TOKEN, ERROR }
-
-    public static DecodeEvent reserved(String transfer) {
-        return new DecodeEvent(Type.RESERVED, transfer, null, null, null, null);
+    /** KV pages are reserved; {@code transfer} is the serialized receive descriptor prefill must push KV into. */
+    @JsonTypeName("RESERVED")
+    record Reserved(String transfer) implements DecodeEvent {
     }
 
-    /** A generated token; {@code finishReason} is {@code null} except on the last one. */
-    public static DecodeEvent token(int index, int token, String finishReason) {
-        return new DecodeEvent(Type.TOKEN, null, index, token, finishReason, null);
-    }
-
-    public static DecodeEvent error(String error) {
-        return new DecodeEvent(Type.ERROR, null, null, null, null, error);
+    /**
+     * A generated token at position {@code index} (from 0); {@code finishReason} is set on the last one only:
+     * {@code stop} (end of sequence) or {@code length}.
+     */
+    @JsonTypeName("TOKEN")
+    record Token(int index, int token, String finishReason) implements DecodeEvent {
     }
 }

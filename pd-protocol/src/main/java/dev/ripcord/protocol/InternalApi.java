@@ -12,6 +12,11 @@ public final class InternalApi {
     public static final String PREFILL = "/internal/v1/prefill";
     /** A worker's scheduler journal, oldest first: {@link JournalEntry}s; {@code ?after=N} for entries past N. */
     public static final String JOURNAL = "/internal/v1/journal";
+    /**
+     * The gateway's in-band cancel, sent before it closes a leg's stream so the worker learns the real reason:
+     * {@code POST} with {@code ?reason=<CancelReason>}; the path variable is the request ID.
+     */
+    public static final String CANCEL = "/internal/v1/requests/{requestId}/cancel";
     /** A worker's live state: {@link WorkerStatus}. */
     public static final String STATUS = "/internal/v1/status";
     /**

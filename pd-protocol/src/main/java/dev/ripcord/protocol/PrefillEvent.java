@@ -1,36 +1,43 @@
 package dev.ripcord.protocol;
 
+import com.fasterxml.jackson.annotation.JsonSubTypes;
+import com.fasterxml.jackson.annotation.JsonTypeInfo;
+import com.fasterxml.jackson.annotation.JsonTypeName;
+
 /**
- * One line of prefill's response stream.
- *
- * @param position   {@link Type#QUEUED}: requests ahead of this one
- * @param chunk      {@link Type#CHUNK}: index of the chunk just computed and sent
- * @param tokensDone {@link Type#CHUNK}: prompt tokens whose KV is computed
- * @param firstToken {@link Type#DONE}: the first generated token (also sent to decode with the KV)
- * @param error      {@link Type#ERROR}: what went wrong
+ * One line of prefill's response stream, named on the wire by its {@code type} field. A stream is
+ * {@code QUEUED, STARTED, CHUNK..., DONE}, or ends early with exactly one {@link Cancelled} (a cancel ended it;
+ * it says why, and where prefill learned it) or {@link Failed} (something broke), never both; then the stream
+ * ends.
  */
-public record PrefillEvent(Type type, Integer position, Integer chunk, Integer tokensDone, Integer firstToken,
-                           String error) {
+@JsonTypeInfo(use = JsonTypeInfo.Id.NAME, include = JsonTypeInfo.As.PROPERTY, property = "type")
+@JsonSubTypes({
+        @JsonSubTypes.Type(value = PrefillEvent.Queued.class, name = "QUEUED"),
+        @JsonSubTypes.Type(value = PrefillEvent.Started.class, name = "STARTED"),
+        @JsonSubTypes.Type(value = PrefillEvent.Chunk.class, name = "CHUNK"),
+        @JsonSubTypes.Type(value = PrefillEvent.Done.class, name = "DONE"),
+        @JsonSubTypes.Type(value = Cancelled.class, name = "CANCELLED"),
+        @JsonSubTypes.Type(value = Failed.class, name = "FAILED")})
+public sealed interface PrefillEvent permits PrefillEvent.Queued, PrefillEvent.Started, PrefillEvent.Chunk,
+        PrefillEvent.Done, Cancelled, Failed {
 
-    public enum Type { QUEUED, STARTED, CHUNK, DONE, ERROR }
-
-    public static PrefillEvent queued(int position) {
-        return new PrefillEvent(Type.QUEUED, position, null, null, null, null);
+    /** Admitted; {@code position} requests are ahead of this one. */
+    @JsonTypeName("QUEUED")
+    record Queued(int position) implements PrefillEvent {
     }
 
-    public static PrefillEvent started() {
-        return new PrefillEvent(Type.STARTED, null, null, null, null, null);
+    /** Prefill began computing this prompt. */
+    @JsonTypeName("STARTED")
+    record Started() implements PrefillEvent {
     }
 
-    public static PrefillEvent chunk(int chunk, int tokensDone) {
-        return new PrefillEvent(Type.CHUNK, null, chunk, tokensDone, null, null);
+    /** Chunk {@code chunk} was computed and its finished pages pushed; {@code tokensDone} prompt tokens have KV. */
+    @JsonTypeName("CHUNK")
+    record Chunk(int chunk, int tokensDone) implements PrefillEvent {
     }
 
-    public static PrefillEvent done(int firstToken) {
-        return new PrefillEvent(Type.DONE, null, null, null, firstToken, null);
-    }
-
-    public static PrefillEvent error(String error) {
-        return new PrefillEvent(Type.ERROR, null, null, null, null, error);
+    /** The KV was delivered to decode, with the first generated token (which decode also got with the KV). */
+    @JsonTypeName("DONE")
+    record Done(int firstToken) implements PrefillEvent {
     }
 }

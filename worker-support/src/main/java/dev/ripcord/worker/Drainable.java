@@ -24,8 +24,8 @@ public interface Drainable {
                              java.util.function.IntSupplier pagesLive, org.slf4j.Logger log) {
         stopAccepting.run();
         if (!awaitCondition(idle, grace)) {
-            int n = registry.cancelAll(dev.ripcord.cancel.CancelReason.SHUTDOWN,
-                    dev.ripcord.cancel.CancelSource.SHUTDOWN);
+            int n = registry.cancelAll(dev.ripcord.protocol.CancelReason.SHUTDOWN,
+                    dev.ripcord.protocol.CancelSource.SHUTDOWN);
             log.info("drain: grace period over, cancelled {} request(s)", n);
         }
         if (!awaitCondition(() -> pagesLive.getAsInt() == 0, RELEASE_WAIT)) {

@@ -24,8 +24,15 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Tasks run before each step, in submission order. When a step reports no work and no task is waiting, the
  * thread parks until {@link #wakeUp()} or a new task.
+ *
+ * <p>A {@linkplain #manual manual} loop has no thread: tasks queue up and nothing runs until the owner calls
+ * {@link #runOnce()} or {@link #runUntilIdle()}. In-process scheduler tests use it to step a worker themselves, so
+ * that they can put a cancel exactly between two steps; production code never creates one.
  */
 public final class EngineLoop implements AutoCloseable {
+
+    /** How a loop runs: on a thread of its own (services), or stepped by its owner (in-process tests). */
+    public enum Mode { THREAD, MANUAL }
 
     private static final Logger log = LoggerFactory.getLogger(EngineLoop.class);
     private static final long IDLE_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
@@ -33,18 +40,83 @@ public final class EngineLoop implements AutoCloseable {
     private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
     private final BooleanSupplier step;
     private final Thread thread;
+    private final String name;
+    /** Manual mode: the thread inside {@link #runOnce()}, or null. */
+    private volatile Thread pumping;
     private volatile boolean closed;
 
     /**
      * @param step one unit of work; returns whether it did any (false parks the loop until woken)
      */
     public EngineLoop(String name, BooleanSupplier step) {
-        this.step = step;
-        this.thread = Thread.ofPlatform().name(name).daemon(false).unstarted(this::run);
+        this(name, step, false);
     }
 
+    private EngineLoop(String name, BooleanSupplier step, boolean manual) {
+        this.step = step;
+        this.name = name;
+        this.thread = manual ? null : Thread.ofPlatform().name(name).daemon(false).unstarted(this::run);
+    }
+
+    /**
+     * A loop without a thread, stepped by its owner ({@link #runOnce()}, {@link #runUntilIdle()}): for tests that
+     * need to place an event exactly between two steps.
+     */
+    public static EngineLoop manual(String name, BooleanSupplier step) {
+        return new EngineLoop(name, step, true);
+    }
+
+    /** Starts the loop thread; a manual loop has none, and this does nothing. */
     public void start() {
-        thread.start();
+        if (thread != null) {
+            thread.start();
+        }
+    }
+
+    /** Whether this loop is stepped by its owner rather than by a thread of its own. */
+    public boolean isManual() {
+        return thread == null;
+    }
+
+    /**
+     * Manual loops only: runs the waiting tasks, then one step. Returns whether anything ran.
+     *
+     * @throws IllegalStateException on a threaded loop
+     */
+    public boolean runOnce() {
+        if (thread != null) {
+            throw new IllegalStateException("engine loop " + name + " has its own thread");
+        }
+        pumping = Thread.currentThread();
+        try {
+            boolean worked = drainTasks();
+            if (!closed) {
+                try {
+                    worked |= step.getAsBoolean();
+                } catch (RuntimeException e) {
+                    log.error("engine loop {} step failed", name, e);
+                    throw e;
+                }
+            }
+            return worked;
+        } finally {
+            pumping = null;
+        }
+    }
+
+    /**
+     * Manual loops only: {@link #runOnce()} until nothing is left to do; returns how many rounds did work.
+     *
+     * @throws IllegalStateException after {@code maxRounds} busy rounds (a step that never settles)
+     */
+    public int runUntilIdle(int maxRounds) {
+        int rounds = 0;
+        while (runOnce()) {
+            if (++rounds >= maxRounds) {
+                throw new IllegalStateException("engine loop " + name + " still busy after " + maxRounds + " rounds");
+            }
+        }
+        return rounds;
     }
 
     /** Runs {@code task} on the loop thread; the future completes there. */
@@ -63,10 +135,12 @@ public final class EngineLoop implements AutoCloseable {
     /** Runs {@code task} on the loop thread, after the tasks already waiting. */
     public void execute(Runnable task) {
         if (closed) {
-            throw new IllegalStateException("engine loop " + thread.getName() + " is closed");
+            throw new IllegalStateException("engine loop " + name + " is closed");
         }
         tasks.add(task);
-        LockSupport.unpark(thread);
+        if (thread != null) {
+            LockSupport.unpark(thread);
+        }
     }
 
     /**
@@ -86,12 +160,14 @@ public final class EngineLoop implements AutoCloseable {
 
     /** Makes a parked loop run its step again (new work arrived through a path other than a task). */
     public void wakeUp() {
-        LockSupport.unpark(thread);
+        if (thread != null) {
+            LockSupport.unpark(thread);
+        }
     }
 
-    /** Whether the caller is the loop thread. */
+    /** Whether the caller is the loop thread (for a manual loop: the thread inside {@link #runOnce()}). */
     public boolean inLoop() {
-        return Thread.currentThread() == thread;
+        return Thread.currentThread() == (thread != null ? thread : pumping);
     }
 
     private void run() {
@@ -103,7 +179,7 @@ public final class EngineLoop implements AutoCloseable {
             try {
                 worked |= step.getAsBoolean();
             } catch (Throwable t) {
-                log.error("engine loop {} step failed", thread.getName(), t);
+                log.error("engine loop {} step failed", name, t);
             }
             if (!worked && tasks.isEmpty()) {
                 LockSupport.parkNanos(this, IDLE_PARK_NANOS);
@@ -119,7 +195,7 @@ public final class EngineLoop implements AutoCloseable {
             try {
                 task.run();
             } catch (Throwable t) {
-                log.error("engine loop {} task failed", thread.getName(), t);
+                log.error("engine loop {} task failed", name, t);
             }
         }
         return any;
@@ -128,6 +204,10 @@ public final class EngineLoop implements AutoCloseable {
     /** Stops after the waiting tasks have run; waits up to {@code timeout} for the thread. */
     public void close(Duration timeout) {
         closed = true;
+        if (thread == null) {
+            drainTasks();
+            return;
+        }
         LockSupport.unpark(thread);
         try {
             thread.join(timeout);

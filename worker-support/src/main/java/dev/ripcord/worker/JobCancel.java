@@ -3,8 +3,8 @@ package dev.ripcord.worker;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
-import dev.ripcord.cancel.CancelReason;
-import dev.ripcord.cancel.CancelSource;
+import dev.ripcord.protocol.CancelReason;
+import dev.ripcord.protocol.CancelSource;
 
 /**
  * What a job knows about its cancellation: the first cancel that reached it (later ones are ignored), and whether

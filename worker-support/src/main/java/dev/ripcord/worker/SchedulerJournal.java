@@ -17,15 +17,29 @@ public final class SchedulerJournal {
 
     private final JournalEntry[] ring;
     private long next = 1;
+    private volatile java.util.function.Consumer<JournalEntry> listener = entry -> { };
 
     public SchedulerJournal(int capacity) {
         this.ring = new JournalEntry[capacity];
     }
 
-    public synchronized void record(String requestId, String event, Object detail) {
-        long seq = next++;
-        ring[(int) (seq % ring.length)] = new JournalEntry(seq, requestId, event,
-                detail == null ? "" : detail.toString());
+    public void record(String requestId, String event, Object detail) {
+        JournalEntry entry;
+        synchronized (this) {
+            long seq = next++;
+            entry = new JournalEntry(seq, requestId, event, detail == null ? "" : detail.toString());
+            ring[(int) (seq % ring.length)] = entry;
+        }
+        listener.accept(entry);
+    }
+
+    /**
+     * Calls {@code listener} with every entry after it is recorded, on the recording thread, outside the journal's
+     * lock. For in-process tests that must act at an exact point of a scheduler's work (a cancel that lands while a
+     * chunk is computing is one that arrives when the chunk is journalled: nothing of the job has looked since).
+     */
+    public void onRecord(java.util.function.Consumer<JournalEntry> listener) {
+        this.listener = listener == null ? entry -> { } : listener;
     }
 
     /** The entries with {@code seq > after} still held, oldest first. */

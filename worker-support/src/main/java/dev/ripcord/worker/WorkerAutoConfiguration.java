@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 
 import dev.ripcord.cancel.CancellationRegistry;
+import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.engine.EngineOptions;
 import dev.ripcord.engine.InferenceEngine;
 import dev.ripcord.engine.KvPagePool;
@@ -11,6 +12,8 @@ import dev.ripcord.engine.Preset;
 import dev.ripcord.kv.KvRegion;
 import dev.ripcord.kv.TransferAgent;
 import dev.ripcord.kv.TransferAgentOptions;
+import dev.ripcord.worker.http.WorkerEndpoint;
+import dev.ripcord.worker.http.WorkerRoutes;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
@@ -20,9 +23,12 @@ import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.DependsOn;
+import org.springframework.web.reactive.function.server.RouterFunction;
+import org.springframework.web.reactive.function.server.ServerResponse;
 
 /**
  * What every worker has: an inference engine, a KV transfer agent and the engine's page pool registered with it.
@@ -122,6 +128,22 @@ public class WorkerAutoConfiguration {
                     + " liveRegistrations=" + (registry == null ? 0 : registry.liveRegistrations())
                     + " liveRegions=" + agent.stats().liveRegions();
         });
+    }
+
+    /** The worker's internal HTTP API around its one {@link dev.ripcord.worker.http.WorkerEndpoint}. */
+    @Bean
+    @ConditionalOnBean(WorkerEndpoint.class)
+    RouterFunction<ServerResponse> workerRouter(WorkerEndpoint endpoint, WorkerContext context,
+                                                CancelProperties cancel) {
+        return new WorkerRoutes(context, cancel, endpoint.retryAfter()).router(endpoint);
+    }
+
+    /** What both schedulers work with; they close before any of it (they depend on it). */
+    @Bean
+    WorkerContext workerContext(InferenceEngine engine, TransferAgent agent, KvRegion kvPoolRegion,
+                                CancellationRegistry registry, MeterRegistry meters,
+                                SchedulerJournal journal) {
+        return new WorkerContext(engine, agent, kvPoolRegion, registry, meters, journal, EngineLoop.Mode.THREAD);
     }
 
     /** The engine's whole page pool as one transfer region: page {@code p} is at offset {@code p * pageBytes}. */

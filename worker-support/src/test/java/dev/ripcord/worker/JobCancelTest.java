@@ -3,8 +3,8 @@ package dev.ripcord.worker;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import dev.ripcord.cancel.CancelReason;
-import dev.ripcord.cancel.CancelSource;
+import dev.ripcord.protocol.CancelReason;
+import dev.ripcord.protocol.CancelSource;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;

@@ -11,7 +11,7 @@ import java.util.function.Consumer;
 import dev.ripcord.cancel.CancelEvent;
 import dev.ripcord.cancel.CancelEventCodec;
 import dev.ripcord.cancel.CancelOutcome;
-import dev.ripcord.cancel.CancelSource;
+import dev.ripcord.protocol.CancelSource;
 import dev.ripcord.cancel.CancellationRegistry;
 import dev.ripcord.cancel.InvalidCancelEventException;
 import dev.ripcord.cancel.InvalidCancelEventException.Problem;

@@ -11,7 +11,7 @@ import java.util.concurrent.TimeUnit;
 import dev.ripcord.cancel.CancelEvent;
 import dev.ripcord.cancel.CancelEventCodec;
 import dev.ripcord.cancel.CancelPublisher;
-import dev.ripcord.cancel.CancelReason;
+import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.cancel.Origin;
 import dev.ripcord.cancel.logging.RequestMdc;
 import dev.ripcord.cancel.kafka.KafkaSendQueue.SendOutcome;

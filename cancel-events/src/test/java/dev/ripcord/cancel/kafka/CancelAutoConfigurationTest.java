@@ -6,7 +6,7 @@ import java.time.Duration;
 
 import dev.ripcord.cancel.CancelPropagation;
 import dev.ripcord.cancel.CancelPublisher;
-import dev.ripcord.cancel.CancelReason;
+import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.cancel.CancellationRegistry;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;

@@ -13,8 +13,8 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ripcord.cancel.CancelEvent;
 import dev.ripcord.cancel.CancelEventCodec;
-import dev.ripcord.cancel.CancelReason;
-import dev.ripcord.cancel.CancelSource;
+import dev.ripcord.protocol.CancelReason;
+import dev.ripcord.protocol.CancelSource;
 import dev.ripcord.cancel.CancellationRegistry;
 import dev.ripcord.cancel.Origin;
 import dev.ripcord.cancel.Registration;

@@ -20,7 +20,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import dev.ripcord.cancel.CancelEvent;
 import dev.ripcord.cancel.CancelEventCodec;
 import dev.ripcord.cancel.CancelPublishException;
-import dev.ripcord.cancel.CancelReason;
+import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.cancel.Origin;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.awaitility.Awaitility;

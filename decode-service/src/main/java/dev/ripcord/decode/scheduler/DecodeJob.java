@@ -1,58 +1,24 @@
 package dev.ripcord.decode.scheduler;
 
-import java.util.concurrent.atomic.AtomicReference;
-
-import dev.ripcord.cancel.CancelReason;
-import dev.ripcord.cancel.CancelSource;
-import dev.ripcord.cancel.Registration;
 import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveSession;
 import dev.ripcord.protocol.DecodeEvent;
 import dev.ripcord.protocol.DecodeRequest;
-import dev.ripcord.worker.JobCancel;
-import dev.ripcord.worker.JobEvents;
-import reactor.core.publisher.Flux;
+import dev.ripcord.worker.job.JobState;
+import dev.ripcord.worker.job.WorkerJob;
 
 /**
- * One request in the decode worker. Fields other than the state and the cancel request are touched only on the
- * engine loop thread.
+ * One generation in the decode worker: what continuous batching needs on top of the shared {@link WorkerJob}.
+ * {@link JobState#WAITING} is "KV reserved, transfer not landed"; {@link JobState#RUNNING} is "in the batch". Fields
+ * are touched only on the engine loop thread unless marked volatile.
  */
-public final class DecodeJob {
-
-    /**
-     * The life of a decode job.
-     *
-     * <pre>
-     *  from \ to     AWAITING_KV  DECODING  FINISHED  CANCELLED  FAILED
-     *  (new)              ✓
-     *  AWAITING_KV                    ✓                   ✓         ✓
-     *  DECODING                                 ✓         ✓         ✓
-     *  FINISHED, CANCELLED, FAILED: terminal
-     * </pre>
-     * A job's pages are freed only after it is terminal AND its receive session is RELEASED.
-     */
-    public enum State {
-        AWAITING_KV, DECODING, FINISHED, CANCELLED, FAILED;
-
-        boolean isTerminal() {
-            return this == FINISHED || this == CANCELLED || this == FAILED;
-        }
-
-        boolean canMoveTo(State next) {
-            return switch (this) {
-                case AWAITING_KV -> next == DECODING || next == CANCELLED || next == FAILED;
-                case DECODING -> next == FINISHED || next == CANCELLED || next == FAILED;
-                case FINISHED, CANCELLED, FAILED -> false;
-            };
-        }
-    }
+public final class DecodeJob extends WorkerJob<DecodeEvent> {
 
     final DecodeRequest request;
-    private final AtomicReference<State> state = new AtomicReference<>(State.AWAITING_KV);
-    private final JobCancel cancel = new JobCancel();
-    final JobEvents<DecodeEvent> events = new JobEvents<>();
-    volatile Registration registration;
     volatile ReceiveSession session;
+
+    /** The last step started when the cancel was observed; guarded by the scheduler's step lock. */
+    long observedStep = Long.MAX_VALUE;
 
     // Engine-loop state.
     Sequence sequence;
@@ -60,57 +26,12 @@ public final class DecodeJob {
     int generated;
 
     DecodeJob(DecodeRequest request) {
+        super(request.requestId());
         this.request = request;
-    }
-
-    public String requestId() {
-        return request.requestId();
-    }
-
-    public State state() {
-        return state.get();
-    }
-
-    /** RESERVED, then TOKEN..., the last one with its finish reason; or ERROR. Then completion. */
-    public Flux<DecodeEvent> events() {
-        return events.flux();
-    }
-
-    boolean moveTo(State expected, State next) {
-        if (!expected.canMoveTo(next)) {
-            throw new IllegalStateException("decode job " + requestId() + ": illegal transition " + expected
-                    + " -> " + next);
-        }
-        return state.compareAndSet(expected, next);
-    }
-
-    boolean requestCancel(CancelReason reason, CancelSource source) {
-        return cancel.request(reason, source);
-    }
-
-    JobCancel.Request cancelRequest() {
-        return cancel.request();
-    }
-
-    /** True once per job: whichever path learns first that a cancel ended it counts the abort. */
-    boolean claimAbortCount() {
-        return cancel.claimAbortCount();
-    }
-
-    boolean isCancelRequested() {
-        return cancel.isRequested();
-    }
-
-    void emit(DecodeEvent event) {
-        events.emit(event);
-    }
-
-    void end() {
-        events.end();
     }
 
     @Override
     public String toString() {
-        return "DecodeJob[" + requestId() + " " + state.get() + " generated=" + generated + "]";
+        return "DecodeJob[" + requestId() + " " + state() + " generated=" + generated + "]";
     }
 }

@@ -74,7 +74,7 @@ class DecodeRequestLoggingTest {
                 .retrieve().bodyToFlux(DecodeEvent.class)
                 .next() // takes RESERVED, then closes the stream: the worker sees an in-band cancel
                 .block(Duration.ofSeconds(30));
-        assertThat(first.type()).isEqualTo(DecodeEvent.Type.RESERVED);
+        assertThat(first).isInstanceOf(DecodeEvent.Reserved.class);
 
         await().atMost(Duration.ofSeconds(30)).until(() -> registry.liveRegistrations() == 0);
         await().atMost(Duration.ofSeconds(30)).until(() -> aboutIt(id).stream()

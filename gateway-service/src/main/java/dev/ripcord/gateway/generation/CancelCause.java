@@ -4,7 +4,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import reactor.util.context.ContextView;
 
-import dev.ripcord.cancel.CancelReason;
+import dev.ripcord.protocol.CancelReason;
 
 /**
  * Why the OpenAI surface cancelled a generation, for the {@link TokenGenerator} to read when its subscription is

@@ -3,7 +3,7 @@ package dev.ripcord.gateway.generation;
 import java.util.Locale;
 import java.util.Objects;
 
-import dev.ripcord.cancel.CancelReason;
+import dev.ripcord.protocol.CancelReason;
 
 /**
  * The request was cancelled before its answer was complete, for any reason but its deadline (which is

@@ -3,7 +3,7 @@ package dev.ripcord.gateway.lifecycle;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
-import dev.ripcord.cancel.CancelReason;
+import dev.ripcord.protocol.CancelReason;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;

@@ -9,7 +9,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.ripcord.cancel.CancelEvent;
 import dev.ripcord.cancel.CancelPublisher;
-import dev.ripcord.cancel.CancelReason;
+import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.cancel.Origin;
 import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.cancel.logging.RequestMdc;

@@ -2,7 +2,7 @@ package dev.ripcord.gateway.openai;
 
 import java.util.Map;
 
-import dev.ripcord.cancel.CancelReason;
+import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.gateway.auth.ApiKeys;
 import dev.ripcord.gateway.auth.AuthProperties;
 import dev.ripcord.gateway.lifecycle.RequestContexts;

@@ -22,7 +22,7 @@ import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
-import dev.ripcord.cancel.CancelReason;
+import dev.ripcord.protocol.CancelReason;
 
 /**
  * Bounds what the gateway holds for one streaming response, and gives up on a client that stopped reading.

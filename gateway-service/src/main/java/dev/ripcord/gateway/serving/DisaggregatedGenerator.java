@@ -3,7 +3,7 @@ package dev.ripcord.gateway.serving;
 import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
 
-import dev.ripcord.cancel.CancelReason;
+import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.gateway.auth.ApiKeys;
 import dev.ripcord.gateway.lifecycle.RequestContext;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
@@ -18,7 +18,9 @@ import dev.ripcord.gateway.generation.RequestCancelledException;
 import dev.ripcord.gateway.generation.TokenGenerator;
 import dev.ripcord.gateway.resilience.WorkerResilience;
 import dev.ripcord.gateway.routing.WorkerPool;
+import dev.ripcord.protocol.Cancelled;
 import dev.ripcord.protocol.DecodeEvent;
+import dev.ripcord.protocol.Failed;
 import dev.ripcord.protocol.DecodeRequest;
 import dev.ripcord.protocol.InternalApi;
 import dev.ripcord.protocol.PrefillEvent;
@@ -45,7 +47,9 @@ import reactor.core.scheduler.Schedulers;
  * <p>Design note: both legs are plain streaming HTTP exchanges owned by one Reactor pipeline. Cancelling the Flux
  * this returns (client gone, stop string matched) disposes both exchanges, which closes their connections; the
  * workers observe that as their response stream being cancelled. That is the in-band cancellation path, and it
- * exists by construction: there is no second "context" for a leg that could outlive the request.
+ * exists by construction: there is no second "context" for a leg that could outlive the request. Before closing a
+ * leg the worker has answered, the gateway tells it the request's cancel reason ({@link InBandCancel}), so the
+ * worker records the real reason, not just a closed connection.
  *
  * <pre>
  *  subscribe ─► decode: POST /internal/v1/decode ─► RESERVED(transfer) ─┬─► prefill: POST /internal/v1/prefill
@@ -70,8 +74,6 @@ public final class DisaggregatedGenerator implements TokenGenerator {
     private static final MediaType NDJSON = MediaType.parseMediaType(InternalApi.NDJSON);
     /** How long a leg may stay open after the answer is decided (see the class comment). */
     static final Duration LEG_END_GRACE = Duration.ofSeconds(10);
-    /** How workers' ERROR events start when the request was cancelled rather than failed. */
-    private static final String WORKER_CANCELLED = "cancelled:";
 
     private final WebClient client;
     private final Scheduler timer;
@@ -115,26 +117,25 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                     request.maxTokens());
             DecodeRequest decodeRequest = new DecodeRequest(id, request.promptTokens().length, request.maxTokens(),
                     sampling, request.ignoreEos());
-            Flux<DecodeEvent> decodeEvents = ctx.link(decodeLeg.events(id, instance -> client.post()
-                    .uri(instance.uri().resolve(InternalApi.DECODE))
-                    .header(RequestIds.HEADER, id)
-                    .contentType(MediaType.APPLICATION_JSON)
-                    .accept(NDJSON)
-                    .bodyValue(decodeRequest)
-                    .exchangeToFlux(response -> events(response, DecodeEvent.class))));
+            Flux<DecodeEvent> decodeEvents = ctx.link(decodeLeg.events(id, instance ->
+                    InBandCancel.tellWhyBeforeClosing(client, instance, id, ctx::cancelReason, client.post()
+                            .uri(instance.uri().resolve(InternalApi.DECODE))
+                            .header(RequestIds.HEADER, id)
+                            .contentType(MediaType.APPLICATION_JSON)
+                            .accept(NDJSON)
+                            .bodyValue(decodeRequest)
+                            .exchangeToFlux(response -> events(response, DecodeEvent.class)))));
             return decodeEvents
                     .switchOnFirst((first, events) -> {
-                        DecodeEvent reserved = first.get();
-                        if (!first.hasValue() || reserved.type() != DecodeEvent.Type.RESERVED) {
-                            return events.flatMap(e -> Flux.<GeneratedToken>error(upstreamError(id, "decode",
-                                    e.type() == DecodeEvent.Type.ERROR ? e.error() : "expected RESERVED, got " + e.type())));
+                        if (!first.hasValue() || !(first.get() instanceof DecodeEvent.Reserved reserved)) {
+                            return events.flatMap(e -> Flux.<GeneratedToken>error(workerEnded(id, "decode", e)));
                         }
                         Sinks.One<Boolean> decodeEnded = Sinks.one();
                         Flux<GeneratedToken> tokens = events.skip(1).<GeneratedToken>handle((e, sink) -> {
-                            switch (e.type()) {
-                                case TOKEN -> sink.next(new GeneratedToken(e.index(), e.token(), e.finishReason()));
-                                case ERROR -> sink.error(upstreamError(id, "decode", e.error()));
-                                case RESERVED -> sink.error(upstreamError(id, "decode", "RESERVED twice"));
+                            if (e instanceof DecodeEvent.Token t) {
+                                sink.next(new GeneratedToken(t.index(), t.token(), t.finishReason()));
+                            } else {
+                                sink.error(workerEnded(id, "decode", e));
                             }
                         })
                                 // After the final token the stream's end is due at once.
@@ -169,21 +170,25 @@ public final class DisaggregatedGenerator implements TokenGenerator {
         return Flux.deferContextual(view -> {
             String id = request.requestId();
             PrefillRequest prefillRequest = new PrefillRequest(id, request.promptTokens(), sampling, transfer);
-            return ctx.link(prefillLeg.events(id, instance -> client.post()
-                    .uri(instance.uri().resolve(InternalApi.PREFILL))
-                    .header(RequestIds.HEADER, id)
-                    .contentType(MediaType.APPLICATION_JSON)
-                    .accept(NDJSON)
-                    .bodyValue(prefillRequest)
-                    .exchangeToFlux(response -> events(response, PrefillEvent.class))))
+            return ctx.link(prefillLeg.events(id, instance ->
+                    InBandCancel.tellWhyBeforeClosing(client, instance, id, ctx::cancelReason, client.post()
+                            .uri(instance.uri().resolve(InternalApi.PREFILL))
+                            .header(RequestIds.HEADER, id)
+                            .contentType(MediaType.APPLICATION_JSON)
+                            .accept(NDJSON)
+                            .bodyValue(prefillRequest)
+                            .exchangeToFlux(response -> events(response, PrefillEvent.class)))))
                     .<GeneratedToken>handle((e, sink) -> {
-                        switch (e.type()) {
-                            case QUEUED -> log.debug("requestId={} prefill queued at position {}", id, e.position());
-                            case STARTED -> log.debug("requestId={} prefill started", id);
-                            case CHUNK -> log.trace("requestId={} prefill chunk {} ({} tokens)", id, e.chunk(),
-                                    e.tokensDone());
-                            case DONE -> log.debug("requestId={} prefill done, first token {}", id, e.firstToken());
-                            case ERROR -> sink.error(upstreamError(id, "prefill", e.error()));
+                        switch (e) {
+                            case PrefillEvent.Queued q -> log.debug("requestId={} prefill queued at position {}", id,
+                                    q.position());
+                            case PrefillEvent.Started s -> log.debug("requestId={} prefill started", id);
+                            case PrefillEvent.Chunk c -> log.trace("requestId={} prefill chunk {} ({} tokens)", id,
+                                    c.chunk(), c.tokensDone());
+                            case PrefillEvent.Done d -> log.debug("requestId={} prefill done, first token {}", id,
+                                    d.firstToken());
+                            case Cancelled c -> sink.error(workerEnded(id, "prefill", c));
+                            case Failed f -> sink.error(workerEnded(id, "prefill", f));
                         }
                     });
         });
@@ -220,14 +225,21 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                 : RequestCancelledException.of(id, reason);
     }
 
-    private static GenerationException upstreamError(String id, String leg, String detail) {
-        if (detail != null && detail.startsWith(WORKER_CANCELLED)) {
-            // The worker aborted it on a cancel it received (e.g. one published before the request arrived).
-            log.info("requestId={} {} leg cancelled by the worker: {}", id, leg, detail);
-            return new RequestCancelledException(id,
-                    detail.substring(WORKER_CANCELLED.length()).trim().toLowerCase(java.util.Locale.ROOT));
+    /**
+     * A worker's stream ended other than as expected: a typed {@link Cancelled} (the worker carried out a cancel it
+     * received, e.g. one published before the request arrived) is the client's cancel; a {@link Failed}, or an event
+     * out of place, is a worker fault.
+     */
+    private static GenerationException workerEnded(String id, String leg, Object event) {
+        if (event instanceof Cancelled c) {
+            log.info("requestId={} {} leg cancelled by the worker: {} via {}", id, leg, c.reason(), c.source());
+            return RequestCancelledException.of(id, c.reason());
         }
-        log.warn("requestId={} {} leg failed: {}", id, leg, detail);
+        if (event instanceof Failed f) {
+            log.warn("requestId={} {} leg failed: {} ({})", id, leg, f.message(), f.code());
+        } else {
+            log.warn("requestId={} {} leg sent {} out of place", id, leg, event);
+        }
         return new GenerationFailedException("the " + leg + " worker failed this request", null);
     }
 

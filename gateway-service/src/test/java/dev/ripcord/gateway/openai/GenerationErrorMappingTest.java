@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.time.Duration;
 import java.util.List;
 
-import dev.ripcord.cancel.CancelReason;
+import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.gateway.generation.DeadlineExceededException;
 import dev.ripcord.gateway.generation.DuplicateRequestIdException;
 import dev.ripcord.gateway.generation.GenerationException;

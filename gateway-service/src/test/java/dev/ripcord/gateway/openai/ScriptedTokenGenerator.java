@@ -16,7 +16,7 @@ import dev.ripcord.gateway.generation.TokenGenerator;
 import dev.ripcord.protocol.RequestIds;
 import reactor.core.publisher.Flux;
 
-import dev.ripcord.cancel.CancelReason;
+import dev.ripcord.protocol.CancelReason;
 
 /**
  * A {@link TokenGenerator} that replays a script per request: tokens, optionally delayed, optionally followed by an

@@ -28,7 +28,7 @@ import reactor.core.publisher.Flux;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.server.HttpServer;
 
-import dev.ripcord.cancel.CancelReason;
+import dev.ripcord.protocol.CancelReason;
 
 /**
  * A client that asks for an endless stream and never reads it, on a raw socket with a tiny receive buffer, behind a

@@ -13,6 +13,7 @@ import dev.ripcord.protocol.InternalApi;
 import dev.ripcord.protocol.RequestIds;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
+import io.netty.handler.codec.http.QueryStringDecoder;
 import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.server.HttpServer;
@@ -35,12 +36,18 @@ final class FakeWorker implements AutoCloseable {
     private final AtomicInteger calls = new AtomicInteger();
     private final AtomicInteger closedByGateway = new AtomicInteger();
     private final List<String> requestIds = new CopyOnWriteArrayList<>();
+    private final List<String> cancels = new CopyOnWriteArrayList<>();
     private volatile Script script;
 
     private FakeWorker(Script script) {
         this.script = script;
         this.server = HttpServer.create().host("127.0.0.1").port(0)
-                .route(routes -> routes.post("/internal/v1/{leg}", (request, response) -> {
+                .route(routes -> routes.post("/internal/v1/requests/{id}/cancel", (request, response) -> {
+                    // The gateway's in-band reason: noted with whether the job's stream was still open then.
+                    cancels.add(request.param("id") + " " + new QueryStringDecoder(request.uri()).parameters()
+                            .get("reason").getFirst() + (closedByGateway.get() == 0 ? " before close" : " after close"));
+                    return response.status(200).sendString(Mono.just("ABORTED"));
+                }).post("/internal/v1/{leg}", (request, response) -> {
                     String id = request.requestHeaders().get(RequestIds.HEADER);
                     return request.receive().aggregate().asString().defaultIfEmpty("").flatMapMany(body -> {
                         requestIds.add(id);
@@ -90,6 +97,11 @@ final class FakeWorker implements AutoCloseable {
         return requestIds;
     }
 
+    /** The in-band cancels the gateway sent: "id REASON before close|after close". */
+    List<String> cancels() {
+        return cancels;
+    }
+
     @Override
     public void close() {
         server.disposeNow(Duration.ofSeconds(10));
@@ -97,12 +109,12 @@ final class FakeWorker implements AutoCloseable {
 
     // ------------------------------------------------------------------------------------------ answers
 
-    /** A refusal: {@code status} with {@code Retry-After: 2} and an ERROR event as body, as workers answer. */
+    /** A refusal: {@code status} with {@code Retry-After: 2} and a FAILED event as body, as workers answer. */
     static Script status(int status) {
         return (call, response) -> response.status(status)
                 .header("Retry-After", "2")
                 .header("Content-Type", "application/json")
-                .sendString(Mono.just("{\"type\":\"ERROR\",\"error\":\"refused by the fake\"}"));
+                .sendString(Mono.just("{\"type\":\"FAILED\",\"code\":\"busy\",\"message\":\"refused by the fake\"}"));
     }
 
     /** An NDJSON stream of {@code lines}, each flushed as it comes. */

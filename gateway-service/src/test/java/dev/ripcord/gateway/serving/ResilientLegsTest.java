@@ -16,6 +16,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ripcord.cancel.CancelPropagation;
+import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.cancel.CancelPublisher;
 import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.gateway.generation.GenerationFailedException;
@@ -156,9 +157,28 @@ class ResilientLegsTest {
     }
 
     @Test
+    void aCancelledRequestTellsEachAnsweredWorkerItsReasonBeforeClosingItsStream() {
+        FakeWorker decode = worker(FakeWorker.stream(Flux.concat(Flux.just(FakeWorker.reserved()), Flux.never())));
+        FakeWorker prefill = worker(FakeWorker.stream(Flux.concat(Flux.just("{\"type\":\"QUEUED\",\"position\":0}"),
+                Flux.never())));
+        DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(decode.uri()));
+        GenerationRequest request = request();
+        Disposable call = generator.generate(request).subscribe(t -> { }, e -> { });
+        await().atMost(WAIT).until(() -> prefill.calls() == 1);
+        await().atMost(WAIT).until(() -> contexts.isLive(request.requestId()));
+
+        contexts.cancel(request.requestId(), CancelReason.CLIENT_STALLED);
+
+        await().atMost(WAIT).until(() -> decode.closedByGateway() == 1 && prefill.closedByGateway() == 1);
+        assertThat(decode.cancels()).containsExactly(request.requestId() + " CLIENT_STALLED before close");
+        assertThat(prefill.cancels()).containsExactly(request.requestId() + " CLIENT_STALLED before close");
+        call.dispose();
+    }
+
+    @Test
     void aWorkerErrorEventAfterAdmissionIsReportedNotRetried() {
         FakeWorker a = worker(FakeWorker.stream(Flux.just(FakeWorker.reserved(),
-                "{\"type\":\"ERROR\",\"error\":\"transfer failed\"}")));
+                "{\"type\":\"FAILED\",\"code\":\"transfer_failed\",\"message\":\"transfer failed\"}")));
         FakeWorker b = worker(FakeWorker.decodeGenerating(2));
         FakeWorker prefill = worker(FakeWorker.prefillDone());
         DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(a.uri(), b.uri()));

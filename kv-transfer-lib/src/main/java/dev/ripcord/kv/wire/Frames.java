@@ -1,5 +1,7 @@
 package dev.ripcord.kv.wire;
 
+import dev.ripcord.protocol.CancelReason;
+import dev.ripcord.protocol.CancelSource;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import java.nio.charset.StandardCharsets;
@@ -100,10 +102,38 @@ public final class Frames {
         return start(alloc, FrameType.COMPLETED, 8).writeLong(sessionId);
     }
 
-    public static ByteBuf abort(ByteBufAllocator alloc, long sessionId, int cause, String detail) {
+    /**
+     * ABORT: session, cause ordinal, detail; then, appended so that a peer that predates it ignores it, the typed
+     * cancel: a presence byte and, when 1, the reason's and the source's enum names.
+     */
+    public static ByteBuf abort(ByteBufAllocator alloc, long sessionId, int cause, String detail,
+                                CancelReason cancelReason, CancelSource cancelSource) {
         byte[] text = utf8(detail.length() > 1000 ? detail.substring(0, 1000) : detail);
-        return start(alloc, FrameType.ABORT, 8 + 1 + 2 + text.length).writeLong(sessionId).writeByte(cause)
-                .writeShort(text.length).writeBytes(text);
+        boolean typed = cancelReason != null && cancelSource != null;
+        byte[] reason = typed ? utf8(cancelReason.name()) : new byte[0];
+        byte[] source = typed ? utf8(cancelSource.name()) : new byte[0];
+        ByteBuf b = start(alloc, FrameType.ABORT, 8 + 1 + 2 + text.length + 1
+                + (typed ? 2 + reason.length + 2 + source.length : 0));
+        b.writeLong(sessionId).writeByte(cause).writeShort(text.length).writeBytes(text).writeByte(typed ? 1 : 0);
+        if (typed) {
+            b.writeShort(reason.length).writeBytes(reason).writeShort(source.length).writeBytes(source);
+        }
+        return b;
+    }
+
+    /** The body of an ABORT frame after its session id. */
+    public record Abort(int cause, String detail, CancelReason cancelReason, CancelSource cancelSource) {
+
+        /** Reads what follows the session id; an unknown reason or source reads as {@code UNKNOWN}. */
+        public static Abort decode(ByteBuf body) {
+            int cause = body.readByte();
+            String detail = readString(body);
+            if (!body.isReadable() || body.readByte() == 0) {
+                return new Abort(cause, detail, null, null); // no cancel, or a peer that predates typed causes
+            }
+            return new Abort(cause, detail, CancelReason.fromWire(readString(body)),
+                    CancelSource.fromWire(readString(body)));
+        }
     }
 
     public static ByteBuf abortAck(ByteBufAllocator alloc, long sessionId) {

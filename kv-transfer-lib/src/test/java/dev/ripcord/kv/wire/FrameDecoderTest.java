@@ -3,6 +3,8 @@ package dev.ripcord.kv.wire;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.ripcord.protocol.CancelReason;
+import dev.ripcord.protocol.CancelSource;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
@@ -31,8 +33,12 @@ class FrameDecoderTest {
         @Override
         protected void onControlFrame(ChannelHandlerContext ctx, FrameType type, ByteBuf body) {
             events.add(type + (type == FrameType.HELLO ? ":" + Frames.Hello.decode(body).agentName()
-                    : type == FrameType.ABORT ? ":" + body.readLong() + ":" + body.readByte() + ":"
-                    + Frames.readString(body) : ""));
+                    : type == FrameType.ABORT ? ":" + body.readLong() + ":" + abort(Frames.Abort.decode(body)) : ""));
+        }
+
+        private static String abort(Frames.Abort a) {
+            return a.cause() + ":" + a.detail() + (a.cancelReason() == null ? "" : " " + a.cancelReason() + "/"
+                    + a.cancelSource());
         }
 
         @Override
@@ -65,6 +71,29 @@ class FrameDecoderTest {
     }
 
     @Test
+    void abortFrameCarriesTheCancelTypedAndReadsUnknownNamesAsUnknown() {
+        ByteBuf frame = Frames.abort(A, 5, 0, "cancelled", CancelReason.CLIENT_STALLED, CancelSource.IN_BAND);
+        frame.skipBytes(4 + 1 + 8);
+        Frames.Abort typed = Frames.Abort.decode(frame);
+        frame.release();
+        assertThat(typed.cancelReason()).isEqualTo(CancelReason.CLIENT_STALLED);
+        assertThat(typed.cancelSource()).isEqualTo(CancelSource.IN_BAND);
+
+        // A newer peer names a reason and a source this version does not know: read as UNKNOWN, not a crash.
+        ByteBuf newer = Unpooled.buffer().writeByte(0).writeShort(0).writeByte(1);
+        byte[] reason = "SOLAR_FLARE".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        byte[] source = "CARRIER_PIGEON".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        newer.writeShort(reason.length).writeBytes(reason).writeShort(source.length).writeBytes(source);
+        Frames.Abort unknown = Frames.Abort.decode(newer);
+        assertThat(unknown.cancelReason()).isEqualTo(CancelReason.UNKNOWN);
+        assertThat(unknown.cancelSource()).isEqualTo(CancelSource.UNKNOWN);
+
+        // An older peer sends no cancel part at all: an untyped abort.
+        ByteBuf older = Unpooled.buffer().writeByte(1).writeShort(0);
+        assertThat(Frames.Abort.decode(older).cancelReason()).isNull();
+    }
+
+    @Test
     void decodesFramesSplitAtEveryPossibleBoundary() {
         byte[] data = new byte[3000];
         new Random(1).nextBytes(data);
@@ -75,7 +104,8 @@ class FrameDecoderTest {
         append(stream, Frames.dataHeader(A, 0, 2, 0, 10, false)); // dropped payload
         stream.writeBytes(new byte[10]);
         append(stream, Frames.heartbeat(A));
-        append(stream, Frames.abort(A, 9, 3, "client went away"));
+        append(stream, Frames.abort(A, 9, 3, "peer lost", null, null));
+        append(stream, Frames.abort(A, 9, 0, "cancelled", CancelReason.DEADLINE, CancelSource.KAFKA));
         byte[] all = ByteBufUtil.getBytes(stream);
         stream.release();
         List<String> expected = null;
@@ -94,7 +124,8 @@ class FrameDecoderTest {
             if (expected == null) {
                 expected = r.events;
                 assertThat(expected).containsExactly("HELLO:peer", "DATA:9:1:4096:3000:true", "END:9",
-                        "DATA:0:2:0:10:false", "HEARTBEAT", "ABORT:9:3:client went away");
+                        "DATA:0:2:0:10:false", "HEARTBEAT", "ABORT:9:3:peer lost",
+                        "ABORT:9:0:cancelled DEADLINE/KAFKA");
             } else {
                 assertThat(r.events).isEqualTo(expected);
             }

@@ -13,6 +13,8 @@ import java.util.stream.Stream;
 import dev.ripcord.kv.ByteRange;
 import dev.ripcord.kv.ReceiveDescriptor;
 import dev.ripcord.protocol.InternalApi;
+import dev.ripcord.protocol.CancelSource;
+import dev.ripcord.protocol.Cancelled;
 import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.RequestIds;
@@ -75,11 +77,9 @@ final class CancelBeforeRegistration {
         assertThat(outcome.error()).contains("request_cancelled");
 
         List<PrefillEvent> prefillEvents = submitToPrefill(stack, requestId);
-        assertThat(prefillEvents).as("prefill answers the tombstoned request with one error")
-                .singleElement().satisfies(e -> {
-                    assertThat(e.type()).isEqualTo(PrefillEvent.Type.ERROR);
-                    assertThat(e.error()).startsWith("cancelled");
-                });
+        assertThat(prefillEvents).as("prefill answers the tombstoned request with its cancel, typed")
+                .singleElement().isInstanceOfSatisfying(Cancelled.class,
+                        e -> assertThat(e.source()).isEqualTo(CancelSource.TOMBSTONE));
         stack.awaitWorkersIdle();
 
         Journal d = Journal.since(stack.decode(), decodeMark);

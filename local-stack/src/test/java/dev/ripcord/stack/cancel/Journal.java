@@ -112,6 +112,22 @@ public final class Journal {
                 "no %s for %s in the journal; its events: %s".formatted(event, requestId, events(requestId))));
     }
 
+    /**
+     * Decode's step number on the first {@code event} of {@code requestId}: {@code CANCEL_OBSERVED} says the last
+     * step started when the cancel was observed, {@code STOPPED} the step the sequence did not take part in (the
+     * {@code step=N} of the entry's detail).
+     */
+    public long step(String requestId, String event) {
+        JournalEntry entry = of(requestId).stream().filter(e -> e.event().equals(event)).findFirst()
+                .orElseThrow(() -> new AssertionError("no %s for %s in the journal; its events: %s".formatted(event,
+                        requestId, events(requestId))));
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("step=(\\d+)").matcher(entry.detail());
+        if (!m.find()) {
+            throw new AssertionError("%s of %s carries no step number: %s".formatted(event, requestId, entry));
+        }
+        return Long.parseLong(m.group(1));
+    }
+
     /** {@code CHUNK} entries of {@code requestId} with a seq greater than {@code after}. */
     public long chunksAfter(String requestId, long after) {
         return of(requestId).stream().filter(e -> e.event().equals("CHUNK") && e.seq() > after).count();

@@ -1,12 +1,6 @@
 package dev.ripcord.prefill.http;
 
-import dev.ripcord.cancel.CancelReason;
-import dev.ripcord.cancel.CancelSource;
-import dev.ripcord.cancel.CancellationRegistry;
 import dev.ripcord.cancel.DuplicateRegistrationException;
-import dev.ripcord.cancel.kafka.CancelProperties;
-import dev.ripcord.engine.InferenceEngine;
-import dev.ripcord.kv.TransferAgent;
 import dev.ripcord.prefill.PrefillProperties;
 import dev.ripcord.prefill.scheduler.PrefillJob;
 import dev.ripcord.prefill.scheduler.PrefillScheduler;
@@ -15,88 +9,59 @@ import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.protocol.WorkerStatus;
-import dev.ripcord.worker.SchedulerJournal;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-import org.springframework.context.annotation.Bean;
-import org.springframework.context.annotation.Configuration;
-import org.springframework.http.HttpHeaders;
-import org.springframework.http.HttpStatus;
-import org.springframework.http.MediaType;
-import org.springframework.web.reactive.function.server.RouterFunction;
-import org.springframework.web.reactive.function.server.RouterFunctions;
+import dev.ripcord.worker.WorkerContext;
+import dev.ripcord.worker.http.WorkerEndpoint;
+import dev.ripcord.worker.http.WorkerRoutes;
+import org.springframework.stereotype.Component;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
-import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The prefill worker's internal HTTP API. The response to {@code POST /internal/v1/prefill} is the job's event
- * stream; when the gateway closes it early, that is the in-band cancellation signal.
+ * The prefill worker's own route, {@code POST /internal/v1/prefill}: the response is the job's event stream. The
+ * routes every worker has are {@link WorkerRoutes}'.
  */
-@Configuration(proxyBeanMethods = false)
-public class PrefillRoutes {
+@Component
+public final class PrefillRoutes extends WorkerEndpoint {
 
-    private static final Logger log = LoggerFactory.getLogger(PrefillRoutes.class);
-    private static final MediaType NDJSON = MediaType.parseMediaType(InternalApi.NDJSON);
+    private final PrefillScheduler scheduler;
+    private final int vocabulary;
 
-    @Bean
-    RouterFunction<ServerResponse> prefillRouter(PrefillScheduler scheduler, CancellationRegistry registry,
-                                                 CancelProperties cancel, PrefillProperties properties,
-                                                 InferenceEngine engine, TransferAgent agent,
-                                                SchedulerJournal journal) {
-        return RouterFunctions.route()
-                .POST(InternalApi.PREFILL, request -> prefill(request, scheduler, registry, cancel, properties,
-                        engine.config().vocabSize()))
-                .GET(InternalApi.STATUS, request -> ServerResponse.ok().bodyValue(new WorkerStatus("prefill",
-                        scheduler.queued(), scheduler.running(), engine.pagePool().pagesLive(),
-                        agent.stats().liveRegions(), agent.stats().liveSessions(), registry.liveRegistrations(),
-                        scheduler.aborts(), scheduler.chunksComputed())))
-                .GET(InternalApi.JOURNAL, request -> ServerResponse.ok().bodyValue(journal.since(
-                        Long.parseLong(request.queryParam("after").orElse("0")))))
-                .build();
+    PrefillRoutes(PrefillScheduler scheduler, PrefillProperties properties, WorkerContext context) {
+        super("prefill", InternalApi.PREFILL, properties.retryAfter());
+        this.scheduler = scheduler;
+        this.vocabulary = context.engine().config().vocabSize();
     }
 
-    private static Mono<ServerResponse> prefill(ServerRequest request, PrefillScheduler scheduler,
-                                                CancellationRegistry registry, CancelProperties cancel,
-                                                PrefillProperties properties, int vocabulary) {
+    @Override
+    protected WorkerStatus status(WorkerRoutes routes) {
+        return routes.status(role(), scheduler.queued(), scheduler.running(), scheduler.aborts(),
+                scheduler.chunksComputed());
+    }
+
+    @Override
+    protected Mono<ServerResponse> submit(ServerRequest request, WorkerRoutes routes) {
         return request.bodyToMono(PrefillRequest.class).flatMap(body -> {
-            String invalid = invalid(body, vocabulary);
+            String invalid = invalid(body);
             if (invalid != null) {
-                // Nothing was registered or reserved: a bad request leaves nothing behind.
-                return ServerResponse.badRequest().bodyValue(PrefillEvent.error(invalid));
+                return routes.badRequest(invalid);
             }
             PrefillJob job;
             try {
                 job = scheduler.submit(body);
             } catch (PrefillScheduler.QueueFullException e) {
-                log.info("requestId={} refused: {}", body.requestId(), e.getMessage());
-                return ServerResponse.status(HttpStatus.SERVICE_UNAVAILABLE)
-                        .header(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, properties.retryAfter().toSeconds())))
-                        .bodyValue(PrefillEvent.error(e.getMessage()));
+                return routes.busy(body.requestId(), e.getMessage());
             } catch (DuplicateRegistrationException e) {
-                log.info("requestId={} refused: already in flight on this worker", body.requestId());
-                return ServerResponse.status(HttpStatus.CONFLICT).bodyValue(PrefillEvent.error(
-                        "request " + body.requestId() + " is already in flight on this worker"));
+                return routes.duplicate(body.requestId(), e);
             } catch (IllegalArgumentException e) {
-                return ServerResponse.badRequest().bodyValue(PrefillEvent.error(e.getMessage()));
+                return routes.badRequest(e.getMessage());
             }
-            Flux<PrefillEvent> events = job.events().doOnCancel(() -> {
-                // The gateway closed the stream before DONE: the in-band cancellation path.
-                if (cancel.propagation().inBand()) {
-                    registry.cancel(job.requestId(), CancelReason.CLIENT_DISCONNECT, CancelSource.IN_BAND);
-                } else {
-                    log.info("requestId={} stream closed by the gateway; in-band propagation is off, "
-                            + "prefill continues", job.requestId());
-                }
-            });
-            return ServerResponse.ok().contentType(NDJSON).body(events, PrefillEvent.class);
-        }).switchIfEmpty(Mono.defer(() -> ServerResponse.badRequest()
-                .bodyValue(PrefillEvent.error("the body is empty; a PrefillRequest is required"))));
+            return routes.stream(job.requestId(), job.events(), PrefillEvent.class);
+        }).switchIfEmpty(Mono.defer(() -> routes.badRequest("the body is empty; a PrefillRequest is required")));
     }
 
     /** What is wrong with {@code body} before any work is admitted for it, or null. */
-    private static String invalid(PrefillRequest body, int vocabulary) {
+    private String invalid(PrefillRequest body) {
         if (!RequestIds.isValid(body.requestId()) || body.tokens() == null || body.tokens().length == 0
                 || body.transfer() == null || body.sampling() == null) {
             return "requestId, tokens, sampling and transfer are required";

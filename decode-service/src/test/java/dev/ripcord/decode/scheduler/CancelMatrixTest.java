@@ -1,0 +1,59 @@
+package dev.ripcord.decode.scheduler;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import dev.ripcord.kv.testing.KvLeakCheck;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Every phase × every cancel source × every propagation mode, through both workers in process (see
+ * {@link CancelScenario} for what each run asserts: terminal state and reason/source on both workers, journal
+ * order, exactly one abort, no leaked page, session, region or registration). A combination that cannot happen is
+ * reported as skipped with the reason ({@link CancelScenario#meaningless()}), never left out silently.
+ */
+@ExtendWith(KvLeakCheck.class)
+class CancelMatrixTest {
+
+    private static TwoWorkers workers;
+    private static final AtomicInteger ids = new AtomicInteger();
+
+    @BeforeAll
+    static void start() {
+        workers = new TwoWorkers();
+    }
+
+    @AfterAll
+    static void stop() {
+        workers.close();
+    }
+
+    static List<Arguments> combinations() {
+        List<Arguments> all = new ArrayList<>();
+        for (CancelScenario.Phase phase : CancelScenario.Phase.values()) {
+            for (CancelScenario.Source source : CancelScenario.Source.values()) {
+                for (CancelScenario.Mode mode : CancelScenario.Mode.values()) {
+                    all.add(Arguments.of(phase, source, mode));
+                }
+            }
+        }
+        return all;
+    }
+
+    @ParameterizedTest(name = "{0} × {1} × {2}")
+    @MethodSource("combinations")
+    void cancelEndsBothWorkersOnceAndLeavesNothing(CancelScenario.Phase phase, CancelScenario.Source source,
+                                                  CancelScenario.Mode mode) {
+        CancelScenario scenario = new CancelScenario(phase, source, mode, 40, 8);
+        String skip = scenario.meaningless();
+        Assumptions.assumeTrue(skip == null, skip);
+        scenario.run(workers, "matrix-" + ids.incrementAndGet());
+    }
+}

@@ -1,0 +1,32 @@
+package dev.ripcord.protocol;
+
+import java.util.Objects;
+
+import com.fasterxml.jackson.annotation.JsonTypeName;
+
+/**
+ * A worker's answer when something is wrong or broke: the last event of a stream, or the body of a refusal
+ * (400/409/503). Never used for a cancel (see {@link Cancelled}).
+ *
+ * @param code    stable, machine-readable: one of the constants below
+ * @param message for people and logs
+ */
+@JsonTypeName("FAILED")
+public record Failed(String code, String message) implements PrefillEvent, DecodeEvent {
+
+    /** The request is malformed (400). */
+    public static final String INVALID_REQUEST = "invalid_request";
+    /** The worker is full or draining (503 with {@code Retry-After}). */
+    public static final String BUSY = "busy";
+    /** The ID is already in flight on this worker (409). */
+    public static final String DUPLICATE = "duplicate_request";
+    /** The KV transfer failed for a reason other than a cancel. */
+    public static final String TRANSFER_FAILED = "transfer_failed";
+    /** The engine failed while working on the request. */
+    public static final String ENGINE_FAILED = "engine_failed";
+
+    public Failed {
+        Objects.requireNonNull(code, "code");
+        message = message == null ? "" : message;
+    }
+}

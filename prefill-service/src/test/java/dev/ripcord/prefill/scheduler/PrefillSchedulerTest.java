@@ -1,0 +1,242 @@
+package dev.ripcord.prefill.scheduler;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.BooleanSupplier;
+import java.util.stream.IntStream;
+
+import dev.ripcord.cancel.CancelOutcome;
+import dev.ripcord.protocol.CancelReason;
+import dev.ripcord.protocol.CancelSource;
+import dev.ripcord.cancel.CancellationRegistry;
+import dev.ripcord.cancel.testing.CancellationLeakExtension;
+import dev.ripcord.engine.EngineOptions;
+import dev.ripcord.engine.InferenceEngine;
+import dev.ripcord.engine.Preset;
+import dev.ripcord.kv.AbortReason;
+import dev.ripcord.kv.Backend;
+import dev.ripcord.kv.ByteRange;
+import dev.ripcord.kv.KvRegion;
+import dev.ripcord.kv.ReceiveSession;
+import dev.ripcord.kv.TransferAbortedException;
+import dev.ripcord.kv.TransferAgent;
+import dev.ripcord.kv.TransferAgentOptions;
+import dev.ripcord.kv.testing.KvLeakCheck;
+import dev.ripcord.prefill.PrefillProperties;
+import dev.ripcord.protocol.Cancelled;
+import dev.ripcord.protocol.Failed;
+import dev.ripcord.protocol.JournalEntry;
+import dev.ripcord.protocol.PrefillEvent;
+import dev.ripcord.protocol.PrefillRequest;
+import dev.ripcord.protocol.Sampling;
+import dev.ripcord.protocol.TransferMetadata;
+import dev.ripcord.worker.SchedulerJournal;
+import dev.ripcord.worker.WorkerContext;
+import dev.ripcord.worker.EngineLoop;
+import dev.ripcord.worker.job.JobState;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * The prefill scheduler in process: a tiny engine, its transfer agent, and a second agent on loopback standing in
+ * for decode (a bare receive session per request, so every outcome of the transfer can be forced). The engine loop
+ * is stepped by the test, so a cancel lands exactly where the test puts it. The two-worker matrix and hammer are
+ * in decode-service ({@code CancelMatrixTest}, {@code CancelHammerTest}).
+ */
+@ExtendWith(KvLeakCheck.class)
+class PrefillSchedulerTest {
+
+    private static final int CHUNK = 16;
+    private static final Duration HANG_GUARD = Duration.ofSeconds(20);
+
+    private static InferenceEngine engine;
+    private static TransferAgent agent;
+    private static TransferAgent decodeSide;
+    private static KvRegion poolRegion;
+    private static KvRegion landing;
+    private static int counter;
+
+    private final CancellationRegistry registry = new CancellationRegistry();
+    private final SchedulerJournal journal = new SchedulerJournal(4096);
+    private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+    private final PrefillScheduler scheduler = new PrefillScheduler(
+            new WorkerContext(engine, agent, poolRegion, registry, meters, journal, EngineLoop.Mode.MANUAL),
+            new PrefillProperties(CHUNK, 1, 8, Duration.ofSeconds(1)));
+
+    @RegisterExtension
+    final CancellationLeakExtension leaks = CancellationLeakExtension.afterEachTest(() -> registry);
+
+    @BeforeAll
+    static void start() {
+        engine = InferenceEngine.create(Preset.TINY, 3, EngineOptions.defaults().withThreads(1).withPageTokens(16)
+                .withKvPages(32).withMaxChunkTokens(CHUNK));
+        agent = TransferAgent.start(TransferAgentOptions.defaults("prefill-under-test").withBackend(Backend.TCP));
+        decodeSide = TransferAgent.start(TransferAgentOptions.defaults("decode-stand-in").withBackend(Backend.TCP));
+        poolRegion = agent.registerRegion(engine.pagePool().segment());
+        landing = decodeSide.allocateRegion(engine.pagePool().pageBytes() * 8);
+    }
+
+    @AfterAll
+    static void stop() {
+        landing.close();
+        poolRegion.close();
+        decodeSide.close();
+        agent.close();
+        engine.close();
+    }
+
+    @AfterEach
+    void quiet() {
+        runUntil("pages back", () -> engine.pagePool().pagesLive() == 0 && agent.stats().liveSessions() == 0
+                && decodeSide.stats().liveSessions() == 0);
+        scheduler.engineLoop().runUntilIdle(10_000);
+        scheduler.close();
+    }
+
+    /** A request as the gateway would send it, with its receive session at the stand-in decode. */
+    private final class Prompt {
+        final String id = "prefill-test-" + (++counter);
+        final ReceiveSession receive;
+        final PrefillJob job;
+        final List<PrefillEvent> events = Collections.synchronizedList(new ArrayList<>());
+
+        Prompt(int tokens) {
+            long pageBytes = engine.pagePool().pageBytes();
+            int pages = (tokens + 15) / 16;
+            List<ByteRange> targets = IntStream.range(0, pages).mapToObj(p -> new ByteRange(p * pageBytes, pageBytes))
+                    .toList();
+            receive = decodeSide.openReceive(id, landing, targets);
+            int[] prompt = IntStream.range(0, tokens).map(i -> 'a' + i % 26).toArray();
+            job = scheduler.submit(new PrefillRequest(id, prompt, new Sampling(0, 1, 5), receive.descriptor().encode()));
+            job.events().subscribe(events::add);
+        }
+
+        List<String> journal() {
+            return journal.since(0).stream().filter(e -> e.requestId().equals(id)).map(JournalEntry::event).toList();
+        }
+    }
+
+    private void runUntil(String what, BooleanSupplier done) {
+        long deadline = System.nanoTime() + HANG_GUARD.toNanos();
+        while (!done.getAsBoolean()) {
+            if (!scheduler.engineLoop().runOnce()) {
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("hung waiting for " + what + ": " + journal.since(0));
+                }
+                Thread.yield();
+            }
+        }
+    }
+
+    private static AbortReason.Cancel typedAbortAtDecode(ReceiveSession receive) {
+        CompletableFuture<byte[]> completion = receive.completion();
+        return TransferAbortedException.reasonOf(completion).flatMap(AbortReason::cancellation).orElse(null);
+    }
+
+    @Test
+    void completesAndDeliversTheFirstTokenWithTheKv() {
+        Prompt p = new Prompt(40);
+        runUntil("done", () -> p.job.state().isTerminal());
+        scheduler.engineLoop().runUntilIdle(10_000);
+        assertThat(p.job.state()).isEqualTo(JobState.DONE);
+        int first = TransferMetadata.decodeFirstToken(p.receive.completion().join());
+        assertThat(p.events).last().isEqualTo(new PrefillEvent.Done(first));
+        runUntil("freed", () -> p.journal().contains("FREED"));
+        scheduler.engineLoop().runUntilIdle(10_000);
+        assertThat(p.journal()).containsExactly("QUEUED", "STARTED", "CHUNK", "CHUNK", "CHUNK", "DONE", "FREED");
+        assertThat(scheduler.aborts()).isZero();
+    }
+
+    @Test
+    void cancelWhileQueuedDoesNoWorkAndTellsDecodeWhyTyped() {
+        Prompt p = new Prompt(40);
+        assertThat(registry.cancel(p.id, CancelReason.CLIENT_CANCEL, CancelSource.KAFKA))
+                .isEqualTo(CancelOutcome.ABORTED);
+        runUntil("the transfer to end", () -> p.receive.released().isDone());
+        scheduler.engineLoop().runUntilIdle(10_000);
+        assertThat(p.job.state()).isEqualTo(JobState.CANCELLED);
+        assertThat(typedAbortAtDecode(p.receive))
+                .isEqualTo(new AbortReason.Cancel(CancelReason.CLIENT_CANCEL, CancelSource.KAFKA));
+        assertThat(p.events).containsExactly(new PrefillEvent.Queued(0),
+                new Cancelled(CancelReason.CLIENT_CANCEL, CancelSource.KAFKA));
+        assertThat(p.journal()).containsExactly("QUEUED", "CANCEL_OBSERVED", "REMOVED_FROM_QUEUE");
+        assertThat(scheduler.aborts()).isEqualTo(1);
+        assertThat(meters.counter("ripcord.cancellations", "service", "prefill", "phase", "queued", "path", "kafka")
+                .count()).isEqualTo(1);
+    }
+
+    @Test
+    void cancelBetweenChunksStopsAtTheNextCheckPointAndFreesAfterRelease() {
+        Prompt p = new Prompt(40);
+        runUntil("the first chunk", () -> p.journal().contains("CHUNK"));
+        registry.cancel(p.id, CancelReason.CLIENT_STALLED, CancelSource.IN_BAND);
+        runUntil("freed", () -> p.journal().contains("FREED"));
+        scheduler.engineLoop().runUntilIdle(10_000);
+        assertThat(p.journal()).containsExactly("QUEUED", "STARTED", "CHUNK", "CANCEL_OBSERVED", "STOPPED", "FREED");
+        assertThat(p.events).last().isEqualTo(new Cancelled(CancelReason.CLIENT_STALLED, CancelSource.IN_BAND));
+        assertThat(typedAbortAtDecode(p.receive))
+                .isEqualTo(new AbortReason.Cancel(CancelReason.CLIENT_STALLED, CancelSource.IN_BAND));
+        assertThat(scheduler.chunksAfterCancel()).isZero();
+        assertThat(scheduler.aborts()).isEqualTo(1);
+    }
+
+    @Test
+    void aCancelDecodeAppliedReachesPrefillThroughItsRegistryAsUpstream() {
+        Prompt p = new Prompt(40);
+        runUntil("the first chunk", () -> p.journal().contains("CHUNK"));
+        p.receive.abort(CancelReason.DEADLINE, CancelSource.KAFKA); // decode heard it; prefill did not
+        runUntil("freed", () -> p.journal().contains("FREED"));
+        scheduler.engineLoop().runUntilIdle(10_000);
+        assertThat(p.job.state()).isEqualTo(JobState.CANCELLED);
+        assertThat(p.job.cancelRequest().reason()).isEqualTo(CancelReason.DEADLINE);
+        assertThat(p.job.cancelRequest().source()).isEqualTo(CancelSource.UPSTREAM);
+        assertThat(registry.isCancelled(p.id)).as("the registration reports the cancel").isTrue();
+        assertThat(p.events).last().isEqualTo(new Cancelled(CancelReason.DEADLINE, CancelSource.UPSTREAM));
+        assertThat(scheduler.aborts()).isEqualTo(1);
+    }
+
+    @Test
+    void aTransferFailureThatIsNotACancelEndsFailedWithoutAnAbort() {
+        Prompt p = new Prompt(40);
+        runUntil("the first chunk", () -> p.journal().contains("CHUNK"));
+        p.receive.abort("decode ran out of patience"); // not a cancel: untyped
+        runUntil("ended", () -> p.job.state().isTerminal());
+        runUntil("freed", () -> p.journal().contains("FREED"));
+        scheduler.engineLoop().runUntilIdle(10_000);
+        assertThat(p.job.state()).isEqualTo(JobState.FAILED);
+        assertThat(p.events).last().isInstanceOfSatisfying(Failed.class,
+                f -> assertThat(f.code()).isEqualTo(Failed.TRANSFER_FAILED));
+        assertThat(p.journal()).doesNotContain("CANCEL_OBSERVED");
+        assertThat(scheduler.aborts()).isZero();
+        assertThat(registry.isCancelled(p.id)).isFalse();
+    }
+
+    @Test
+    void aCancelThatArrivedFirstEndsTheJobAtAdmission() {
+        String id = "prefill-test-tomb-" + (++counter);
+        registry.cancel(id, CancelReason.CLIENT_DISCONNECT, CancelSource.KAFKA);
+        long pageBytes = engine.pagePool().pageBytes();
+        ReceiveSession receive = decodeSide.openReceive(id, landing, List.of(new ByteRange(0, pageBytes)));
+        PrefillJob job = scheduler.submit(new PrefillRequest(id, new int[] {1, 2, 3}, new Sampling(0, 1, 5),
+                receive.descriptor().encode()));
+        List<PrefillEvent> events = Collections.synchronizedList(new ArrayList<>());
+        job.events().subscribe(events::add);
+        runUntil("ended", () -> job.state().isTerminal());
+        scheduler.engineLoop().runUntilIdle(10_000);
+        assertThat(job.state()).isEqualTo(JobState.CANCELLED);
+        assertThat(events).containsExactly(new Cancelled(CancelReason.CLIENT_DISCONNECT, CancelSource.TOMBSTONE));
+        assertThat(journal.since(0).stream().filter(e -> e.requestId().equals(id)).map(JournalEntry::event))
+                .containsExactly("CANCEL_OBSERVED", "CANCELLED_AT_ADMISSION");
+        receive.abort("the gateway never got to use it"); // nothing attached to it
+    }
+}

@@ -1,0 +1,49 @@
+package dev.ripcord.worker.http;
+
+import java.time.Duration;
+
+import dev.ripcord.protocol.WorkerStatus;
+import org.springframework.web.reactive.function.server.ServerRequest;
+import org.springframework.web.reactive.function.server.ServerResponse;
+import reactor.core.publisher.Mono;
+
+/**
+ * A worker's own part of the internal HTTP API: its submit route and its status figures. Everything else (status,
+ * journal, in-band cancel, the job stream, 400/409/503) is {@link WorkerRoutes}', which serves the one endpoint bean
+ * a worker declares.
+ */
+public abstract class WorkerEndpoint {
+
+    private final String role;
+    private final String submitPath;
+    private final Duration retryAfter;
+
+    /**
+     * @param role       {@code prefill} or {@code decode}
+     * @param submitPath where jobs are submitted, e.g. {@code /internal/v1/prefill}
+     * @param retryAfter what {@code Retry-After} says when the worker refuses for lack of room
+     */
+    protected WorkerEndpoint(String role, String submitPath, Duration retryAfter) {
+        this.role = role;
+        this.submitPath = submitPath;
+        this.retryAfter = retryAfter;
+    }
+
+    public final String role() {
+        return role;
+    }
+
+    public final String submitPath() {
+        return submitPath;
+    }
+
+    public final Duration retryAfter() {
+        return retryAfter;
+    }
+
+    /** Validates, submits and answers with the job's stream ({@link WorkerRoutes#stream}) or a refusal. */
+    protected abstract Mono<ServerResponse> submit(ServerRequest request, WorkerRoutes routes);
+
+    /** The worker's status ({@link WorkerRoutes#status} fills in what every worker has). */
+    protected abstract WorkerStatus status(WorkerRoutes routes);
+}

@@ -1,0 +1,124 @@
+package dev.ripcord.worker.http;
+
+import java.time.Duration;
+import dev.ripcord.cancel.CancelOutcome;
+import dev.ripcord.protocol.CancelReason;
+import dev.ripcord.protocol.CancelSource;
+import dev.ripcord.cancel.DuplicateRegistrationException;
+import dev.ripcord.protocol.RequestIds;
+import dev.ripcord.cancel.kafka.CancelProperties;
+import dev.ripcord.protocol.Failed;
+import dev.ripcord.protocol.InternalApi;
+import dev.ripcord.protocol.WorkerStatus;
+import dev.ripcord.worker.WorkerContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.web.reactive.function.server.RouterFunction;
+import org.springframework.web.reactive.function.server.RouterFunctions;
+import org.springframework.web.reactive.function.server.ServerRequest;
+import org.springframework.web.reactive.function.server.ServerResponse;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * The internal HTTP edge both workers share: status, journal, the in-band cancel route, the job stream whose early
+ * close is the in-band signal, and the mapping of refusals to 400/409/503. A worker adds only its
+ * {@link WorkerEndpoint} (its submit route and status figures); {@code WorkerAutoConfiguration} serves it.
+ *
+ * <h2>In-band cancellation</h2>
+ * The gateway tells a worker why it cancels before it closes the stream: {@code POST}
+ * {@value InternalApi#CANCEL}{@code ?reason=DEADLINE} reaches the registry with that reason and source
+ * {@code IN_BAND}. The stream's close afterwards is then a replay. A stream that closes with no reason given first
+ * (the gateway vanished, the connection broke) is recorded as exactly that: {@link CancelReason#CONNECTION_CLOSED}.
+ * Both only when {@code ripcord.cancel.propagation} includes in-band.
+ */
+public final class WorkerRoutes {
+
+    private static final Logger log = LoggerFactory.getLogger(WorkerRoutes.class);
+    private static final MediaType NDJSON = MediaType.parseMediaType(InternalApi.NDJSON);
+
+    private final WorkerContext context;
+    private final CancelProperties cancel;
+    private final Duration retryAfter;
+
+    public WorkerRoutes(WorkerContext context, CancelProperties cancel, Duration retryAfter) {
+        this.context = context;
+        this.cancel = cancel;
+        this.retryAfter = retryAfter;
+    }
+
+    /** The worker's whole internal API: status, journal, in-band cancel, and the endpoint's submit route. */
+    public RouterFunction<ServerResponse> router(WorkerEndpoint endpoint) {
+        return RouterFunctions.route()
+                .GET(InternalApi.STATUS, request -> ServerResponse.ok().bodyValue(endpoint.status(this)))
+                .GET(InternalApi.JOURNAL, request -> ServerResponse.ok().bodyValue(context.journal().since(
+                        Long.parseLong(request.queryParam("after").orElse("0")))))
+                .POST(InternalApi.CANCEL, this::cancel)
+                .POST(endpoint.submitPath(), request -> endpoint.submit(request, this))
+                .build();
+    }
+
+    /** What a worker's status says about the parts every worker has. */
+    public WorkerStatus status(String role, int queued, int running, long aborts, long chunksComputed) {
+        return new WorkerStatus(role, queued, running, context.engine().pagePool().pagesLive(),
+                context.agent().stats().liveRegions(), context.agent().stats().liveSessions(),
+                context.registry().liveRegistrations(), aborts, chunksComputed);
+    }
+
+    private Mono<ServerResponse> cancel(ServerRequest request) {
+        String id = request.pathVariable("requestId");
+        if (!RequestIds.isValid(id)) {
+            return badRequest("not a valid request ID");
+        }
+        CancelReason reason = CancelReason.fromWire(request.queryParam("reason").orElse(null));
+        if (!cancel.propagation().inBand()) {
+            log.info("requestId={} in-band cancel ({}) ignored: in-band propagation is off", id, reason);
+            return ServerResponse.accepted().build();
+        }
+        CancelOutcome outcome = context.registry().cancel(id, reason, CancelSource.IN_BAND);
+        log.info("requestId={} in-band cancel from the gateway ({}): {}", id, reason, outcome);
+        return ServerResponse.ok().bodyValue(outcome.name());
+    }
+
+    /**
+     * A job's events as the response; the gateway closing it before the end is the in-band signal. A close that
+     * was not preceded by a reason ({@link #cancel}) cancels with {@link CancelReason#CONNECTION_CLOSED}; after the
+     * reason, or after the job ended, it is a replay that changes nothing.
+     */
+    public <E> Mono<ServerResponse> stream(String requestId, Flux<E> events, Class<E> type) {
+        Flux<E> watched = events.doOnCancel(() -> {
+            if (cancel.propagation().inBand()) {
+                context.registry().cancel(requestId, CancelReason.CONNECTION_CLOSED, CancelSource.IN_BAND);
+            } else {
+                log.info("requestId={} stream closed by the gateway; in-band propagation is off", requestId);
+            }
+        });
+        return ServerResponse.ok().contentType(NDJSON).body(watched, type);
+    }
+
+    /** 400: nothing was registered or reserved. */
+    public Mono<ServerResponse> badRequest(String message) {
+        return ServerResponse.badRequest().bodyValue(new Failed(Failed.INVALID_REQUEST, message));
+    }
+
+    /** 503 with {@code Retry-After}: full or draining; the gateway may retry elsewhere. */
+    public Mono<ServerResponse> busy(String requestId, String message) {
+        log.info("requestId={} refused: {}", requestId, message);
+        return ServerResponse.status(HttpStatus.SERVICE_UNAVAILABLE)
+                .header(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, retryAfter.toSeconds())))
+                .bodyValue(new Failed(Failed.BUSY, message));
+    }
+
+    /**
+     * 409: the ID is live here already (e.g. a gateway retry of an attempt this worker still holds); never two
+     * jobs for one ID.
+     */
+    public Mono<ServerResponse> duplicate(String requestId, DuplicateRegistrationException e) {
+        log.info("requestId={} refused: already in flight on this worker", requestId);
+        return ServerResponse.status(HttpStatus.CONFLICT).bodyValue(new Failed(Failed.DUPLICATE,
+                "request " + requestId + " is already in flight on this worker"));
+    }
+}

@@ -1,0 +1,298 @@
+package dev.ripcord.worker.job;
+
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+import java.util.function.Function;
+
+import dev.ripcord.cancel.CancelOutcome;
+import dev.ripcord.protocol.CancelSource;
+import dev.ripcord.cancel.Registration;
+import java.util.Optional;
+
+import dev.ripcord.kv.AbortReason;
+import dev.ripcord.kv.Side;
+import dev.ripcord.kv.TransferAbortedException;
+import dev.ripcord.protocol.Cancelled;
+import dev.ripcord.protocol.Failed;
+import dev.ripcord.worker.Drainable;
+import dev.ripcord.worker.EngineLoop;
+import dev.ripcord.worker.JobCancel;
+import dev.ripcord.worker.RequestLogging;
+import dev.ripcord.worker.WorkerContext;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Timer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * How a job of either worker begins and ends: the part of the request lifecycle both schedulers share, so that each
+ * keeps only what its work needs.
+ *
+ * <h2>Contract</h2>
+ * <ul>
+ *   <li>{@link #register} puts a job in the {@code CancellationRegistry} before the engine loop can see it. The
+ *       registry is the only way into an abort: every cancel, whatever its source (in band, Kafka, a tombstone,
+ *       shutdown, or the typed abort of a transfer by the other worker, {@link #cancelFromTransfer}), reaches the
+ *       worker's {@link CancelHandler} through it, at most once per job.</li>
+ *   <li>{@link #cancel}, {@link #fail} and {@link #finish} end a job, once: a CAS on its {@link JobState} decides
+ *       which wins, and the winner alone journals the end, counts an abort (metric {@code ripcord.cancellations} with
+ *       the phase and the cancel's source as {@code path}, the abort latency, {@link #aborts()}), emits the terminal
+ *       event ({@link Cancelled}, {@link Failed} or the worker's own), ends the stream and completes the
+ *       registration (which the registry then reports as cancelled or as completed normally, truthfully).</li>
+ *   <li>Pages go back to the pool only when the job is terminal <em>and</em> its transfer is released
+ *       ({@link #freeWhenReleased}): no write of the transfer can still read or land in them. Freed once, on the
+ *       engine loop, journalled {@code FREED}.</li>
+ * </ul>
+ *
+ * @param <J> the worker's job type
+ * @param <E> the worker's event type
+ */
+public final class JobLifecycle<J extends WorkerJob<E>, E> {
+
+    /** A worker's reaction to a job's cancel; runs once per job, on whatever thread delivered it; never blocks. */
+    @FunctionalInterface
+    public interface CancelHandler<J> {
+        void onCancel(J job, JobCancel.Request cancel);
+    }
+
+    private static final Logger log = LoggerFactory.getLogger(JobLifecycle.class);
+
+    private final String service;
+    private final WorkerContext context;
+    private final EngineLoop loop;
+    private final Function<Cancelled, E> cancelledEvent;
+    private final Function<Failed, E> failedEvent;
+    private final Timer cancelToStop;
+    private final AtomicLong aborts = new AtomicLong();
+    private volatile boolean drained;
+    private volatile Function<J, String> observedAt = job -> "";
+
+    /**
+     * @param service        {@code prefill} or {@code decode}: the {@code service} tag of the metrics
+     * @param step           the worker's unit of work on the engine loop
+     * @param cancelledEvent the worker's event for a {@link Cancelled} end
+     * @param failedEvent    the worker's event for a {@link Failed} end
+     */
+    public JobLifecycle(String service, WorkerContext context, BooleanSupplier step,
+                        Function<Cancelled, E> cancelledEvent, Function<Failed, E> failedEvent) {
+        this.service = Objects.requireNonNull(service, "service");
+        this.context = context;
+        this.loop = context.loopMode() == EngineLoop.Mode.MANUAL ? EngineLoop.manual(service + "-engine", step)
+                : new EngineLoop(service + "-engine", step);
+        this.cancelledEvent = cancelledEvent;
+        this.failedEvent = failedEvent;
+        this.cancelToStop = Timer.builder("ripcord.cancel.abort.latency").tag("service", service)
+                .description("cancel observed by this worker -> its work stopped at a safe point")
+                .publishPercentileHistogram().register(context.meters());
+        Gauge.builder("ripcord.kv.pages.live", context.engine().pagePool(), p -> p.pagesLive())
+                .description("KV pages allocated from the engine's pool").register(context.meters());
+    }
+
+    /**
+     * What the journal's {@code CANCEL_OBSERVED} adds after "REASON via SOURCE": decode says at which step
+     * ({@code " step=N"}), so that a test can prove the job left at the next one.
+     */
+    public void observedAt(Function<J, String> where) {
+        this.observedAt = where;
+    }
+
+    public EngineLoop loop() {
+        return loop;
+    }
+
+    /** Aborts this worker carried out (one per cancelled job). */
+    public long aborts() {
+        return aborts.get();
+    }
+
+    // ------------------------------------------------------------------------------------------ beginning
+
+    /**
+     * Binds the job's stream to the loop and registers it. A tombstone (a cancel that arrived first) runs
+     * {@code onCancel} before this returns; the job may then already be over, and its registration is completed.
+     *
+     * @throws dev.ripcord.cancel.DuplicateRegistrationException when the ID is live here already
+     */
+    public Registration register(J job, CancelHandler<J> onCancel) {
+        job.events.emitOn(loop);
+        Registration registration = context.registry().register(job.requestId(),
+                (id, reason, source) -> observe(job, reason, source, onCancel));
+        job.registration = registration;
+        if (job.isEnded()) {
+            registration.complete(); // ended inside register(), before the handle existed
+        }
+        return registration;
+    }
+
+    private void observe(J job, dev.ripcord.protocol.CancelReason reason, CancelSource source,
+                         CancelHandler<J> onCancel) {
+        if (!job.requestCancel(reason, source)) {
+            return;
+        }
+        JobCancel.Request cancel = job.cancelRequest();
+        context.journal().record(job.requestId(), "CANCEL_OBSERVED", reason + " via " + source + observedAt.apply(job));
+        RequestLogging.with(job.requestId(), () -> onCancel.onCancel(job, cancel));
+    }
+
+    /**
+     * The other worker aborted the job's transfer. If its typed abort says it did so to carry out a cancel, that
+     * cancel is delivered to this worker's registry with source {@link CancelSource#UPSTREAM}, and the registry
+     * decides, as for any cancel, whether it aborts the job. Returns whether it was such a cancel. An abort this
+     * side started, or one that is not a cancel (a lost peer, a protocol error), returns false and changes nothing.
+     *
+     * @param abort the session's abort reason, if it was aborted
+     * @param peer  the other worker's side of the transfer
+     */
+    public boolean cancelFromPeer(J job, Optional<AbortReason> abort, Side peer) {
+        AbortReason.Cancel cancel = abort.filter(a -> a.origin() == peer).flatMap(AbortReason::cancellation)
+                .orElse(null);
+        if (cancel == null) {
+            return false;
+        }
+        CancelOutcome outcome = context.registry().cancel(job.requestId(), cancel.reason(), CancelSource.UPSTREAM);
+        log.debug("requestId={} transfer aborted by the other worker for a cancel ({} via {} there): {}",
+                job.requestId(), cancel.reason(), cancel.source(), outcome);
+        return true;
+    }
+
+    /** {@link #cancelFromPeer} for a failed transfer future's exception. */
+    public boolean cancelFromPeer(J job, Throwable failure, Side peer) {
+        return cancelFromPeer(job, TransferAbortedException.reasonOf(failure), peer);
+    }
+
+    // ------------------------------------------------------------------------------------------ ending
+
+    /**
+     * Ends a job its cancel stopped: {@code from -> CANCELLED}, journal {@code event}, count the abort as
+     * {@code phase}, emit {@link Cancelled} with the cancel's reason and source, end the stream, complete the
+     * registration. False if the job was not in {@code from} (another ending won).
+     */
+    public boolean cancel(J job, JobState from, String phase, String event, Object detail) {
+        JobCancel.Request cancel = job.cancelRequest();
+        Objects.requireNonNull(cancel, "cancel() without a cancel request");
+        if (!job.moveTo(from, JobState.CANCELLED)) {
+            return false;
+        }
+        context.journal().record(job.requestId(), event, detail);
+        if (job.claimAbortCount()) {
+            context.meters().counter("ripcord.cancellations", "service", service, "phase", phase,
+                    "path", cancel.source().name().toLowerCase(Locale.ROOT)).increment();
+            cancelToStop.record(System.nanoTime() - cancel.observedNanos(), TimeUnit.NANOSECONDS);
+            aborts.incrementAndGet();
+        }
+        log.info("requestId={} {} cancelled {} ({} via {})", job.requestId(), service, phase, cancel.reason(),
+                cancel.source());
+        end(job, cancelledEvent.apply(new Cancelled(cancel.reason(), cancel.source())));
+        return true;
+    }
+
+    /** Ends a job that broke: {@code from -> FAILED}, journal {@code FAILED}, emit {@link Failed}. */
+    public boolean fail(J job, JobState from, String code, String message) {
+        if (from.isTerminal() || !job.moveTo(from, JobState.FAILED)) {
+            return false;
+        }
+        context.journal().record(job.requestId(), "FAILED", message);
+        log.warn("requestId={} {} failed: {}", job.requestId(), service, message);
+        end(job, failedEvent.apply(new Failed(code, message)));
+        return true;
+    }
+
+    /**
+     * Ends a job the worker refused after registering it (queue full, no capacity, transfer unreachable): FAILED,
+     * the stream ends without an event (the refusal is the HTTP answer), the registration completes. Not journalled:
+     * the job never started.
+     */
+    public boolean refuse(J job) {
+        if (!job.moveTo(JobState.WAITING, JobState.FAILED)) {
+            return false;
+        }
+        end(job, null);
+        return true;
+    }
+
+    /** Ends a job whose work is done: {@code from -> DONE}, journal {@code event}, emit {@code last} (if any). */
+    public boolean finish(J job, JobState from, E last, String event, Object detail) {
+        if (!job.moveTo(from, JobState.DONE)) {
+            return false;
+        }
+        context.journal().record(job.requestId(), event, detail);
+        end(job, last);
+        return true;
+    }
+
+    private void end(J job, E last) {
+        if (!job.claimEnd()) {
+            return;
+        }
+        if (last != null) {
+            job.events.emit(last);
+        }
+        job.events.end();
+        Registration registration = job.registration;
+        if (registration != null) {
+            registration.complete();
+        }
+        onLoop(() -> tryFree(job));
+    }
+
+    // ------------------------------------------------------------------------------------------ pages
+
+    /**
+     * The job's pages may go back once it is terminal and {@code transferReleased} has completed (its transfer
+     * session is RELEASED, or there was none); {@code freePages} then runs once, on the engine loop.
+     */
+    public void freeWhenReleased(J job, CompletableFuture<?> transferReleased, Runnable freePages) {
+        job.transferReleased = transferReleased;
+        job.freePages = freePages;
+        transferReleased.whenComplete((v, e) -> onLoop(() -> tryFree(job)));
+    }
+
+    private void tryFree(J job) {
+        CompletableFuture<?> released = job.transferReleased;
+        Runnable free = job.freePages;
+        if (free == null || !job.state().isTerminal() || !released.isDone() || !job.claimFree()) {
+            return;
+        }
+        free.run();
+        context.journal().record(job.requestId(), "FREED", "");
+    }
+
+    private void onLoop(Runnable task) {
+        if (loop.inLoop()) {
+            task.run();
+        } else {
+            try {
+                loop.execute(task);
+            } catch (IllegalStateException closed) {
+                log.debug("engine loop closed; not running {}", task);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------ shutdown
+
+    /**
+     * Graceful shutdown, the same in both workers: stop admitting, let work in flight finish for up to
+     * {@code grace}, then cancel the rest ({@code SHUTDOWN}, through the registry like any cancel) and wait,
+     * bounded, for every page to come back. Once.
+     */
+    public void drain(Duration grace, Runnable stopAccepting, BooleanSupplier idle) {
+        if (drained) {
+            return;
+        }
+        Drainable.drainInOrder(stopAccepting, idle, grace, context.registry(),
+                context.engine().pagePool()::pagesLive, log);
+        drained = true;
+    }
+
+    /** Drains without a grace period if nobody drained first, then stops the engine loop. */
+    public void close(Runnable stopAccepting, BooleanSupplier idle) {
+        drain(Duration.ZERO, stopAccepting, idle);
+        loop.close(Duration.ofSeconds(10));
+    }
+}
