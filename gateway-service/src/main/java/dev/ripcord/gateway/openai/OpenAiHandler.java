@@ -205,7 +205,7 @@ final class OpenAiHandler {
                         if (cancelled.get()) {
                             // The client went away and the serving core reports the cancel it caused: expected, and
                             // there is nobody left to tell.
-                            log.debug("requestId={} ended after the stream was cancelled: {}", request.requestId(),
+                            log.debug("requestId={} ended after the client's stream was cancelled ({})", request.requestId(),
                                     failure.toString());
                             return Mono.empty();
                         }
