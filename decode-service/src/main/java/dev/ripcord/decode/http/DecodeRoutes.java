@@ -7,7 +7,6 @@ import dev.ripcord.protocol.DecodeEvent;
 import dev.ripcord.protocol.DecodeRequest;
 import dev.ripcord.protocol.InternalApi;
 import dev.ripcord.protocol.RequestIds;
-import dev.ripcord.protocol.WorkerStatus;
 import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.http.WorkerEndpoint;
 import dev.ripcord.worker.http.WorkerRoutes;
@@ -27,14 +26,9 @@ public final class DecodeRoutes extends WorkerEndpoint {
     private final int contextLength;
 
     DecodeRoutes(DecodeScheduler scheduler, DecodeProperties properties, WorkerContext context) {
-        super("decode", InternalApi.DECODE, properties.retryAfter());
+        super("decode", InternalApi.DECODE, properties.retryAfter(), scheduler);
         this.scheduler = scheduler;
         this.contextLength = context.engine().config().contextLength();
-    }
-
-    @Override
-    protected WorkerStatus status(WorkerRoutes routes) {
-        return routes.status(role(), scheduler.awaitingKv(), scheduler.running(), scheduler.aborts(), 0);
     }
 
     @Override

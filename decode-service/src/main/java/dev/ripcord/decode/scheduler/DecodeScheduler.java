@@ -288,6 +288,12 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         return awaitingKv;
     }
 
+    @Override
+    public int waiting() {
+        return awaitingKv();
+    }
+
+    @Override
     public int running() {
         return running;
     }

@@ -8,7 +8,6 @@ import dev.ripcord.protocol.InternalApi;
 import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.RequestIds;
-import dev.ripcord.protocol.WorkerStatus;
 import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.http.WorkerEndpoint;
 import dev.ripcord.worker.http.WorkerRoutes;
@@ -28,15 +27,9 @@ public final class PrefillRoutes extends WorkerEndpoint {
     private final int vocabulary;
 
     PrefillRoutes(PrefillScheduler scheduler, PrefillProperties properties, WorkerContext context) {
-        super("prefill", InternalApi.PREFILL, properties.retryAfter());
+        super("prefill", InternalApi.PREFILL, properties.retryAfter(), scheduler);
         this.scheduler = scheduler;
         this.vocabulary = context.engine().config().vocabSize();
-    }
-
-    @Override
-    protected WorkerStatus status(WorkerRoutes routes) {
-        return routes.status(role(), scheduler.queued(), scheduler.running(), scheduler.aborts(),
-                scheduler.chunksComputed());
     }
 
     @Override

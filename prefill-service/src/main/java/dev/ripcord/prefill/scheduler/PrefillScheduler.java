@@ -350,10 +350,17 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         return queue.size();
     }
 
+    @Override
+    public int waiting() {
+        return queued();
+    }
+
+    @Override
     public int running() {
         return runningCount;
     }
 
+    @Override
     public long chunksComputed() {
         return chunksComputed.get();
     }

@@ -56,6 +56,17 @@ public abstract class WorkerScheduler<J extends WorkerJob<E>, E> implements Drai
         return loop;
     }
 
+    /** Jobs admitted and waiting for their work to start (prefill: queued; decode: awaiting KV). */
+    public abstract int waiting();
+
+    /** Jobs being worked on (prefill: in chunked prefill; decode: in the batch). */
+    public abstract int running();
+
+    /** Prefill chunks computed since start; 0 for a worker that computes none. */
+    public long chunksComputed() {
+        return 0;
+    }
+
     /** Aborts carried out since start: one per cancelled job. */
     public final long aborts() {
         return lifecycle.aborts();
