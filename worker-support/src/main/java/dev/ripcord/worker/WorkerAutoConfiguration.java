@@ -133,7 +133,7 @@ public class WorkerAutoConfiguration {
     /** The worker's internal HTTP API around its one {@link dev.ripcord.worker.http.WorkerEndpoint}. */
     @Bean
     @ConditionalOnBean(WorkerEndpoint.class)
-    RouterFunction<ServerResponse> workerRouter(WorkerEndpoint endpoint, WorkerContext context,
+    RouterFunction<ServerResponse> workerRouter(WorkerEndpoint<?> endpoint, WorkerContext context,
                                                 CancelProperties cancel) {
         return new WorkerRoutes(context, cancel, endpoint.retryAfter()).router(endpoint);
     }

@@ -11,7 +11,6 @@ import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.http.WorkerEndpoint;
 import dev.ripcord.worker.http.WorkerRoutes;
 import org.springframework.stereotype.Component;
-import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Mono;
 
@@ -20,40 +19,32 @@ import reactor.core.publisher.Mono;
  * (RESERVED, then tokens). The routes every worker has are {@link WorkerRoutes}'.
  */
 @Component
-public final class DecodeRoutes extends WorkerEndpoint {
+public final class DecodeRoutes extends WorkerEndpoint<DecodeRequest> {
 
     private final DecodeScheduler scheduler;
     private final int contextLength;
 
     DecodeRoutes(DecodeScheduler scheduler, DecodeProperties properties, WorkerContext context) {
-        super("decode", InternalApi.DECODE, properties.retryAfter(), scheduler);
+        super("decode", InternalApi.DECODE, properties.retryAfter(), scheduler, DecodeRequest.class);
         this.scheduler = scheduler;
         this.contextLength = context.engine().config().contextLength();
     }
 
     @Override
-    protected Mono<ServerResponse> submit(ServerRequest request, WorkerRoutes routes) {
-        return request.bodyToMono(DecodeRequest.class).flatMap(body -> {
-            if (!valid(body)) {
-                // Nothing was registered or reserved: a bad request leaves nothing behind.
-                return routes.badRequest("requestId, sampling (finite temperature >= 0, top_p in (0, 1]), "
-                        + "promptTokens >= 1 and maxTokens >= 1 within the context of " + contextLength
-                        + " are required");
-            }
-            return Mono.fromFuture(scheduler.submit(body))
-                    .flatMap(job -> routes.stream(job.requestId(), job.events(), DecodeEvent.class))
-                    .onErrorResume(DecodeScheduler.NoCapacityException.class,
-                            e -> routes.busy(body.requestId(), e.getMessage()))
-                    .onErrorResume(DuplicateRegistrationException.class,
-                            e -> routes.duplicate(body.requestId(), e));
-        }).switchIfEmpty(Mono.defer(() -> routes.badRequest("the body is empty; a DecodeRequest is required")));
+    protected Mono<ServerResponse> accept(DecodeRequest body, WorkerRoutes routes) {
+        return Mono.fromFuture(scheduler.submit(body))
+                .flatMap(job -> routes.stream(job.requestId(), job.events(), DecodeEvent.class))
+                .onErrorResume(DecodeScheduler.NoCapacityException.class,
+                        e -> routes.busy(body.requestId(), e.getMessage()))
+                .onErrorResume(DuplicateRegistrationException.class, e -> routes.duplicate(body.requestId(), e));
     }
 
-    private boolean valid(DecodeRequest body) {
-        return RequestIds.isValid(body.requestId()) && body.sampling() != null && body.promptTokens() >= 1
-                && body.maxTokens() >= 1 && (long) body.promptTokens() + body.maxTokens() <= contextLength
-                && Double.isFinite(body.sampling().temperature()) && body.sampling().temperature() >= 0
-                && Double.isFinite(body.sampling().topP()) && body.sampling().topP() > 0
-                && body.sampling().topP() <= 1;
+    @Override
+    protected String invalid(DecodeRequest body) {
+        boolean valid = RequestIds.isValid(body.requestId()) && validSampling(body.sampling())
+                && body.promptTokens() >= 1 && body.maxTokens() >= 1
+                && (long) body.promptTokens() + body.maxTokens() <= contextLength;
+        return valid ? null : "requestId, sampling (finite temperature >= 0, top_p in (0, 1]), "
+                + "promptTokens >= 1 and maxTokens >= 1 within the context of " + contextLength + " are required";
     }
 }

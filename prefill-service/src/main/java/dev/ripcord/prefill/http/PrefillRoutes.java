@@ -12,7 +12,6 @@ import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.http.WorkerEndpoint;
 import dev.ripcord.worker.http.WorkerRoutes;
 import org.springframework.stereotype.Component;
-import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Mono;
 
@@ -21,40 +20,34 @@ import reactor.core.publisher.Mono;
  * routes every worker has are {@link WorkerRoutes}'.
  */
 @Component
-public final class PrefillRoutes extends WorkerEndpoint {
+public final class PrefillRoutes extends WorkerEndpoint<PrefillRequest> {
 
     private final PrefillScheduler scheduler;
     private final int vocabulary;
 
     PrefillRoutes(PrefillScheduler scheduler, PrefillProperties properties, WorkerContext context) {
-        super("prefill", InternalApi.PREFILL, properties.retryAfter(), scheduler);
+        super("prefill", InternalApi.PREFILL, properties.retryAfter(), scheduler, PrefillRequest.class);
         this.scheduler = scheduler;
         this.vocabulary = context.engine().config().vocabSize();
     }
 
     @Override
-    protected Mono<ServerResponse> submit(ServerRequest request, WorkerRoutes routes) {
-        return request.bodyToMono(PrefillRequest.class).flatMap(body -> {
-            String invalid = invalid(body);
-            if (invalid != null) {
-                return routes.badRequest(invalid);
-            }
-            PrefillJob job;
-            try {
-                job = scheduler.submit(body);
-            } catch (PrefillScheduler.QueueFullException e) {
-                return routes.busy(body.requestId(), e.getMessage());
-            } catch (DuplicateRegistrationException e) {
-                return routes.duplicate(body.requestId(), e);
-            } catch (IllegalArgumentException e) {
-                return routes.badRequest(e.getMessage());
-            }
-            return routes.stream(job.requestId(), job.events(), PrefillEvent.class);
-        }).switchIfEmpty(Mono.defer(() -> routes.badRequest("the body is empty; a PrefillRequest is required")));
+    protected Mono<ServerResponse> accept(PrefillRequest body, WorkerRoutes routes) {
+        PrefillJob job;
+        try {
+            job = scheduler.submit(body);
+        } catch (PrefillScheduler.QueueFullException e) {
+            return routes.busy(body.requestId(), e.getMessage());
+        } catch (DuplicateRegistrationException e) {
+            return routes.duplicate(body.requestId(), e);
+        } catch (IllegalArgumentException e) {
+            return routes.badRequest(e.getMessage());
+        }
+        return routes.stream(job.requestId(), job.events(), PrefillEvent.class);
     }
 
-    /** What is wrong with {@code body} before any work is admitted for it, or null. */
-    private String invalid(PrefillRequest body) {
+    @Override
+    protected String invalid(PrefillRequest body) {
         if (!RequestIds.isValid(body.requestId()) || body.tokens() == null || body.tokens().length == 0
                 || body.transfer() == null || body.sampling() == null) {
             return "requestId, tokens, sampling and transfer are required";
@@ -64,11 +57,7 @@ public final class PrefillRoutes extends WorkerEndpoint {
                 return "token ids must be in 0.." + (vocabulary - 1) + ", got " + token;
             }
         }
-        double temperature = body.sampling().temperature();
-        double topP = body.sampling().topP();
-        if (!Double.isFinite(temperature) || temperature < 0 || !Double.isFinite(topP) || topP <= 0 || topP > 1) {
-            return "sampling needs a finite temperature >= 0 and a top_p in (0, 1]";
-        }
-        return null;
+        return validSampling(body.sampling()) ? null
+                : "sampling needs a finite temperature >= 0 and a top_p in (0, 1]";
     }
 }

@@ -26,7 +26,7 @@ import reactor.core.publisher.Mono;
 /**
  * The internal HTTP edge both workers share: status, journal, the in-band cancel route, the job stream whose early
  * close is the in-band signal, and the mapping of refusals to 400/409/503. A worker adds only its
- * {@link WorkerEndpoint} (its submit route and status figures); {@code WorkerAutoConfiguration} serves it.
+ * {@link WorkerEndpoint} (its submit route: body type, validation and submission); {@code WorkerAutoConfiguration} serves it.
  *
  * <h2>In-band cancellation</h2>
  * The gateway tells a worker why it cancels before it closes the stream: {@code POST}
@@ -51,7 +51,7 @@ public final class WorkerRoutes {
     }
 
     /** The worker's whole internal API: status, journal, in-band cancel, and the endpoint's submit route. */
-    public RouterFunction<ServerResponse> router(WorkerEndpoint endpoint) {
+    public RouterFunction<ServerResponse> router(WorkerEndpoint<?> endpoint) {
         return RouterFunctions.route()
                 .GET(InternalApi.STATUS, request -> ServerResponse.ok().bodyValue(endpoint.status(this)))
                 .GET(InternalApi.JOURNAL, request -> ServerResponse.ok().bodyValue(context.journal().since(
