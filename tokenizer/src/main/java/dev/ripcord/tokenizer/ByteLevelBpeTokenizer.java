@@ -21,7 +21,7 @@ import java.util.PriorityQueue;
  * <p>Decoding maps the characters back to bytes; control/unknown/unused tokens are nothing; user-defined tokens are
  * their text.
  */
-public final class ByteLevelBpeTokenizer implements Tokenizer {
+public final class ByteLevelBpeTokenizer extends VocabularyTokenizer {
     private static final char[] BYTE_TO_CHAR = new char[256];
     private static final int[] CHAR_TO_BYTE = new int[512];
 
@@ -36,12 +36,11 @@ public final class ByteLevelBpeTokenizer implements Tokenizer {
         }
     }
 
-    private final Vocabulary vocabulary;
     private final Map<String, Integer> ranks;
     private final PreTokenizer preTokenizer;
 
     ByteLevelBpeTokenizer(Vocabulary vocabulary, List<String> merges, PreTokenizer preTokenizer) {
-        this.vocabulary = vocabulary;
+        super(vocabulary);
         this.preTokenizer = preTokenizer;
         this.ranks = new HashMap<>(merges.size() * 2);
         for (int rank = 0; rank < merges.size(); rank++) {
@@ -53,64 +52,16 @@ public final class ByteLevelBpeTokenizer implements Tokenizer {
         }
     }
 
-    @Override
-    public int vocabSize() {
-        return vocabulary.size();
-    }
-
-    @Override
-    public int bos() {
-        return vocabulary.special().bos();
-    }
-
-    @Override
-    public int eos() {
-        return vocabulary.special().eos();
-    }
-
-    @Override
-    public int[] stopTokens() {
-        return vocabulary.special().stopTokens();
-    }
-
-    /** The special tokens and flags from the metadata. */
-    public SpecialTokens specialTokens() {
-        return vocabulary.special();
-    }
-
+    /** How plain text is split into words before the merges. */
     public PreTokenizer preTokenizer() {
         return preTokenizer;
     }
 
     @Override
-    public int[] encode(String text, boolean addBos) {
-        return encode(text, addBos, false, false);
-    }
-
-    @Override
-    public int[] encode(String text, boolean addSpecial, boolean parseSpecial) {
-        SpecialTokens special = vocabulary.special();
-        return encode(text, addSpecial && special.addBos(), addSpecial && special.addEos(), parseSpecial);
-    }
-
-    private int[] encode(String text, boolean bos, boolean eos, boolean parseSpecial) {
-        IdList out = new IdList();
-        if (bos && bos() >= 0) {
-            out.add(bos());
+    void encodeFragment(String text, boolean afterSpecial, IdList out) {
+        for (String word : preTokenizer.split(text)) {
+            encodeWord(byteLevel(word), out);
         }
-        for (Vocabulary.Fragment fragment : vocabulary.partition(text, parseSpecial)) {
-            if (fragment.token() >= 0) {
-                out.add(fragment.token());
-                continue;
-            }
-            for (String word : preTokenizer.split(fragment.text())) {
-                encodeWord(byteLevel(word), out);
-            }
-        }
-        if (eos && eos() >= 0) {
-            out.add(eos());
-        }
-        return out.toArray();
     }
 
     /** {@code word}'s UTF-8 bytes, one character each (GPT-2's table). */
@@ -214,10 +165,5 @@ public final class ByteLevelBpeTokenizer implements Tokenizer {
             }
         }
         return bytes.toByteArray();
-    }
-
-    @Override
-    public String tokenText(int token) {
-        return vocabulary.text(token);
     }
 }

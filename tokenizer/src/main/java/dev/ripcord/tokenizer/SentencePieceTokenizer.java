@@ -18,18 +18,17 @@ import java.util.PriorityQueue;
  * <p>Decoding: {@code ▁} is a space, {@code <0xHH>} byte tokens are that byte, control/unknown/unused tokens are
  * nothing, and the space that {@code add_space_prefix} put in front of the first word is removed right after BOS.
  */
-public final class SentencePieceTokenizer implements Tokenizer {
+public final class SentencePieceTokenizer extends VocabularyTokenizer {
     private static final char SPACE = '\u2581';
 
-    private final Vocabulary vocabulary;
     private final float[] scores;
     private final boolean addSpacePrefix;
     private final int[] byteTokens = new int[256];
 
     SentencePieceTokenizer(Vocabulary vocabulary, float[] scores, boolean addSpacePrefix) {
+        super(vocabulary);
         Checks.requireArgument(scores.length == vocabulary.size(), "%s scores for %s tokens", scores.length,
                 vocabulary.size());
-        this.vocabulary = vocabulary;
         this.scores = scores;
         this.addSpacePrefix = addSpacePrefix;
         for (int b = 0; b < 256; b++) {
@@ -38,61 +37,9 @@ public final class SentencePieceTokenizer implements Tokenizer {
     }
 
     @Override
-    public int vocabSize() {
-        return vocabulary.size();
-    }
-
-    @Override
-    public int bos() {
-        return vocabulary.special().bos();
-    }
-
-    @Override
-    public int eos() {
-        return vocabulary.special().eos();
-    }
-
-    @Override
-    public int[] stopTokens() {
-        return vocabulary.special().stopTokens();
-    }
-
-    /** The special tokens and flags from the metadata. */
-    public SpecialTokens specialTokens() {
-        return vocabulary.special();
-    }
-
-    @Override
-    public int[] encode(String text, boolean addBos) {
-        return encode(text, addBos, false, false);
-    }
-
-    @Override
-    public int[] encode(String text, boolean addSpecial, boolean parseSpecial) {
-        SpecialTokens special = vocabulary.special();
-        return encode(text, addSpecial && special.addBos(), addSpecial && special.addEos(), parseSpecial);
-    }
-
-    private int[] encode(String text, boolean bos, boolean eos, boolean parseSpecial) {
-        IdList out = new IdList();
-        if (bos && bos() >= 0) {
-            out.add(bos());
-        }
-        boolean afterSpecial = true; // the first fragment gets the space prefix too
-        for (Vocabulary.Fragment fragment : vocabulary.partition(text, parseSpecial)) {
-            if (fragment.token() >= 0) {
-                out.add(fragment.token());
-                afterSpecial = true;
-                continue;
-            }
-            String plain = (addSpacePrefix && afterSpecial ? " " : "") + fragment.text();
-            encodePlain(plain.replace(' ', SPACE), out);
-            afterSpecial = false;
-        }
-        if (eos && eos() >= 0) {
-            out.add(eos());
-        }
-        return out.toArray();
+    void encodeFragment(String text, boolean afterSpecial, IdList out) {
+        String plain = (addSpacePrefix && afterSpecial ? " " : "") + text;
+        encodePlain(plain.replace(' ', SPACE), out);
     }
 
     /** A candidate merge of symbol {@code left} with its right neighbour, valid while both keep their lengths. */
@@ -184,11 +131,6 @@ public final class SentencePieceTokenizer implements Tokenizer {
             decoded = decoded.substring(1);
         }
         return decoded.getBytes(StandardCharsets.UTF_8);
-    }
-
-    @Override
-    public String tokenText(int token) {
-        return vocabulary.text(token);
     }
 
     /** The token's score (higher merges first). */
