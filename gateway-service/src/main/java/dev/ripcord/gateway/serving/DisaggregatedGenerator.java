@@ -16,6 +16,7 @@ import dev.ripcord.gateway.generation.GenerationFailedException;
 import dev.ripcord.gateway.generation.GenerationRequest;
 import dev.ripcord.gateway.generation.RequestCancelledException;
 import dev.ripcord.gateway.generation.TokenGenerator;
+import dev.ripcord.gateway.generation.WorkerUnavailableException;
 import dev.ripcord.gateway.resilience.WorkerResilience;
 import dev.ripcord.gateway.routing.WorkerPool;
 import dev.ripcord.protocol.Cancelled;
@@ -227,12 +228,17 @@ public final class DisaggregatedGenerator implements TokenGenerator {
 
     /**
      * A worker's stream ended other than as expected: a typed {@link Cancelled} (the worker carried out a cancel it
-     * received, e.g. one published before the request arrived) is the client's cancel; a {@link Failed}, or an event
-     * out of place, is a worker fault.
+     * received, e.g. one published before the request arrived) is the client's cancel, except a worker's own
+     * {@code SHUTDOWN}, which is the server's doing: unavailable, worth a retry; a {@link Failed}, or an event out of
+     * place, is a worker fault.
      */
-    private static GenerationException workerEnded(String id, String leg, Object event) {
+    private GenerationException workerEnded(String id, String leg, Object event) {
         if (event instanceof Cancelled c) {
             log.info("requestId={} {} leg cancelled by the worker: {} via {}", id, leg, c.reason(), c.source());
+            if (c.reason() == CancelReason.SHUTDOWN) {
+                return new WorkerUnavailableException("request %s was interrupted: the %s worker shut down (shutdown); "
+                        .formatted(id, leg) + "retry it", defaultRetryAfter, null);
+            }
             return RequestCancelledException.of(id, c.reason());
         }
         if (event instanceof Failed f) {

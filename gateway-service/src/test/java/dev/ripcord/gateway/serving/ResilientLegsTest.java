@@ -190,6 +190,20 @@ class ResilientLegsTest {
     }
 
     @Test
+    void aWorkerThatShutsDownUnderARequestIsUnavailableNotTheClientsCancel() {
+        FakeWorker decode = worker(FakeWorker.stream(Flux.just(FakeWorker.reserved(),
+                "{\"type\":\"CANCELLED\",\"reason\":\"SHUTDOWN\",\"source\":\"SHUTDOWN\"}")));
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(decode.uri()));
+
+        StepVerifier.create(generator.generate(request()))
+                .expectErrorSatisfies(e -> assertThat(e).isInstanceOf(WorkerUnavailableException.class)
+                        .hasMessageContaining("(shutdown)"))
+                .verify(WAIT);
+        assertThat(decode.calls()).as("admitted, so never retried").isEqualTo(1);
+    }
+
+    @Test
     void aPrefillWorkerThatAnsweredIsNeverRetriedBecauseTheTransferIsSingleUse() {
         FakeWorker decode = worker(FakeWorker.stream(Flux.concat(Flux.just(FakeWorker.reserved()), Flux.never())));
         FakeWorker p1 = worker(FakeWorker.status(503));
