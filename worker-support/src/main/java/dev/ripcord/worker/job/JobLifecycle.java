@@ -131,11 +131,18 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
 
     private void observe(J job, dev.ripcord.protocol.CancelReason reason, CancelSource source,
                          CancelHandler<J> onCancel) {
-        if (!job.requestCancel(reason, source)) {
-            return;
+        JobCancel.Request cancel;
+        // The cancel becomes visible to the engine loop the moment it is recorded, and the loop may stop the job at
+        // once; holding the job's monitor until CANCEL_OBSERVED is journaled (cancel() journals its stop under the
+        // same monitor) keeps the journal in causal order: observed, then stopped. Found by the cancel hammer.
+        synchronized (job) {
+            if (!job.requestCancel(reason, source)) {
+                return;
+            }
+            cancel = job.cancelRequest();
+            context.journal().record(job.requestId(), "CANCEL_OBSERVED",
+                    reason + " via " + source + observedAt.apply(job));
         }
-        JobCancel.Request cancel = job.cancelRequest();
-        context.journal().record(job.requestId(), "CANCEL_OBSERVED", reason + " via " + source + observedAt.apply(job));
         RequestLogging.with(job.requestId(), () -> onCancel.onCancel(job, cancel));
     }
 
@@ -178,7 +185,9 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
         if (!job.moveTo(from, JobState.CANCELLED)) {
             return false;
         }
-        context.journal().record(job.requestId(), event, detail);
+        synchronized (job) { // after the canceller's CANCEL_OBSERVED (see observe)
+            context.journal().record(job.requestId(), event, detail);
+        }
         if (job.claimAbortCount()) {
             context.meters().counter("ripcord.cancellations", "service", service, "phase", phase,
                     "path", cancel.source().name().toLowerCase(Locale.ROOT)).increment();
