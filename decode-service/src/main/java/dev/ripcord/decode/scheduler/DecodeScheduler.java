@@ -235,8 +235,12 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
             job.emit(event);
             return false;
         }
-        if (lifecycle.finish(job, JobState.RUNNING, event, "FINISHED", job.generated + " tokens, " + finish)) {
+        if (job.state() == JobState.RUNNING) {
+            // Before the last event goes out, so that whoever sees the generation end sees it counted. Only this loop
+            // ends a running job, so the finish below wins.
             decodeTime.record(System.nanoTime() - job.firstTokenNanos, TimeUnit.NANOSECONDS);
+        }
+        if (lifecycle.finish(job, JobState.RUNNING, event, "FINISHED", job.generated + " tokens, " + finish)) {
             log.info("requestId={} finished: {} tokens ({})", job.requestId(), job.generated, finish);
         }
         return true;
