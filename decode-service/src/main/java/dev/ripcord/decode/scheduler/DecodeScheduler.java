@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import dev.ripcord.decode.DecodeProperties;
 import dev.ripcord.engine.KvPoolExhaustedException;
@@ -22,8 +23,10 @@ import dev.ripcord.worker.RequestLogging;
 import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.job.JobLifecycle;
 import dev.ripcord.worker.job.JobState;
+import dev.ripcord.worker.job.LatencyBuckets;
 import dev.ripcord.worker.job.WorkerScheduler;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Timer;
 import org.slf4j.Logger;
 import org.springframework.stereotype.Component;
 import org.slf4j.LoggerFactory;
@@ -73,6 +76,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
      */
     private final Object stepLock = new Object();
     private volatile long stepsStarted;
+    private final Timer decodeTime;
 
     /** Continuous batching on {@code context}'s engine; a bean, closed before the context it works with. */
     public DecodeScheduler(WorkerContext context, DecodeProperties properties) {
@@ -91,6 +95,9 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
                 .description("requests whose KV is still being transferred").register(context.meters());
         Gauge.builder("ripcord.decode.running", this, s -> s.running)
                 .description("sequences in the decode batch").register(context.meters());
+        this.decodeTime = Timer.builder("ripcord.request.decode.time")
+                .description("first token emitted -> last token emitted, for generations that finished")
+                .serviceLevelObjectives(LatencyBuckets.requestLatency()).register(context.meters());
         startLoop();
     }
 
@@ -201,6 +208,8 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         if (!job.moveTo(JobState.WAITING, JobState.RUNNING)) {
             return; // cancelled as the KV landed; freed on release
         }
+        recordQueueTime(job);
+        job.firstTokenNanos = System.nanoTime();
         int first = TransferMetadata.decodeFirstToken(metadata);
         engine.adopt(job.sequence, job.request.promptTokens(), first);
         engine.ensureCapacity(job.sequence,
@@ -225,6 +234,11 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         if (finish == null) {
             job.emit(event);
             return false;
+        }
+        if (job.state() == JobState.RUNNING) {
+            // Before the last event goes out, so that whoever sees the generation end sees it counted. Only this loop
+            // ends a running job, so the finish below wins.
+            decodeTime.record(System.nanoTime() - job.firstTokenNanos, TimeUnit.NANOSECONDS);
         }
         if (lifecycle.finish(job, JobState.RUNNING, event, "FINISHED", job.generated + " tokens, " + finish)) {
             log.info("requestId={} finished: {} tokens ({})", job.requestId(), job.generated, finish);

@@ -1,56 +1,37 @@
 package dev.ripcord.gateway.observability;
 
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-
 import dev.ripcord.gateway.generation.GeneratedToken;
 import dev.ripcord.gateway.generation.GenerationRequest;
 import dev.ripcord.gateway.generation.TokenGenerator;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.Timer;
 import reactor.core.publisher.Flux;
 
 /**
- * The gateway's view of generation speed, measured around the serving core's {@link TokenGenerator}:
- * <ul>
- *   <li>{@code ripcord.gateway.ttft} (timer, histogram): from the generation's subscription (the request is parsed
- *       and tokenized; decode reservation, prefill queueing and compute, and the KV transfer all lie ahead) to its
- *       first token, which prefill sampled and decode relayed. Generations that end before a first token (refused,
- *       failed, cancelled) are not recorded.</li>
- *   <li>{@code ripcord.gateway.tokens} (counter): tokens relayed to clients; its rate is the gateway's tokens/s.</li>
- * </ul>
- * Only counts and one timestamp per request; no state outlives the generation.
+ * The gateway's view of generation speed, measured around the serving core's {@link TokenGenerator} into
+ * {@link ServingMetrics}: from the generation's subscription (the request is parsed and tokenized; decode
+ * reservation, prefill queueing and compute, and the KV transfer all lie ahead) to its first token
+ * ({@code ripcord.time.to.first.token}, which prefill sampled and decode relayed), between tokens
+ * ({@code ripcord.inter.token.latency}), the tokens relayed ({@code ripcord.generation.tokens}) and the prompt tokens
+ * of generations that got a first token ({@code ripcord.prompt.tokens}); and which generations wait for their first
+ * token or are running. Generations that end before a first token (refused, failed, cancelled) record no TTFT.
+ * Only counts and timestamps per request; no state outlives the generation.
  */
 public final class MeteredTokenGenerator implements TokenGenerator {
 
     private final TokenGenerator delegate;
-    private final Timer timeToFirstToken;
-    private final Counter tokens;
+    private final ServingMetrics metrics;
 
-    public MeteredTokenGenerator(TokenGenerator delegate, MeterRegistry meters) {
+    public MeteredTokenGenerator(TokenGenerator delegate, ServingMetrics metrics) {
         this.delegate = delegate;
-        this.timeToFirstToken = Timer.builder("ripcord.gateway.ttft")
-                .description("time to first token: generation started -> first token relayed")
-                .publishPercentileHistogram()
-                .register(meters);
-        this.tokens = Counter.builder("ripcord.gateway.tokens")
-                .description("tokens relayed to clients")
-                .baseUnit("tokens")
-                .register(meters);
+        this.metrics = metrics;
     }
 
     @Override
     public Flux<GeneratedToken> generate(GenerationRequest request) {
         return Flux.defer(() -> {
-            long started = System.nanoTime();
-            AtomicBoolean first = new AtomicBoolean(true);
-            return delegate.generate(request).doOnNext(token -> {
-                if (first.getAndSet(false)) {
-                    timeToFirstToken.record(System.nanoTime() - started, TimeUnit.NANOSECONDS);
-                }
-                tokens.increment();
-            });
+            ServingMetrics.Generation generation = metrics.started(request);
+            return delegate.generate(request)
+                    .doOnNext(token -> generation.token())
+                    .doFinally(signal -> generation.ended());
         });
     }
 

@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ripcord.gateway.generation.CancelCause;
 import dev.ripcord.gateway.generation.GenerationRequest;
+import dev.ripcord.gateway.generation.RequestOutcome;
 import dev.ripcord.gateway.generation.TextCodec;
 import dev.ripcord.gateway.generation.TextDelta;
 import dev.ripcord.gateway.generation.TextDeltas;
@@ -75,10 +76,18 @@ final class OpenAiHandler {
     private final Clock clock;
     private final RequestParser parser;
     private final StreamGuard streamGuard;
+    private final RequestOutcome.Listener outcomes;
     private final long startedAt;
 
     OpenAiHandler(TokenGenerator generator, TextCodec codec, OpenAiProperties properties, Clock clock,
             StreamGuard streamGuard) {
+        this(generator, codec, properties, clock, streamGuard, RequestOutcome.Listener.NONE);
+    }
+
+    /** @param outcomes hears how each generation ended (the metrics), once per generation */
+    OpenAiHandler(TokenGenerator generator, TextCodec codec, OpenAiProperties properties, Clock clock,
+            StreamGuard streamGuard, RequestOutcome.Listener outcomes) {
+        this.outcomes = outcomes;
         this.generator = generator;
         this.codec = codec;
         this.properties = properties;
@@ -181,7 +190,9 @@ final class OpenAiHandler {
     // --- answers ------------------------------------------------------------------------------------------------
 
     private Flux<TextDelta> deltas(GenerationRequest request) {
-        return TextDeltas.decode(Flux.defer(() -> generator.generate(request)), codec::newDetokenizer, request.stop())
+        Flux<TextDelta> decoded = TextDeltas.decode(Flux.defer(() -> generator.generate(request)),
+                codec::newDetokenizer, request.stop());
+        return OutcomeReporting.observe(request, decoded, outcomes)
                 .doOnNext(delta -> {
                     if (delta.isLast()) {
                         log.info("requestId={} finished reason={} promptTokens={} completionTokens={}",

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingDeque;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import dev.ripcord.protocol.CancelSource;
@@ -22,10 +23,12 @@ import dev.ripcord.worker.RequestLogging;
 import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.job.JobLifecycle;
 import dev.ripcord.worker.job.JobState;
+import dev.ripcord.worker.job.LatencyBuckets;
 import dev.ripcord.worker.job.WorkerScheduler;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
 import org.slf4j.Logger;
 import org.springframework.stereotype.Component;
 import org.slf4j.LoggerFactory;
@@ -69,6 +72,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     private final Counter chunks;
     private final Counter chunksAfterCancelCounter;
     private final Counter tokensAfterCancel;
+    private final Timer prefillTime;
 
     /** A bean: closed, hence drained, before the {@link WorkerContext} it works with. */
     public PrefillScheduler(WorkerContext context, PrefillProperties properties) {
@@ -87,6 +91,9 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
                 .register(meters);
         this.tokensAfterCancel = Counter.builder("ripcord.prefill.tokens.after.cancel")
                 .description("prompt tokens computed after their request's cancel was observed").register(meters);
+        this.prefillTime = Timer.builder("ripcord.request.prefill.time")
+                .description("prefill started -> every chunk computed and the first token sampled")
+                .serviceLevelObjectives(LatencyBuckets.requestLatency()).register(meters);
         startLoop();
     }
 
@@ -221,6 +228,8 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             return;
         }
         job.sequence = sequence;
+        job.startedNanos = System.nanoTime();
+        recordQueueTime(job);
         lifecycle.freeWhenReleased(job, job.send.released(), () -> engine.free(sequence));
         running.add(job);
         runningCount = running.size();
@@ -281,6 +290,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             fail(job, "sampling failed: " + e.getMessage(), e);
             return;
         }
+        prefillTime.record(System.nanoTime() - job.startedNanos, TimeUnit.NANOSECONDS);
         running.remove(job);
         runningCount = running.size();
         job.finishing = true;
