@@ -20,6 +20,7 @@ import dev.ripcord.protocol.Failed;
 import dev.ripcord.protocol.TransferMetadata;
 import dev.ripcord.worker.JobCancel;
 import dev.ripcord.worker.RequestLogging;
+import dev.ripcord.worker.WireSampling;
 import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.job.JobLifecycle;
 import dev.ripcord.worker.job.JobState;
@@ -167,8 +168,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
     }
 
     private static SamplingParams sampling(DecodeRequest request) {
-        return new SamplingParams((float) request.sampling().temperature(), (float) request.sampling().topP(),
-                request.sampling().seed());
+        return WireSampling.toEngine(request.sampling());
     }
 
     /** The registry's abort handler: quick and non-blocking, on whatever thread delivered the cancel. */
@@ -210,8 +210,10 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         }
         recordQueueTime(job);
         job.firstTokenNanos = System.nanoTime();
-        int first = TransferMetadata.decodeFirstToken(metadata);
-        engine.adopt(job.sequence, job.request.promptTokens(), first);
+        TransferMetadata.FirstToken firstToken = TransferMetadata.decode(metadata);
+        int first = firstToken.token();
+        engine.adopt(job.sequence, job.request.promptTokens(), job.request.promptIds(), first,
+                WireSampling.toEngine(first, firstToken.logprobs()));
         engine.ensureCapacity(job.sequence,
                 Math.min(job.request.promptTokens() + job.request.maxTokens(), engine.config().contextLength()));
         log.info("requestId={} KV landed; joins the batch with first token {}", job.requestId(), first);
@@ -225,12 +227,13 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
     private boolean emitToken(DecodeJob job, int token) {
         int index = job.generated++;
         String finish = null;
-        if (Arrays.binarySearch(stopTokens, token) >= 0 && !job.request.ignoreEos()) {
+        if (Arrays.binarySearch(stopTokens, token) >= 0 && !job.request.ignoreEos() || job.stopsOn(token)) {
             finish = "stop";
         } else if (job.generated >= job.request.maxTokens()) {
             finish = "length";
         }
-        DecodeEvent.Token event = new DecodeEvent.Token(index, token, finish);
+        DecodeEvent.Token event = new DecodeEvent.Token(index, token, finish,
+                WireSampling.toWire(job.sequence.lastLogprobs()));
         if (finish == null) {
             job.emit(event);
             return false;

@@ -37,12 +37,13 @@ public class ObservabilityConfiguration {
     }
 
     @Bean
-    static BeanPostProcessor meteredTokenGenerator(ObjectProvider<ServingMetrics> metrics) {
+    static BeanPostProcessor meteredTokenGenerator(ObjectProvider<ServingMetrics> metrics,
+            ObjectProvider<MeterRegistry> meters) {
         return new BeanPostProcessor() {
             @Override
             public Object postProcessAfterInitialization(Object bean, String beanName) {
                 if (bean instanceof DisaggregatedGenerator generator) {
-                    return new MeteredTokenGenerator(generator, metrics.getObject());
+                    return new MeteredTokenGenerator(generator, metrics.getObject(), meters.getObject());
                 }
                 return bean;
             }

@@ -18,6 +18,7 @@ import dev.ripcord.protocol.Failed;
 import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.TransferMetadata;
+import dev.ripcord.worker.WireSampling;
 import dev.ripcord.worker.JobCancel;
 import dev.ripcord.worker.RequestLogging;
 import dev.ripcord.worker.WorkerContext;
@@ -117,8 +118,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             throw new QueueFullException("prefill queue is full (" + properties.queueCapacity() + ")");
         }
         ReceiveDescriptor descriptor = ReceiveDescriptor.parse(request.transfer());
-        SamplingParams sampling = new SamplingParams((float) request.sampling().temperature(),
-                (float) request.sampling().topP(), request.sampling().seed());
+        SamplingParams sampling = WireSampling.toEngine(request.sampling());
         PrefillJob job = new PrefillJob(request.requestId(), request.tokens(), descriptor, sampling);
         // Registered before the engine loop can see the job; a tombstone cancels it right here.
         lifecycle.register(job, this::onCancel);
@@ -284,8 +284,10 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
 
     private void finish(PrefillJob job) {
         int first;
+        dev.ripcord.engine.TokenLogprobs firstLogprobs;
         try {
             first = engine.sample(job.sequence);
+            firstLogprobs = job.sequence.lastLogprobs();
         } catch (RuntimeException e) {
             fail(job, "sampling failed: " + e.getMessage(), e);
             return;
@@ -298,7 +300,8 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             abortTransfer(job, job.cancelRequest()); // a cancel that looked before finishing was set
         }
         CompletableFuture.allOf(job.sends.toArray(CompletableFuture[]::new))
-                .thenCompose(v -> job.send.complete(TransferMetadata.encodeFirstToken(first)))
+                .thenCompose(v -> job.send.complete(TransferMetadata.encodeFirstToken(first,
+                        WireSampling.toWire(firstLogprobs))))
                 .whenComplete((v, error) -> RequestLogging.with(job.requestId(), () -> {
                     if (error == null) {
                         if (lifecycle.finish(job, JobState.RUNNING, new PrefillEvent.Done(first), "DONE",
