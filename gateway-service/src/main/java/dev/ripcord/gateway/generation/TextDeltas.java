@@ -36,7 +36,7 @@ public final class TextDeltas {
      */
     public static Flux<TextDelta> decode(Flux<GeneratedToken> tokens, Supplier<TextCodec.Detokenizer> detokenizers,
             List<String> stops) {
-        return Flux.defer(() -> {
+        return Flux.deferContextual(context -> {
             Decoder decoder = new Decoder(detokenizers.get(), new StopStringScanner(stops));
             return tokens.<TextDelta>handle((token, sink) -> {
                 if (decoder.finished) {
@@ -47,6 +47,9 @@ public final class TextDeltas {
                     sink.next(delta);
                 }
                 if (decoder.scanner.stopped()) {
+                    // the answer is complete: say so before the cancel reaches the serving core
+                    context.<CancelCause>getOrEmpty(CancelCause.CONTEXT_KEY)
+                            .ifPresent(cause -> cause.recordFinish(GeneratedToken.STOP));
                     sink.complete(); // cancels the generation upstream
                 }
             }).onErrorResume(TextDeltas::isAbort, cancelled -> decoder.finished ? Mono.empty()

@@ -119,6 +119,16 @@ public final class RequestContext {
         }
     }
 
+    /**
+     * Records how the answer finished when the edge ended it early because it was complete (a stop string matched:
+     * {@code stop}); a finish reason recorded before stays.
+     */
+    public void finishedAtTheEdge(String finish) {
+        if (finishReason == null) {
+            finishReason = finish;
+        }
+    }
+
     /** Tokens relayed to the client so far. */
     public int completionTokens() {
         return completionTokens.get();

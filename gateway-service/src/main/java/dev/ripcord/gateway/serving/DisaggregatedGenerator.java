@@ -163,7 +163,13 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                     .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.empty()
                             : Flux.error(cancelled(id, ctx.cancelReason()))))
                     // Cancelled from downstream: the client went away (or a stop string matched, or it stalled).
-                    .doOnCancel(() -> contexts.cancel(ctx, CancelCause.of(view)))
+                    .doOnCancel(() -> {
+                        String finish = CancelCause.finishOf(view);
+                        if (finish != null) {
+                            ctx.finishedAtTheEdge(finish); // a stop string matched: the answer was complete
+                        }
+                        contexts.cancel(ctx, CancelCause.of(view));
+                    })
                     .doFinally(signal -> contexts.close(ctx));
         });
     }

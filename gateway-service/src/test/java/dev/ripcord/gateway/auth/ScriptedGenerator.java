@@ -8,6 +8,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import dev.ripcord.gateway.generation.RequestCancelledException;
 import dev.ripcord.gateway.lifecycle.RequestContext;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
+import dev.ripcord.gateway.generation.CancelCause;
 import dev.ripcord.gateway.generation.GeneratedToken;
 import dev.ripcord.gateway.generation.GenerationRequest;
 import dev.ripcord.gateway.generation.TokenGenerator;
@@ -59,6 +60,14 @@ public final class ScriptedGenerator implements TokenGenerator {
                     .doOnNext(token -> ctx.tokenRelayed(token.finishReason())) // as the serving core counts them
                     .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.empty()
                             : Flux.error(RequestCancelledException.of(request.requestId(), ctx.cancelReason()))))
+                    // Cancelled from downstream, as the serving core treats it: a stop string's finish, then the cancel.
+                    .doOnCancel(() -> {
+                        String finish = CancelCause.finishOf(view);
+                        if (finish != null) {
+                            ctx.finishedAtTheEdge(finish);
+                        }
+                        contexts.cancel(ctx, CancelCause.of(view));
+                    })
                     .doFinally(signal -> {
                         contexts.close(ctx);
                         sinks.remove(request.requestId());

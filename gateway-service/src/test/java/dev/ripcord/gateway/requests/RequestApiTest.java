@@ -205,6 +205,25 @@ class RequestApiTest {
     }
 
     @Test
+    void aStopStringThatEndedTheAnswerAtTheGatewayIsRecordedAsStopNotAbort() throws Exception {
+        String id = id("stop-string");
+        CompletableFuture<List<String>> answer = stream(KEY_A, id, "/v1/completions",
+                "{\"model\":\"ripcord-small\",\"prompt\":\"abc\",\"max_tokens\":50,\"stop\":[\"i\"]}");
+        await().atMost(Duration.ofSeconds(10)).until(() -> contexts.isLive(id));
+        int[] hi = tokensOf("hi");
+        for (int i = 0; i < hi.length; i++) {
+            generator.tokens(id).tryEmitNext(new GeneratedToken(i, hi[i], null));
+        }
+
+        JsonNode body = JSON.readTree(String.join("", answer.get(20, TimeUnit.SECONDS)));
+        assertThat(body.at("/choices/0/text").stringValue()).isEqualTo("h");
+        assertThat(body.at("/choices/0/finish_reason").stringValue()).isEqualTo("stop");
+        await().atMost(Duration.ofSeconds(10)).until(() -> !contexts.isLive(id));
+        get("/v1/requests/" + id, KEY_A).expectStatus().isOk().expectBody()
+                .jsonPath("$.finish_reason").isEqualTo("stop");
+    }
+
+    @Test
     void aBadIdIs400AndAWrongMethodOnTheListIs405() {
         get("/v1/requests/bad%20id", KEY_A).expectStatus().isBadRequest().expectBody()
                 .jsonPath("$.error.code").isEqualTo("invalid_request_id");
