@@ -302,7 +302,9 @@ final class OpenAiHandler {
                     ObjectNode body = new ResponseShapes(request, created, codec).body(endings);
                     return json(HttpStatus.OK, body);
                 })
-                .doOnCancel(() -> log.debug("requestId={} cancelled by the client", request.requestId()));
+                .doOnCancel(() -> log.debug("requestId={} cancelled by the client", request.requestId()))
+                // the serving core reads why it was cancelled, and whether a stop string had completed the answer
+                .contextWrite(Context.of(CancelCause.CONTEXT_KEY, new CancelCause()));
     }
 
     // --- models -------------------------------------------------------------------------------------------------

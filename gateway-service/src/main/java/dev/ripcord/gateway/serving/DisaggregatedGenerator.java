@@ -11,6 +11,7 @@ import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.gateway.auth.ApiKeys;
 import dev.ripcord.gateway.lifecycle.RequestContext;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
+import dev.ripcord.gateway.lifecycle.RequestPhase;
 import dev.ripcord.gateway.generation.CancelCause;
 import dev.ripcord.gateway.generation.DeadlineExceededException;
 import dev.ripcord.gateway.generation.DuplicateRequestIdException;
@@ -113,7 +114,8 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             String id = request.requestId();
             RequestContext ctx;
             try {
-                ctx = contexts.open(id, ApiKeys.identity(view), request.timeout()); // the caller owns it
+                ctx = contexts.open(id, ApiKeys.identity(view), request.timeout(), request.model(),
+                        request.promptTokens().length); // the caller owns it
             } catch (RequestContexts.DuplicateRequestException e) {
                 return Flux.error(new DuplicateRequestIdException(id));
             }
@@ -127,7 +129,13 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                     .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.empty()
                             : Flux.error(cancelled(id, ctx.cancelReason()))))
                     // Cancelled from downstream: the client went away (or a stop string matched, or it stalled).
-                    .doOnCancel(() -> contexts.cancel(ctx, CancelCause.of(view)))
+                    .doOnCancel(() -> {
+                        String finish = CancelCause.finishOf(view);
+                        if (finish != null) {
+                            ctx.finishedAtTheEdge(finish); // a stop string matched: the answer was complete
+                        }
+                        contexts.cancel(ctx, CancelCause.of(view));
+                    })
                     .doFinally(signal -> contexts.close(ctx));
         });
     }
@@ -148,7 +156,8 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             String id = request.requestId();
             RequestContext ctx;
             try {
-                ctx = contexts.open(id, ApiKeys.identity(view), request.timeout());
+                ctx = contexts.open(id, ApiKeys.identity(view), request.timeout(), request.model(),
+                        request.promptTokens().length); // the caller owns it
             } catch (RequestContexts.DuplicateRequestException e) {
                 return Flux.error(new DuplicateRequestIdException(id));
             }
@@ -223,6 +232,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                     Sinks.One<Boolean> decodeEnded = Sinks.one();
                     Flux<GeneratedToken> tokens = events.skip(1).<GeneratedToken>handle((e, sink) -> {
                         if (e instanceof DecodeEvent.Token t) {
+                            ctx.tokenRelayed(t.finishReason());
                             sink.next(new GeneratedToken(t.index(), t.token(), t.finishReason(),
                                     logprobs(t.logprobs())));
                         } else {
@@ -267,13 +277,22 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                             .exchangeToFlux(response -> events(response, PrefillEvent.class)))))
                     .<GeneratedToken>handle((e, sink) -> {
                         switch (e) {
-                            case PrefillEvent.Queued q -> log.debug("requestId={} prefill queued at position {}", id,
-                                    q.position());
-                            case PrefillEvent.Started s -> log.debug("requestId={} prefill started", id);
-                            case PrefillEvent.Chunk c -> log.trace("requestId={} prefill chunk {} ({} tokens)", id,
-                                    c.chunk(), c.tokensDone());
-                            case PrefillEvent.Done d -> log.debug("requestId={} prefill done, first token {}", id,
-                                    d.firstToken());
+                            case PrefillEvent.Queued q -> {
+                                ctx.moveTo(RequestPhase.QUEUED);
+                                log.debug("requestId={} prefill queued at position {}", id, q.position());
+                            }
+                            case PrefillEvent.Started s -> {
+                                ctx.moveTo(RequestPhase.PREFILL);
+                                log.debug("requestId={} prefill started", id);
+                            }
+                            case PrefillEvent.Chunk c -> {
+                                ctx.moveTo(RequestPhase.PREFILL);
+                                log.trace("requestId={} prefill chunk {} ({} tokens)", id, c.chunk(), c.tokensDone());
+                            }
+                            case PrefillEvent.Done d -> {
+                                ctx.moveTo(RequestPhase.TRANSFER);
+                                log.debug("requestId={} prefill done, first token {}", id, d.firstToken());
+                            }
                             case Cancelled c -> sink.error(workerEnded(id, "prefill", c));
                             case Failed f -> sink.error(workerEnded(id, "prefill", f));
                         }
