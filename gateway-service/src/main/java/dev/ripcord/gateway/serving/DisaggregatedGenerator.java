@@ -1,6 +1,8 @@
 package dev.ripcord.gateway.serving;
 
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.ThreadLocalRandom;
 
 import dev.ripcord.protocol.CancelReason;
@@ -18,6 +20,7 @@ import dev.ripcord.gateway.generation.RequestCancelledException;
 import dev.ripcord.gateway.generation.TokenGenerator;
 import dev.ripcord.gateway.generation.WorkerUnavailableException;
 import dev.ripcord.gateway.resilience.WorkerResilience;
+import dev.ripcord.gateway.routing.WorkerInstance;
 import dev.ripcord.gateway.routing.WorkerPool;
 import dev.ripcord.protocol.Cancelled;
 import dev.ripcord.protocol.DecodeEvent;
@@ -118,14 +121,16 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                     request.maxTokens());
             DecodeRequest decodeRequest = new DecodeRequest(id, request.promptTokens().length, request.maxTokens(),
                     sampling, request.ignoreEos());
-            Flux<DecodeEvent> decodeEvents = ctx.link(decodeLeg.events(id, instance ->
+            AtomicInteger sent = new AtomicInteger();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Flux<DecodeEvent> decodeEvents = ctx.link(decodeLeg.events(id, instance -> routed(id, "decode", instance,
                     InBandCancel.tellWhyBeforeClosing(client, instance, id, ctx::cancelReason, client.post()
                             .uri(instance.uri().resolve(InternalApi.DECODE))
                             .header(RequestIds.HEADER, id)
                             .contentType(MediaType.APPLICATION_JSON)
                             .accept(NDJSON)
                             .bodyValue(decodeRequest)
-                            .exchangeToFlux(response -> events(response, DecodeEvent.class)))));
+                            .exchangeToFlux(response -> events(response, DecodeEvent.class))))));
             return decodeEvents
                     .switchOnFirst((first, events) -> {
                         if (!first.hasValue() || !(first.get() instanceof DecodeEvent.Reserved reserved)) {
@@ -161,7 +166,9 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                             : Flux.error(cancelled(id, ctx.cancelReason()))))
                     // Cancelled from downstream: the client went away (or a stop string matched, or it stalled).
                     .doOnCancel(() -> contexts.cancel(ctx, CancelCause.of(view)))
-                    .doFinally(signal -> contexts.close(ctx));
+                    .doOnNext(token -> sent.incrementAndGet())
+                    .doOnError(failure::set)
+                    .doFinally(signal -> contexts.close(ctx, failure.get(), sent.get()));
         });
     }
 
@@ -171,14 +178,14 @@ public final class DisaggregatedGenerator implements TokenGenerator {
         return Flux.deferContextual(view -> {
             String id = request.requestId();
             PrefillRequest prefillRequest = new PrefillRequest(id, request.promptTokens(), sampling, transfer);
-            return ctx.link(prefillLeg.events(id, instance ->
+            return ctx.link(prefillLeg.events(id, instance -> routed(id, "prefill", instance,
                     InBandCancel.tellWhyBeforeClosing(client, instance, id, ctx::cancelReason, client.post()
                             .uri(instance.uri().resolve(InternalApi.PREFILL))
                             .header(RequestIds.HEADER, id)
                             .contentType(MediaType.APPLICATION_JSON)
                             .accept(NDJSON)
                             .bodyValue(prefillRequest)
-                            .exchangeToFlux(response -> events(response, PrefillEvent.class)))))
+                            .exchangeToFlux(response -> events(response, PrefillEvent.class))))))
                     .<GeneratedToken>handle((e, sink) -> {
                         switch (e) {
                             case PrefillEvent.Queued q -> log.debug("requestId={} prefill queued at position {}", id,
@@ -192,6 +199,14 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                             case Failed f -> sink.error(workerEnded(id, "prefill", f));
                         }
                     });
+        });
+    }
+
+    /** Records the leg's route on the lifecycle log as its exchange starts (once per attempt). */
+    private <T> Flux<T> routed(String id, String role, WorkerInstance instance, Flux<T> exchange) {
+        return Flux.defer(() -> {
+            contexts.routed(id, role, instance.uri().getAuthority());
+            return exchange;
         });
     }
 
