@@ -65,12 +65,50 @@ public final class TestStacks {
      * it. On a developer machine that is rare enough; the service then fails to start with a clear message.
      */
     public static StackOptions options(Map<String, String> properties, Path logDir) {
+        return options(properties, Instances.ONE_EACH, logDir);
+    }
+
+    /** As {@link #options(Map, Path)}, with {@code instances} of each role, each on a free port of its own. */
+    public static StackOptions options(Map<String, String> properties, Instances instances, Path logDir) {
         Map<Role, Integer> ports = new EnumMap<>(Role.class);
+        Map<Role, List<Integer>> all = new EnumMap<>(Role.class);
         for (Role role : Role.values()) {
-            ports.put(role, KraftBroker.freePort());
+            List<Integer> list = new java.util.ArrayList<>();
+            for (int i = 0; i < instances.of(role); i++) {
+                list.add(KraftBroker.freePort());
+            }
+            ports.put(role, list.get(0));
+            all.put(role, list);
         }
         return new StackOptions(null, 0, ports, new LinkedHashMap<>(properties), repositoryRoot(), logDir,
-                JVM_FLAGS);
+                JVM_FLAGS, all);
+    }
+
+    /**
+     * How many instances of each role a test stack runs; part of a stack's identity with its properties.
+     *
+     * @param gateways gateways, each routing to every prefill and decode instance
+     * @param prefills prefill workers
+     * @param decodes  decode workers
+     */
+    public record Instances(int gateways, int prefills, int decodes) {
+
+        public static final Instances ONE_EACH = new Instances(1, 1, 1);
+
+        public Instances {
+            if (gateways < 1 || prefills < 1 || decodes < 1) {
+                throw new IllegalArgumentException("at least one instance of each role: " + gateways + "/"
+                        + prefills + "/" + decodes);
+            }
+        }
+
+        public int of(Role role) {
+            return switch (role) {
+                case GATEWAY -> gateways;
+                case PREFILL -> prefills;
+                case DECODE -> decodes;
+            };
+        }
     }
 
     /**
