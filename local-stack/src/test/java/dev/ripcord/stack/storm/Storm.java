@@ -57,6 +57,8 @@ final class Storm {
     private final List<StreamingClient> gateways = new ArrayList<>();
     private final List<String> prompts = new ArrayList<>();
     private final Map<String, ReferenceEngine.Generation> references = new ConcurrentHashMap<>();
+    /** Explicit cancels still waiting for their answer: joined before the report. */
+    private final java.util.Queue<Thread> explicitCancels = new java.util.concurrent.ConcurrentLinkedQueue<>();
 
     Storm(TestStack stack, int concurrency) {
         this.stack = stack;
@@ -185,6 +187,9 @@ final class Storm {
             }
         }
         double wall = (System.nanoTime() - start) / 1e9;
+        for (Thread cancel : explicitCancels) {
+            cancel.join(Duration.ofMinutes(1));
+        }
         Instant to = Instant.now();
         Map<String, WorkerStatus> workers = new TreeMap<>();
         boolean idle = awaitIdle(workers);
@@ -251,10 +256,10 @@ final class Storm {
                 // Its answer may take the relay's answer timeout (404 from a gateway that does not hold it): off the
                 // request's thread, so that the request's own outcome is not held up.
                 StreamingClient at = gateways.get(entry.cancelGateway());
-                Thread.ofVirtual().start(() -> {
+                explicitCancels.add(Thread.ofVirtual().start(() -> {
                     int status = entry.delete() ? at.delete(entry.id()) : at.cancel(entry.id());
                     explicitAnswers.merge(status, 1L, Long::sum);
-                });
+                }));
             }
             case OPERATOR -> operator.send(new ProducerRecord<>("ripcord.cancellations", entry.id(),
                     operatorCancel(entry.id())));

@@ -18,11 +18,8 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.ObjectMapper;
-import tools.jackson.databind.json.JsonMapper;
-import tools.jackson.databind.node.ArrayNode;
-import tools.jackson.databind.node.ObjectNode;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * {@code ./ripcord status}: every instance of the running local stack, its URL and its health.
@@ -32,12 +29,16 @@ import tools.jackson.databind.node.ObjectNode;
  * probe, no credentials needed). An instance that does not answer is {@code DOWN}. Exit status: 0 when every
  * instance is {@code UP}; 1 when one is not, or no stack is running (no state file); 2 on a usage error or an
  * unreadable state file.
+ *
+ * <p>The state file is flat JSON that the launcher writes itself (no nesting but the instances array, no escapes but
+ * {@code \"} and {@code \\}), read here with a few patterns so that this command needs no JSON library.
  */
 @Command(name = "status", mixinStandardHelpOptions = true,
     description = "Lists every running instance of the local stack (./ripcord up), its URL and health.")
 public final class StatusCommand implements Callable<Integer> {
 
-  private static final ObjectMapper JSON = JsonMapper.builder().build();
+  private static final Pattern INSTANCE = Pattern.compile("\\{[^{}]*\"id\"[^{}]*}");
+  private static final Pattern HEALTH = Pattern.compile("\"status\"\\s*:\\s*\"([A-Z_]+)\"");
   private static final Duration PROBE_TIMEOUT = Duration.ofSeconds(2);
 
   @Spec CommandSpec spec;
@@ -56,47 +57,70 @@ public final class StatusCommand implements Callable<Integer> {
   public Integer call() {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
-    JsonNode state;
+    String state;
     try {
-      state = JSON.readTree(Files.readString(stateFile));
+      state = Files.readString(stateFile);
     } catch (NoSuchFileException e) {
       err.println("ripcord status: no local stack is running (no " + stateFile + "; start one with ./ripcord up)");
       return 1;
-    } catch (IOException | RuntimeException e) {
+    } catch (IOException e) {
       err.println("ripcord status: cannot read " + stateFile + ": " + e.getMessage());
       return 2;
     }
     List<Instance> listed = new ArrayList<>();
-    for (JsonNode node : state.path("instances")) {
-      listed.add(new Instance(node.path("id").asText(), node.path("role").asText(), node.path("url").asText(),
-          node.path("pid").asLong(), null));
+    Matcher m = INSTANCE.matcher(state);
+    while (m.find()) {
+      String object = m.group();
+      listed.add(new Instance(string(object, "id"), string(object, "role"), string(object, "url"),
+          Long.parseLong(number(object, "pid")), null));
+    }
+    if (!state.contains("\"instances\"")) {
+      err.println("ripcord status: " + stateFile + " is not a stack state file (no instances)");
+      return 2;
     }
     HttpClient http = HttpClient.newBuilder().connectTimeout(PROBE_TIMEOUT).build();
     List<CompletableFuture<Instance>> probes = listed.stream().map(i -> probe(http, i)).toList();
     List<Instance> instances = probes.stream().map(CompletableFuture::join).toList();
     boolean allUp = !instances.isEmpty() && instances.stream().allMatch(i -> i.health().equals("UP"));
-    String kafka = state.path("kafka").asText("");
+    String kafka = string(state, "kafka");
+    String startedAt = string(state, "startedAt");
     if (json) {
-      ObjectNode root = JSON.createObjectNode();
-      root.put("kafka", kafka);
-      root.put("startedAt", state.path("startedAt").asText(""));
-      root.put("healthy", allUp);
-      ArrayNode array = root.putArray("instances");
+      StringBuilder body = new StringBuilder("{\"kafka\":").append(quote(kafka))
+          .append(",\"startedAt\":").append(quote(startedAt))
+          .append(",\"healthy\":").append(allUp).append(",\"instances\":[");
+      String separator = "";
       for (Instance i : instances) {
-        array.addObject().put("id", i.id()).put("role", i.role()).put("url", i.url()).put("pid", i.pid())
-            .put("health", i.health());
+        body.append(separator).append("{\"id\":").append(quote(i.id())).append(",\"role\":").append(quote(i.role()))
+            .append(",\"url\":").append(quote(i.url())).append(",\"pid\":").append(i.pid())
+            .append(",\"health\":").append(quote(i.health())).append('}');
+        separator = ",";
       }
-      out.println(JSON.writeValueAsString(root));
+      out.println(body.append("]}"));
     } else {
       out.printf("%-12s %-8s %-28s %-8s %s%n", "INSTANCE", "ROLE", "URL", "PID", "HEALTH");
       for (Instance i : instances) {
         out.printf("%-12s %-8s %-28s %-8d %s%n", i.id(), i.role(), i.url(), i.pid(), i.health());
       }
       out.println();
-      out.println("kafka " + kafka + "   started " + state.path("startedAt").asText("?"));
+      out.println("kafka " + kafka + "   started " + (startedAt.isEmpty() ? "?" : startedAt));
     }
     out.flush();
     return allUp ? 0 : 1;
+  }
+
+  /** The string value of {@code "key":"..."} in {@code json}, or "" if absent. */
+  static String string(String json, String key) {
+    Matcher m = Pattern.compile("\"" + key + "\"\\s*:\\s*\"((?:[^\"\\\\]|\\\\.)*)\"").matcher(json);
+    return m.find() ? m.group(1).replace("\\\"", "\"").replace("\\\\", "\\") : "";
+  }
+
+  private static String number(String json, String key) {
+    Matcher m = Pattern.compile("\"" + key + "\"\\s*:\\s*(\\d+)").matcher(json);
+    return m.find() ? m.group(1) : "0";
+  }
+
+  private static String quote(String s) {
+    return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
   }
 
   private static CompletableFuture<Instance> probe(HttpClient http, Instance instance) {
@@ -113,12 +137,8 @@ public final class StatusCommand implements Callable<Integer> {
   }
 
   private static String health(HttpResponse<String> response) {
-    try {
-      String status = JSON.readTree(response.body()).path("status").asText("");
-      return status.isEmpty() ? "HTTP_" + response.statusCode() : status;
-    } catch (RuntimeException e) {
-      return "HTTP_" + response.statusCode();
-    }
+    Matcher m = HEALTH.matcher(response.body());
+    return m.find() ? m.group(1) : "HTTP_" + response.statusCode();
   }
 
   private static Instance with(Instance i, String health) {
