@@ -72,16 +72,42 @@ public final class TestStacks {
     public static StackOptions options(Map<String, String> properties, Instances instances, Path logDir) {
         Map<Role, Integer> ports = new EnumMap<>(Role.class);
         Map<Role, List<Integer>> all = new EnumMap<>(Role.class);
-        for (Role role : Role.values()) {
-            List<Integer> list = new java.util.ArrayList<>();
-            for (int i = 0; i < instances.of(role); i++) {
-                list.add(KraftBroker.freePort());
+        // Every port at once, each socket held until all are chosen: ports chosen one after another can repeat (a
+        // port just released may be handed out again), and with six services and a broker a repeat is no longer
+        // rare. The broker's port is chosen here too, for the same reason.
+        List<java.net.ServerSocket> held = new java.util.ArrayList<>();
+        int kafkaPort;
+        try {
+            for (Role role : Role.values()) {
+                List<Integer> list = new java.util.ArrayList<>();
+                for (int i = 0; i < instances.of(role); i++) {
+                    list.add(hold(held));
+                }
+                ports.put(role, list.get(0));
+                all.put(role, list);
             }
-            ports.put(role, list.get(0));
-            all.put(role, list);
+            kafkaPort = hold(held);
+        } finally {
+            for (java.net.ServerSocket socket : held) {
+                try {
+                    socket.close();
+                } catch (java.io.IOException e) {
+                    // Closing a listening socket we own; nothing to do.
+                }
+            }
         }
-        return new StackOptions(null, 0, ports, new LinkedHashMap<>(properties), repositoryRoot(), logDir,
+        return new StackOptions(null, kafkaPort, ports, new LinkedHashMap<>(properties), repositoryRoot(), logDir,
                 JVM_FLAGS, all);
+    }
+
+    private static int hold(List<java.net.ServerSocket> held) {
+        try {
+            java.net.ServerSocket socket = new java.net.ServerSocket(0);
+            held.add(socket);
+            return socket.getLocalPort();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException("cannot find a free port", e);
+        }
     }
 
     /**
