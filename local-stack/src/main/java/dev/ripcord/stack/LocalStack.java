@@ -315,6 +315,10 @@ public final class LocalStack implements AutoCloseable {
     }
 
     public static void main(String[] args) {
+        if (java.util.Arrays.asList(args).contains("--help")) {
+            System.out.println(StackOptions.USAGE);
+            return;
+        }
         StackOptions options;
         ModelChoice model;
         try {
