@@ -1,31 +1,21 @@
 package dev.ripcord.stack;
 
-<<<<<<< HEAD
-import java.nio.file.Path;
-=======
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
->>>>>>> main
 import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
-<<<<<<< HEAD
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
-
-=======
 /** {@code ./ripcord up}'s own options and the properties it passes on: a typo is an error, never a property. */
->>>>>>> main
 class StackOptionsTest {
 
     private static final Path ROOT = Path.of("/repo");
 
     @Test
-<<<<<<< HEAD
     void oneInstanceOfEachRoleOnTheDefaultPortsUnlessAsked() {
         StackOptions options = StackOptions.parse(new String[0], ROOT);
 
@@ -65,7 +55,9 @@ class StackOptionsTest {
                 .withModelProperties(java.util.Map.of("ripcord.engine.preset", "tiny"));
 
         assertThat(options.ports(Role.GATEWAY)).containsExactly(8080, 8090);
-=======
+    }
+
+    @Test
     void aMistypedOptionIsAnErrorThatSuggestsTheOption() {
         assertThatThrownBy(() -> StackOptions.parse(new String[] {"--modle=x"}, ROOT))
                 .isInstanceOf(IllegalArgumentException.class)
@@ -108,7 +100,7 @@ class StackOptionsTest {
     @Test
     void theUsageListsExactlyTheOptionsTheParsersTake() {
         assertThat(StackOptions.OPTIONS).containsExactly("model", "tokenizer", "kafka", "kafka-port", "gateway-port",
-                "prefill-port", "decode-port", "jvm-flag", "log-dir", "open", "help");
+                "prefill-port", "decode-port", "gateways", "prefills", "decodes", "jvm-flag", "log-dir", "open", "help");
         assertThat(StackOptions.PROPERTY_PREFIXES).containsExactly("ripcord", "spring", "management", "logging");
         // Every listed option is consumed by ModelChoice, StackOptions or LocalStack.main (--help): none becomes a
         // property.
@@ -119,6 +111,7 @@ class StackOptionsTest {
                 case "log-dir", "jvm-flag", "kafka" -> args.add("--" + option + "=x");
                 case "model" -> args.add("--model=tiny");
                 case "tokenizer" -> { }
+                case "gateways", "prefills", "decodes" -> args.add("--" + option + "=2");
                 default -> args.add("--" + option + "=1234");
             }
         }
@@ -140,6 +133,5 @@ class StackOptionsTest {
         assertThat(Suggestions.distance("kafka-prot", "kafka-port")).isEqualTo(1);
         assertThat(Suggestions.distance("", "open")).isEqualTo(4);
         assertThat(Suggestions.nearest("zzzzzz", StackOptions.OPTIONS)).isEmpty();
->>>>>>> main
     }
 }
