@@ -26,7 +26,7 @@ class StormIT {
 
         assertThat(report.wrongOutputs()).as("completed requests whose text differs from the reference: %s",
                 report.wrongExamples()).isZero();
-        assertThat(report.partialNotPrefix()).as("cancelled streams whose text is not a prefix of the reference")
+        assertThat(report.partialNotPrefix()).as("cancelled requests whose partial text is not a prefix of the reference")
                 .isZero();
         assertThat(report.uncancelledNotCompleted()).as("requests nobody cancelled that did not complete").isZero();
         assertThat(report.failures()).as("requests that neither completed nor were cancelled").isEmpty();
