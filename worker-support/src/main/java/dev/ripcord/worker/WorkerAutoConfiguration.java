@@ -12,6 +12,7 @@ import dev.ripcord.engine.Preset;
 import dev.ripcord.kv.KvRegion;
 import dev.ripcord.kv.TransferAgent;
 import dev.ripcord.kv.TransferAgentOptions;
+import dev.ripcord.lifecycle.LifecyclePublisher;
 import dev.ripcord.worker.http.WorkerEndpoint;
 import dev.ripcord.worker.http.WorkerRoutes;
 import io.micrometer.core.instrument.Gauge;
@@ -169,8 +170,13 @@ public class WorkerAutoConfiguration {
     @Bean
     WorkerContext workerContext(InferenceEngine engine, TransferAgent agent, KvRegion kvPoolRegion,
                                 CancellationRegistry registry, MeterRegistry meters,
-                                SchedulerJournal journal) {
-        return new WorkerContext(engine, agent, kvPoolRegion, registry, meters, journal, EngineLoop.Mode.THREAD);
+                                SchedulerJournal journal, ObjectProvider<LifecyclePublisher> lifecycle) {
+        LifecyclePublisher publisher = lifecycle.getIfAvailable(LifecyclePublisher::disabled);
+        if (publisher.isEnabled()) {
+            agent.onSession(new SessionLifecycle(publisher));
+        }
+        return new WorkerContext(engine, agent, kvPoolRegion, registry, meters, journal, EngineLoop.Mode.THREAD,
+                publisher);
     }
 
     /** The engine's whole page pool as one transfer region: page {@code p} is at offset {@code p * pageBytes}. */

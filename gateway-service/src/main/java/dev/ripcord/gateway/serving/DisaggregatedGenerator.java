@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.gateway.auth.ApiKeys;
@@ -24,6 +25,7 @@ import dev.ripcord.gateway.generation.SamplingOptions;
 import dev.ripcord.gateway.generation.TokenGenerator;
 import dev.ripcord.gateway.generation.WorkerUnavailableException;
 import dev.ripcord.gateway.resilience.WorkerResilience;
+import dev.ripcord.gateway.routing.WorkerInstance;
 import dev.ripcord.gateway.routing.WorkerPool;
 import dev.ripcord.protocol.Cancelled;
 import dev.ripcord.protocol.DecodeEvent;
@@ -123,6 +125,8 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             long seed = request.seed().orElseGet(() -> ThreadLocalRandom.current().nextLong());
             log.info("requestId={} accepted: promptTokens={} maxTokens={}", id, request.promptTokens().length,
                     request.maxTokens());
+            AtomicInteger sent = new AtomicInteger();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
             return choice(ctx, request, id, sampling(request, seed))
                     .doFinally(signal -> log.debug("requestId={} decode leg ended: {}", id, signal))
                     // The legs end early when the context is cancelled; the client then learns why.
@@ -136,7 +140,9 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                         }
                         contexts.cancel(ctx, CancelCause.of(view));
                     })
-                    .doFinally(signal -> contexts.close(ctx));
+                    .doOnNext(token -> sent.incrementAndGet())
+                    .doOnError(failure::set)
+                    .doFinally(signal -> contexts.close(ctx, failure.get(), sent.get()));
         });
     }
 
@@ -216,14 +222,14 @@ public final class DisaggregatedGenerator implements TokenGenerator {
         DecodeRequest decodeRequest = new DecodeRequest(id, request.promptTokens().length, request.maxTokens(),
                 sampling, request.ignoreEos(), stopTokenIds.length == 0 ? null : stopTokenIds,
                 sampling.readsPrompt() ? request.promptTokens() : null);
-        Flux<DecodeEvent> decodeEvents = ctx.link(decodeLeg.events(id, instance ->
+        Flux<DecodeEvent> decodeEvents = ctx.link(decodeLeg.events(id, instance -> routed(id, "decode", instance,
                 InBandCancel.tellWhyBeforeClosing(client, instance, id, ctx::cancelReason, client.post()
                         .uri(instance.uri().resolve(InternalApi.DECODE))
                         .header(RequestIds.HEADER, id)
                         .contentType(MediaType.APPLICATION_JSON)
                         .accept(NDJSON)
                         .bodyValue(decodeRequest)
-                        .exchangeToFlux(response -> events(response, DecodeEvent.class)))));
+                        .exchangeToFlux(response -> events(response, DecodeEvent.class))))));
         return decodeEvents
                 .switchOnFirst((first, events) -> {
                     if (!first.hasValue() || !(first.get() instanceof DecodeEvent.Reserved reserved)) {
@@ -267,14 +273,14 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                                          String transfer) {
         return Flux.deferContextual(view -> {
             PrefillRequest prefillRequest = new PrefillRequest(id, request.promptTokens(), sampling, transfer);
-            return ctx.link(prefillLeg.events(id, instance ->
+            return ctx.link(prefillLeg.events(id, instance -> routed(id, "prefill", instance,
                     InBandCancel.tellWhyBeforeClosing(client, instance, id, ctx::cancelReason, client.post()
                             .uri(instance.uri().resolve(InternalApi.PREFILL))
                             .header(RequestIds.HEADER, id)
                             .contentType(MediaType.APPLICATION_JSON)
                             .accept(NDJSON)
                             .bodyValue(prefillRequest)
-                            .exchangeToFlux(response -> events(response, PrefillEvent.class)))))
+                            .exchangeToFlux(response -> events(response, PrefillEvent.class))))))
                     .<GeneratedToken>handle((e, sink) -> {
                         switch (e) {
                             case PrefillEvent.Queued q -> {
@@ -297,6 +303,14 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                             case Failed f -> sink.error(workerEnded(id, "prefill", f));
                         }
                     });
+        });
+    }
+
+    /** Records the leg's route on the lifecycle log as its exchange starts (once per attempt). */
+    private <T> Flux<T> routed(String id, String role, WorkerInstance instance, Flux<T> exchange) {
+        return Flux.defer(() -> {
+            contexts.routed(id, role, instance.uri().getAuthority());
+            return exchange;
         });
     }
 

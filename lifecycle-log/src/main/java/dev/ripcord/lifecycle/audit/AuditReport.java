@@ -1,11 +1,13 @@
 package dev.ripcord.lifecycle.audit;
 
 import java.time.Instant;
+import java.util.Collections;
 import java.util.List;
+import java.util.TreeMap;
 import java.util.Map;
 
 /**
- * What {@link Auditor} found.
+ * What {@link Auditor} found. Maps are sorted by key.
  *
  * @param from                 start of the audited range (the earliest event when none was given)
  * @param to                   end of the audited range (the latest event when none was given)
@@ -31,10 +33,10 @@ public record AuditReport(Instant from, Instant to, long events, int requests, M
                           List<Violation> unverifiable, List<EventLoss> losses) {
 
     public AuditReport {
-        outcomes = Map.copyOf(outcomes);
-        cancelsByReason = Map.copyOf(cancelsByReason);
-        abortsByPhase = Map.copyOf(abortsByPhase);
-        latencies = Map.copyOf(latencies);
+        outcomes = Collections.unmodifiableMap(new TreeMap<>(outcomes));
+        cancelsByReason = Collections.unmodifiableMap(new TreeMap<>(cancelsByReason));
+        abortsByPhase = Collections.unmodifiableMap(new TreeMap<>(abortsByPhase));
+        latencies = Collections.unmodifiableMap(new TreeMap<>(latencies));
         violations = List.copyOf(violations);
         unverifiable = List.copyOf(unverifiable);
         losses = List.copyOf(losses);

@@ -13,6 +13,8 @@ import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveDescriptor;
 import dev.ripcord.kv.SendSession;
 import dev.ripcord.kv.Side;
+import dev.ripcord.lifecycle.LifecycleEvent;
+import dev.ripcord.lifecycle.LifecycleEventType;
 import dev.ripcord.prefill.PrefillProperties;
 import dev.ripcord.protocol.Failed;
 import dev.ripcord.protocol.PrefillEvent;
@@ -142,7 +144,9 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             lifecycle.refuse(job);
             throw new QueueFullException("prefill queue is full (" + properties.queueCapacity() + ")");
         }
-        context.journal().record(job.requestId(), "QUEUED", queue.size() - 1 + runningCount);
+        lifecycle.record(job, "QUEUED", queue.size() - 1 + runningCount,
+                LifecycleEvent.of(LifecycleEventType.QUEUED, job.requestId())
+                        .withDetail(Integer.toString(queue.size() - 1 + runningCount)));
         job.emit(new PrefillEvent.Queued(queue.size() - 1 + runningCount));
         JobCancel.Request cancel = job.cancelRequest();
         if (cancel != null) {
@@ -233,7 +237,8 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         lifecycle.freeWhenReleased(job, job.send.released(), () -> engine.free(sequence));
         running.add(job);
         runningCount = running.size();
-        context.journal().record(job.requestId(), "STARTED", job.tokens.length + " tokens");
+        lifecycle.record(job, "STARTED", job.tokens.length + " tokens",
+                LifecycleEvent.of(LifecycleEventType.STARTED, job.requestId()).withTokens(job.tokens.length));
         log.info("requestId={} prefill started: {} tokens in chunks of {}", job.requestId(), job.tokens.length,
                 properties.chunkTokens());
         job.emit(new PrefillEvent.Started());
@@ -250,7 +255,8 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         }
         job.tokensDone = to;
         job.chunks++;
-        context.journal().record(job.requestId(), "CHUNK", job.chunks - 1);
+        lifecycle.record(job, "CHUNK", job.chunks - 1, LifecycleEvent.of(LifecycleEventType.CHUNK_DONE,
+                job.requestId()).withChunk(job.chunks - 1).withTokens(to - from));
         chunksComputed.incrementAndGet();
         chunks.increment();
         if (job.isCancelRequested()) {
