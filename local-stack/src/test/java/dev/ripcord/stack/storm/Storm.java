@@ -23,6 +23,7 @@ import dev.ripcord.protocol.WorkerStatus;
 import dev.ripcord.stack.ReferenceEngine;
 import dev.ripcord.stack.Role;
 import dev.ripcord.stack.TestStack;
+import dev.ripcord.stack.TestStacks;
 import dev.ripcord.stack.cancel.Prometheus;
 import dev.ripcord.stack.cancel.StreamingClient;
 import dev.ripcord.stack.cancel.StreamingClient.Call;
@@ -51,6 +52,7 @@ final class Storm {
 
     private static final Duration REQUEST_LIMIT = Duration.ofMinutes(3);
     private static final Duration IDLE_LIMIT = Duration.ofSeconds(120);
+    private static final Duration AUDIT_SETTLE = Duration.ofSeconds(5);
 
     private final TestStack stack;
     private final int concurrency;
@@ -92,7 +94,7 @@ final class Storm {
 
         boolean clean() {
             return wrongOutputs == 0 && partialNotPrefix == 0 && uncancelledNotCompleted == 0 && failures.isEmpty()
-                    && workersIdle && leaks() == 0 && audit.violations() == 0;
+                    && workersIdle && leaks() == 0 && audit.ran() && audit.violations() == 0;
         }
 
         void print(PrintStream out) {
@@ -116,8 +118,9 @@ final class Storm {
             out.printf("  gateways: requests active %.0f, legs linked %.0f%n", gatewayActive, gatewayLegs);
             out.println("  leaks (pages + sessions + registrations + extra regions + gateway requests/legs): "
                     + leaks());
-            out.println("  audit: " + (audit.ran() ? audit.requests() + " requests, " + audit.violations()
-                    + " violations; " + audit.summary() : audit.summary()));
+            out.println("  audit (ripcord audit over the storm's window): " + (audit.ran() ? audit.requests()
+                    + " requests, " + audit.violations() + " violations; " + audit.summary()
+                    : "NOT RUN: " + audit.summary()));
             out.printf("  throughput: %.1f requests/s, %.0f completion tokens/s of completed requests (%.1f s wall)%n",
                     requests / wallSeconds, completedTokens / wallSeconds, wallSeconds);
             out.println("  verdict: " + (clean() ? "CLEAN" : "NOT CLEAN"));
@@ -194,9 +197,13 @@ final class Storm {
         for (Thread cancel : explicitCancels) {
             cancel.join(Duration.ofMinutes(1));
         }
-        Instant to = Instant.now();
         Map<String, WorkerStatus> workers = new TreeMap<>();
         boolean idle = awaitIdle(workers);
+        // The audit window ends a moment after the workers went idle, and is read once that moment has passed: the
+        // last lifecycle events (pages freed, sessions released) leave each service's publisher queue after the
+        // state they describe, and a record stamped after the window's end would not be read.
+        Instant to = Instant.now().plus(AUDIT_SETTLE);
+        Thread.sleep(AUDIT_SETTLE.plusSeconds(1));
         double active = 0;
         double legs = 0;
         for (int i = 0; i < gateways.size(); i++) {
@@ -219,7 +226,8 @@ final class Storm {
                 new TreeMap<>(results), new TreeMap<>(failures), new TreeMap<>(explicitAnswers),
                 completedAfterCancel.sum(), wrong.sum(), List.copyOf(wrongExamples), partialNotPrefix.sum(),
                 uncancelledNotCompleted.sum(), workers, idle, active, legs,
-                LifecycleOracle.audit(stack.bootstrapServers(), from, to), wall, completedTokens.get());
+                LifecycleOracle.audit(stack.bootstrapServers(), from, to, TestStacks.repositoryRoot()
+                        .resolve("local-stack/target/storm-" + seed + "-audit.dump")), wall, completedTokens.get());
     }
 
     /** One request, its cancel, and its outcome. */

@@ -33,7 +33,9 @@ class StormIT {
         assertThat(report.workersIdle()).as("every worker back to idle: %s", report.workers()).isTrue();
         assertThat(report.leaks()).as("leaked pages, sessions, registrations, regions, gateway requests and legs")
                 .isZero();
+        assertThat(report.audit().ran()).as("the lifecycle audit ran: %s", report.audit().summary()).isTrue();
         assertThat(report.audit().violations()).as("lifecycle audit: %s", report.audit().summary()).isZero();
+        assertThat(report.audit().requests()).as("the audit saw the storm's requests (a client that left before the gateway admitted its request left no trace)").isGreaterThan(REQUESTS / 2);
         assertThat(report.results()).as("the storm cancelled and completed requests").containsKeys("CANCELLED",
                 "COMPLETED");
     }
