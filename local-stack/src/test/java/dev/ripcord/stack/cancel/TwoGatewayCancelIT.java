@@ -86,8 +86,9 @@ class TwoGatewayCancelIT {
             assertThat(status).as("the owner's cancel: cancelled, or gone already").isIn(200, 404);
             Outcome outcome = call.outcome().get(1, TimeUnit.MINUTES);
             if (status == 200) {
-                assertThat(outcome.finishReason()).as("cancelled before the end: %s", outcome).isNull();
-                assertThat(outcome.error()).contains("request_cancelled");
+                assertThat(outcome.aborted()).as("cancelled before the end, answered with finish_reason abort: %s",
+                        outcome).isTrue();
+                assertThat(outcome.text()).as("what was generated before the cancel").isNotEmpty();
                 return true;
             }
             assertThat(outcome.completed()).as("it had finished: %s", outcome).isTrue();

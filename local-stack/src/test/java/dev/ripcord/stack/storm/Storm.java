@@ -23,6 +23,7 @@ import dev.ripcord.protocol.WorkerStatus;
 import dev.ripcord.stack.ReferenceEngine;
 import dev.ripcord.stack.Role;
 import dev.ripcord.stack.TestStack;
+import dev.ripcord.stack.TestStacks;
 import dev.ripcord.stack.cancel.Prometheus;
 import dev.ripcord.stack.cancel.StreamingClient;
 import dev.ripcord.stack.cancel.StreamingClient.Call;
@@ -51,6 +52,7 @@ final class Storm {
 
     private static final Duration REQUEST_LIMIT = Duration.ofMinutes(3);
     private static final Duration IDLE_LIMIT = Duration.ofSeconds(120);
+    private static final Duration AUDIT_SETTLE = Duration.ofSeconds(5);
 
     private final TestStack stack;
     private final int concurrency;
@@ -92,7 +94,7 @@ final class Storm {
 
         boolean clean() {
             return wrongOutputs == 0 && partialNotPrefix == 0 && uncancelledNotCompleted == 0 && failures.isEmpty()
-                    && workersIdle && leaks() == 0 && audit.violations() == 0;
+                    && workersIdle && leaks() == 0 && audit.ran() && audit.violations() == 0;
         }
 
         void print(PrintStream out) {
@@ -107,7 +109,7 @@ final class Storm {
             out.println("  uncancelled requests that did not complete: " + uncancelledNotCompleted);
             out.println("  wrong outputs (completed text != reference): " + wrongOutputs
                     + (wrongExamples.isEmpty() ? "" : " e.g. " + wrongExamples));
-            out.println("  cancelled streams whose partial text is not a prefix of the reference: " + partialNotPrefix);
+            out.println("  cancelled requests whose partial text is not a prefix of the reference: " + partialNotPrefix);
             workers.forEach((name, s) -> out.printf(
                     "  %-10s livePages %d, liveSessions %d, liveRegistrations %d, liveRegions %d (1 = the page pool), "
                             + "queued %d, running %d%n", name, s.livePages(), s.liveSessions(),
@@ -116,8 +118,9 @@ final class Storm {
             out.printf("  gateways: requests active %.0f, legs linked %.0f%n", gatewayActive, gatewayLegs);
             out.println("  leaks (pages + sessions + registrations + extra regions + gateway requests/legs): "
                     + leaks());
-            out.println("  audit: " + (audit.ran() ? audit.requests() + " requests, " + audit.violations()
-                    + " violations; " + audit.summary() : audit.summary()));
+            out.println("  audit (ripcord audit over the storm's window): " + (audit.ran() ? audit.requests()
+                    + " requests, " + audit.violations() + " violations; " + audit.summary()
+                    : "NOT RUN: " + audit.summary()));
             out.printf("  throughput: %.1f requests/s, %.0f completion tokens/s of completed requests (%.1f s wall)%n",
                     requests / wallSeconds, completedTokens / wallSeconds, wallSeconds);
             out.println("  verdict: " + (clean() ? "CLEAN" : "NOT CLEAN"));
@@ -168,7 +171,11 @@ final class Storm {
                                 }
                             }
                             case CANCELLED -> {
-                                if (entry.stream() && !expected.text().startsWith(outcome.text())) {
+                                // The partial answer of an abort (streamed or not) is what was generated so far; an
+                                // abort flushes the start of a multi-byte character it held back, which decodes as
+                                // U+FFFD where the full text has the whole character.
+                                String partial = outcome.text().replaceAll("\uFFFD+$", "");
+                                if (!expected.text().startsWith(partial)) {
                                     partialNotPrefix.increment();
                                 }
                             }
@@ -190,9 +197,13 @@ final class Storm {
         for (Thread cancel : explicitCancels) {
             cancel.join(Duration.ofMinutes(1));
         }
-        Instant to = Instant.now();
         Map<String, WorkerStatus> workers = new TreeMap<>();
         boolean idle = awaitIdle(workers);
+        // The audit window ends a moment after the workers went idle, and is read once that moment has passed: the
+        // last lifecycle events (pages freed, sessions released) leave each service's publisher queue after the
+        // state they describe, and a record stamped after the window's end would not be read.
+        Instant to = Instant.now().plus(AUDIT_SETTLE);
+        Thread.sleep(AUDIT_SETTLE.plusSeconds(1));
         double active = 0;
         double legs = 0;
         for (int i = 0; i < gateways.size(); i++) {
@@ -215,7 +226,8 @@ final class Storm {
                 new TreeMap<>(results), new TreeMap<>(failures), new TreeMap<>(explicitAnswers),
                 completedAfterCancel.sum(), wrong.sum(), List.copyOf(wrongExamples), partialNotPrefix.sum(),
                 uncancelledNotCompleted.sum(), workers, idle, active, legs,
-                LifecycleOracle.audit(stack.bootstrapServers(), from, to), wall, completedTokens.get());
+                LifecycleOracle.audit(stack.bootstrapServers(), from, to, TestStacks.repositoryRoot()
+                        .resolve("local-stack/target/storm-" + seed + "-audit.dump")), wall, completedTokens.get());
     }
 
     /** One request, its cancel, and its outcome. */
@@ -268,12 +280,17 @@ final class Storm {
         return call.outcome().get(REQUEST_LIMIT.toSeconds(), TimeUnit.SECONDS);
     }
 
+    /**
+     * Completed: ended on its own ({@code stop}/{@code length}). Cancelled: answered as a cancelled request is
+     * ({@code finish_reason: "abort"} with the partial text), or we closed the connection, or the older error answers
+     * of a cancel (409 {@code request_cancelled}, 504 {@code timeout}). Anything else is a failure.
+     */
     static Result classify(Outcome outcome) {
         if (outcome.completed()) {
             return Result.COMPLETED;
         }
         String error = outcome.error() == null ? "" : outcome.error();
-        if (outcome.disconnected() || outcome.status() == 409 || outcome.status() == 504
+        if (outcome.aborted() || outcome.disconnected() || outcome.status() == 409 || outcome.status() == 504
                 || error.contains("request_cancelled") || error.contains("\"timeout\"")) {
             return Result.CANCELLED;
         }
