@@ -67,6 +67,11 @@ public final class TestStack implements AutoCloseable {
         return URI.create(stack.url(role));
     }
 
+    /** The stack's Kafka ({@code host:port}). */
+    public String bootstrapServers() {
+        return stack.bootstrapServers();
+    }
+
     public Path logFile(Role role) {
         return stack.logFile(role);
     }
