@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import dev.ripcord.decode.DecodeProperties;
 import dev.ripcord.engine.KvPoolExhaustedException;
@@ -21,11 +22,14 @@ import dev.ripcord.protocol.Failed;
 import dev.ripcord.protocol.TransferMetadata;
 import dev.ripcord.worker.JobCancel;
 import dev.ripcord.worker.RequestLogging;
+import dev.ripcord.worker.WireSampling;
 import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.job.JobLifecycle;
 import dev.ripcord.worker.job.JobState;
+import dev.ripcord.worker.job.LatencyBuckets;
 import dev.ripcord.worker.job.WorkerScheduler;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Timer;
 import org.slf4j.Logger;
 import org.springframework.stereotype.Component;
 import org.slf4j.LoggerFactory;
@@ -75,6 +79,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
      */
     private final Object stepLock = new Object();
     private volatile long stepsStarted;
+    private final Timer decodeTime;
 
     /** Continuous batching on {@code context}'s engine; a bean, closed before the context it works with. */
     public DecodeScheduler(WorkerContext context, DecodeProperties properties) {
@@ -94,6 +99,9 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
                 .description("requests whose KV is still being transferred").register(context.meters());
         Gauge.builder("ripcord.decode.running", this, s -> s.running)
                 .description("sequences in the decode batch").register(context.meters());
+        this.decodeTime = Timer.builder("ripcord.request.decode.time")
+                .description("first token emitted -> last token emitted, for generations that finished")
+                .serviceLevelObjectives(LatencyBuckets.requestLatency()).register(context.meters());
         startLoop();
     }
 
@@ -164,8 +172,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
     }
 
     private static SamplingParams sampling(DecodeRequest request) {
-        return new SamplingParams((float) request.sampling().temperature(), (float) request.sampling().topP(),
-                request.sampling().seed());
+        return WireSampling.toEngine(request.sampling());
     }
 
     /** The registry's abort handler: quick and non-blocking, on whatever thread delivered the cancel. */
@@ -205,8 +212,12 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         if (!job.moveTo(JobState.WAITING, JobState.RUNNING)) {
             return; // cancelled as the KV landed; freed on release
         }
-        int first = TransferMetadata.decodeFirstToken(metadata);
-        engine.adopt(job.sequence, job.request.promptTokens(), first);
+        recordQueueTime(job);
+        job.firstTokenNanos = System.nanoTime();
+        TransferMetadata.FirstToken firstToken = TransferMetadata.decode(metadata);
+        int first = firstToken.token();
+        engine.adopt(job.sequence, job.request.promptTokens(), job.request.promptIds(), first,
+                WireSampling.toEngine(first, firstToken.logprobs()));
         engine.ensureCapacity(job.sequence,
                 Math.min(job.request.promptTokens() + job.request.maxTokens(), engine.config().contextLength()));
         log.info("requestId={} KV landed; joins the batch with first token {}", job.requestId(), first);
@@ -223,15 +234,21 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
     private boolean emitToken(DecodeJob job, int token, long step) {
         int index = job.generated++;
         String finish = null;
-        if (Arrays.binarySearch(stopTokens, token) >= 0 && !job.request.ignoreEos()) {
+        if (Arrays.binarySearch(stopTokens, token) >= 0 && !job.request.ignoreEos() || job.stopsOn(token)) {
             finish = "stop";
         } else if (job.generated >= job.request.maxTokens()) {
             finish = "length";
         }
-        DecodeEvent.Token event = new DecodeEvent.Token(index, token, finish);
+        DecodeEvent.Token event = new DecodeEvent.Token(index, token, finish,
+                WireSampling.toWire(job.sequence.lastLogprobs()));
         if (finish == null) {
             job.emit(event);
             return false;
+        }
+        if (job.state() == JobState.RUNNING) {
+            // Before the last event goes out, so that whoever sees the generation end sees it counted. Only this loop
+            // ends a running job, so the finish below wins.
+            decodeTime.record(System.nanoTime() - job.firstTokenNanos, TimeUnit.NANOSECONDS);
         }
         String why = finish;
         int generated = job.generated;
