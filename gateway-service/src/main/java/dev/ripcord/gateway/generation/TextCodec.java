@@ -53,6 +53,15 @@ public interface TextCodec {
     Detokenizer newDetokenizer();
 
     /**
+     * The bytes {@code token} contributes to the text when it follows {@code previous} (-1 at the start), for the
+     * per-token strings of logprobs; may be part of a UTF-8 character. The default decodes the token alone.
+     */
+    default byte[] tokenBytes(int previous, int token) {
+        Detokenizer detokenizer = newDetokenizer();
+        return (detokenizer.accept(token) + detokenizer.flush()).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /**
      * Turns a token stream back into text, one token at a time, never splitting a UTF-8 sequence. Used by one
      * request at a time; need not be thread-safe.
      */

@@ -1,6 +1,8 @@
 package dev.ripcord.gateway.generation;
 
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.function.Supplier;
 
 import dev.ripcord.protocol.CancelReason;
@@ -36,8 +38,19 @@ public final class TextDeltas {
      */
     public static Flux<TextDelta> decode(Flux<GeneratedToken> tokens, Supplier<TextCodec.Detokenizer> detokenizers,
             List<String> stops) {
+        return decode(tokens, detokenizers, stops, List.of(), false);
+    }
+
+    /**
+     * As {@link #decode(Flux, Supplier, List)}, and: a last token that is one of {@code stopTokenIds} ended the
+     * generation as a stop and is not shown (its text is dropped, as EOS renders as nothing); with
+     * {@code keepTokens} every delta lists the tokens it covers ({@link TextDelta#tokens()}, for logprobs).
+     */
+    public static Flux<TextDelta> decode(Flux<GeneratedToken> tokens, Supplier<TextCodec.Detokenizer> detokenizers,
+            List<String> stops, List<Integer> stopTokenIds, boolean keepTokens) {
         return Flux.deferContextual(context -> {
-            Decoder decoder = new Decoder(detokenizers.get(), new StopStringScanner(stops));
+            Decoder decoder = new Decoder(detokenizers.get(), new StopStringScanner(stops), Set.copyOf(stopTokenIds),
+                    keepTokens);
             return tokens.<TextDelta>handle((token, sink) -> {
                 if (decoder.finished) {
                     return; // contract: nothing follows the last token; ignore rather than report twice
@@ -82,30 +95,50 @@ public final class TextDeltas {
 
         private final TextCodec.Detokenizer detokenizer;
         private final StopStringScanner scanner;
+        private final Set<Integer> stopTokenIds;
+        private final List<GeneratedToken> pending;
         private int completionTokens;
         private boolean finished;
 
-        Decoder(TextCodec.Detokenizer detokenizer, StopStringScanner scanner) {
+        Decoder(TextCodec.Detokenizer detokenizer, StopStringScanner scanner, Set<Integer> stopTokenIds,
+                boolean keepTokens) {
             this.detokenizer = detokenizer;
             this.scanner = scanner;
+            this.stopTokenIds = stopTokenIds;
+            this.pending = keepTokens ? new ArrayList<>() : null;
         }
 
         TextDelta accept(GeneratedToken token) {
             completionTokens++;
-            String text = detokenizer.accept(token.tokenId());
+            if (pending != null) {
+                pending.add(token);
+            }
+            boolean hidden = token.isLast() && GeneratedToken.STOP.equals(token.finishReason())
+                    && stopTokenIds.contains(token.tokenId());
+            String text = hidden ? "" : detokenizer.accept(token.tokenId());
             if (token.isLast()) {
                 text += detokenizer.flush();
             }
             String shown = scanner.accept(text);
             if (scanner.stopped()) {
                 finished = true;
-                return new TextDelta(shown, GeneratedToken.STOP, completionTokens);
+                return delta(shown, GeneratedToken.STOP);
             }
             if (token.isLast()) {
                 finished = true;
-                return new TextDelta(shown + scanner.drain(), token.finishReason(), completionTokens);
+                return delta(shown + scanner.drain(), token.finishReason());
             }
-            return new TextDelta(shown, null, completionTokens);
+            return delta(shown, null);
+        }
+
+        /** A delta; the tokens it covers are handed over only when it is going out (text, or the end). */
+        private TextDelta delta(String text, String finishReason) {
+            if (pending == null || text.isEmpty() && finishReason == null) {
+                return new TextDelta(text, finishReason, completionTokens, 0, List.of());
+            }
+            TextDelta delta = new TextDelta(text, finishReason, completionTokens, 0, pending);
+            pending.clear();
+            return delta;
         }
 
         /** The last delta of an aborted generation: whatever was held back, and the tokens relayed so far. */
@@ -114,9 +147,9 @@ public final class TextDeltas {
             String held = detokenizer.flush();
             String shown = scanner.accept(held);
             if (scanner.stopped()) {
-                return new TextDelta(shown, GeneratedToken.STOP, completionTokens); // the answer was complete
+                return delta(shown, GeneratedToken.STOP); // the answer was complete
             }
-            return new TextDelta(shown + scanner.drain(), TextDelta.ABORT, completionTokens);
+            return delta(shown + scanner.drain(), TextDelta.ABORT);
         }
     }
 }

@@ -1,5 +1,12 @@
 package dev.ripcord.gateway.lifecycle;
 
+import dev.ripcord.gateway.generation.DeadlineExceededException;
+import dev.ripcord.gateway.generation.RequestCancelledException;
+import dev.ripcord.lifecycle.LifecycleEvent;
+import dev.ripcord.lifecycle.LifecycleEventType;
+import dev.ripcord.lifecycle.LifecycleOutcome;
+import dev.ripcord.lifecycle.LifecyclePublisher;
+
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -58,6 +65,7 @@ public final class RequestContexts {
     private final Clock clock;
     private final MeterRegistry meters;
     private final Duration maxDeadline;
+    private final LifecyclePublisher lifecycle;
 
     /**
      * @param maxDeadline the server's maximum request time: the deadline of requests that give none, and the cap
@@ -65,6 +73,16 @@ public final class RequestContexts {
      */
     public RequestContexts(CancelPublisher publisher, CancelProperties cancelProperties, MeterRegistry meters,
                            Clock clock, Duration maxDeadline) {
+        this(publisher, cancelProperties, meters, clock, maxDeadline, LifecyclePublisher.disabled());
+    }
+
+    /**
+     * As above, recording each request on the lifecycle log: {@code ADMITTED} at {@link #open}, {@code ROUTED} for
+     * each worker a leg is sent to ({@link #routed}), {@code FINISHED} with its one outcome at {@link #close}.
+     */
+    public RequestContexts(CancelPublisher publisher, CancelProperties cancelProperties, MeterRegistry meters,
+                           Clock clock, Duration maxDeadline, LifecyclePublisher lifecycle) {
+        this.lifecycle = lifecycle;
         this.maxDeadline = maxDeadline;
         this.publisher = publisher;
         this.cancelProperties = cancelProperties;
@@ -111,6 +129,7 @@ public final class RequestContexts {
         if (live.putIfAbsent(requestId, ctx) != null) {
             throw new DuplicateRequestException(requestId);
         }
+        lifecycle.emit(LifecycleEvent.of(LifecycleEventType.ADMITTED, requestId));
         Duration effective = deadline == null || deadline.compareTo(maxDeadline) > 0 ? maxDeadline : deadline;
         Disposable timer = Mono.delay(effective).subscribe(t -> cancel(ctx, CancelReason.DEADLINE));
         ctx.cancelled().doFinally(s -> timer.dispose()).subscribe();
@@ -119,6 +138,18 @@ public final class RequestContexts {
 
     /** The request ended (any way): it leaves the table; a cancel after this is a no-op. */
     public void close(RequestContext ctx) {
+        close(ctx, null, 0);
+    }
+
+    /**
+     * The request ended: it leaves the table, and the lifecycle log records its one terminal outcome
+     * ({@code FINISHED}): {@code CANCELLED} with the reason when its context was cancelled or {@code failure} is a
+     * worker's cancel (or the deadline), {@code FAILED} for any other {@code failure}, {@code COMPLETED} otherwise.
+     *
+     * @param failure how the generation ended, if it ended in error
+     * @param tokens  tokens the client was sent
+     */
+    public void close(RequestContext ctx, Throwable failure, int tokens) {
         ctx.complete();
         RequestSummary summary = ctx.summary();
         synchronized (ended) {
@@ -132,7 +163,29 @@ public final class RequestContexts {
                             + "completionTokens={}", summary.requestId(), summary.stateName(), summary.phase().wireName(),
                     summary.finishReason(), summary.cancelReasonName(), summary.promptTokens(),
                     summary.completionTokens()));
+            lifecycle.emit(finishedEvent(ctx, failure, tokens)); // once: only the close that removed it
         }
+    }
+
+    private static LifecycleEvent finishedEvent(RequestContext ctx, Throwable failure, int tokens) {
+        LifecycleEvent finished = LifecycleEvent.of(LifecycleEventType.FINISHED, ctx.requestId()).withTokens(tokens);
+        CancelReason reason = ctx.cancelReason();
+        if (reason != null) {
+            return finished.withOutcome(LifecycleOutcome.CANCELLED).withCancel(reason, null);
+        } else if (failure instanceof DeadlineExceededException) {
+            return finished.withOutcome(LifecycleOutcome.CANCELLED).withCancel(CancelReason.DEADLINE, null);
+        } else if (failure instanceof RequestCancelledException cancelled) {
+            return finished.withOutcome(LifecycleOutcome.CANCELLED).withDetail(cancelled.getMessage());
+        } else if (failure != null) {
+            return finished.withOutcome(LifecycleOutcome.FAILED).withDetail(failure.getClass().getSimpleName());
+        }
+        return finished.withOutcome(LifecycleOutcome.COMPLETED);
+    }
+
+    /** A leg of the request was sent to a worker: {@code ROUTED} on the lifecycle log (one per attempt). */
+    public void routed(String requestId, String role, String instance) {
+        lifecycle.emit(LifecycleEvent.of(LifecycleEventType.ROUTED, requestId).withRoute(
+                "prefill".equals(role) ? instance : null, "decode".equals(role) ? instance : null));
     }
 
     /** {@code owner}'s requests in flight at this gateway, oldest first. */

@@ -179,6 +179,11 @@ public final class EngineTextCodec implements TextCodec {
     }
 
     @Override
+    public byte[] tokenBytes(int previous, int token) {
+        return tokenizer.tokenBytes(previous, token);
+    }
+
+    @Override
     public Detokenizer newDetokenizer() {
         IncrementalDetokenizer detokenizer = new IncrementalDetokenizer(tokenizer);
         return new Detokenizer() {
