@@ -1,12 +1,16 @@
 /**
  * The OpenAI-compatible HTTP edge of the gateway: {@code POST /v1/completions}, {@code POST /v1/chat/completions}
- * (JSON or server-sent events), {@code GET /v1/models} and {@code POST /v1/requests/{id}/cancel}.
+ * (JSON or server-sent events), {@code GET /v1/models}, the request API ({@code GET /v1/requests[/{id}]},
+ * {@code POST /v1/requests/{id}/cancel}) and vLLM's root endpoints ({@code /health}, {@code /version},
+ * {@code /tokenize}, {@code /detokenize}).
  *
  * <h2>Seam</h2>
  * This package validates requests into a {@link dev.ripcord.gateway.generation.GenerationRequest} and hands it to a
  * {@link dev.ripcord.gateway.generation.TokenGenerator} (the serving core, in {@code serving}); it turns the tokens
  * that come back into text with {@link dev.ripcord.gateway.generation.TextDeltas}. Cancelling the generator's Flux is
- * the only way this package stops a generation: when the client goes away and when a stop string matches.
+ * the only way this package stops a generation: when the client goes away and when a stop string matches. A
+ * generation the core ends because the request was cancelled elsewhere (explicit cancel, deadline) is answered with
+ * what it produced, {@code finish_reason: "abort"}.
  *
  * <h2>Errors</h2>
  * This package is the only place that speaks OpenAI errors. Client mistakes found here are {@link
