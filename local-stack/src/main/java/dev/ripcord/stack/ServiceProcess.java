@@ -31,12 +31,13 @@ final class ServiceProcess implements AutoCloseable {
     private static final Duration GRACEFUL_STOP = Duration.ofSeconds(GRACEFUL_STOP_SECONDS);
 
     /** How the process was started, so that {@link #restart()} can start it again exactly so. */
-    private record Launch(Role role, Path jar, int port, List<String> jvmFlags, List<String> args,
+    private record Launch(Role role, String name, Path jar, int port, List<String> jvmFlags, List<String> args,
                           Map<String, String> environment, Path logDir, PrintStream console) {
     }
 
     private final Launch launch;
     private final Role role;
+    private final String name;
     private final int port;
     private final Process process;
     private final Path logFile;
@@ -45,16 +46,23 @@ final class ServiceProcess implements AutoCloseable {
     private ServiceProcess(Launch launch, Process process, Path logFile, Thread relay) {
         this.launch = launch;
         this.role = launch.role();
+        this.name = launch.name();
         this.port = launch.port();
         this.process = process;
         this.logFile = logFile;
         this.relay = relay;
     }
 
-    static ServiceProcess start(Role role, Path jar, int port, List<String> jvmFlags, List<String> args,
+    /**
+     * Starts one instance.
+     *
+     * @param name the instance's name: its log prefix and log file ({@code <name>.log}); the role's short name when
+     *             the stack runs one instance of the role, {@code <role>-<n>} otherwise
+     */
+    static ServiceProcess start(Role role, String name, Path jar, int port, List<String> jvmFlags, List<String> args,
                                 Map<String, String> environment, Path logDir, PrintStream console) {
-        return start(new Launch(role, jar, port, List.copyOf(jvmFlags), List.copyOf(args), Map.copyOf(environment),
-                logDir, console), false);
+        return start(new Launch(role, name, jar, port, List.copyOf(jvmFlags), List.copyOf(args),
+                Map.copyOf(environment), logDir, console), false);
     }
 
     /**
@@ -63,7 +71,7 @@ final class ServiceProcess implements AutoCloseable {
      */
     ServiceProcess restart() {
         if (process.isAlive()) {
-            throw new IllegalStateException(role.shortName() + " (pid " + process.pid() + ") is still running");
+            throw new IllegalStateException(name + " (pid " + process.pid() + ") is still running");
         }
         try {
             relay.join(Duration.ofSeconds(5)); // its last lines, before the new process appends to the same file
@@ -75,6 +83,7 @@ final class ServiceProcess implements AutoCloseable {
 
     private static ServiceProcess start(Launch launch, boolean append) {
         Role role = launch.role();
+        String name = launch.name();
         Path jar = launch.jar();
         int port = launch.port();
         Path logDir = launch.logDir();
@@ -91,7 +100,7 @@ final class ServiceProcess implements AutoCloseable {
         command.add(jar.toString());
         command.add("--server.port=" + port);
         command.addAll(launch.args());
-        Path logFile = logDir.resolve(role.shortName() + ".log");
+        Path logFile = logDir.resolve(name + ".log");
         try {
             Files.createDirectories(logDir);
             ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
@@ -101,8 +110,8 @@ final class ServiceProcess implements AutoCloseable {
                     ? Files.newBufferedWriter(logFile, StandardCharsets.UTF_8, StandardOpenOption.CREATE,
                             StandardOpenOption.APPEND)
                     : Files.newBufferedWriter(logFile, StandardCharsets.UTF_8);
-            Thread relay = Thread.ofPlatform().daemon().name("relay-" + role.shortName()).start(() -> {
-                String prefix = "[" + role.shortName() + "] ";
+            Thread relay = Thread.ofPlatform().daemon().name("relay-" + name).start(() -> {
+                String prefix = "[" + name + "] ";
                 try (BufferedReader in = new BufferedReader(
                         new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)); log) {
                     String line;
@@ -120,12 +129,17 @@ final class ServiceProcess implements AutoCloseable {
             });
             return new ServiceProcess(launch, process, logFile, relay);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot start " + role.shortName() + ": " + command, e);
+            throw new UncheckedIOException("cannot start " + name + ": " + command, e);
         }
     }
 
     Role role() {
         return role;
+    }
+
+    /** The instance's name ({@code gateway}, or {@code gateway-2} when the stack runs several). */
+    String name() {
+        return name;
     }
 
     int port() {
@@ -160,7 +174,7 @@ final class ServiceProcess implements AutoCloseable {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (System.nanoTime() < deadline) {
             if (!process.isAlive()) {
-                throw new IllegalStateException(role.shortName() + " exited with status " + process.exitValue()
+                throw new IllegalStateException(name + " exited with status " + process.exitValue()
                         + " before becoming healthy; see " + logFile);
             }
             try {
@@ -172,11 +186,11 @@ final class ServiceProcess implements AutoCloseable {
                 // Not listening yet.
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted while waiting for " + role.shortName(), e);
+                throw new IllegalStateException("interrupted while waiting for " + name, e);
             }
             sleep(Duration.ofMillis(250));
         }
-        throw new IllegalStateException(role.shortName() + " did not become healthy within " + timeout
+        throw new IllegalStateException(name + " did not become healthy within " + timeout
                 + "; see " + logFile);
     }
 
@@ -188,12 +202,12 @@ final class ServiceProcess implements AutoCloseable {
         process.destroyForcibly();
         try {
             if (!process.waitFor(30, TimeUnit.SECONDS)) {
-                throw new IllegalStateException(role.shortName() + " (pid " + process.pid()
+                throw new IllegalStateException(name + " (pid " + process.pid()
                         + ") is still alive 30 s after SIGKILL");
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while killing " + role.shortName(), e);
+            throw new IllegalStateException("interrupted while killing " + name, e);
         }
     }
 

@@ -143,9 +143,9 @@ class CancelDurabilityIT {
         StreamingClient client = new StreamingClient(endpoints.gateway());
         Outcome outcome = client.start(StreamingClient.completion(endpoints.model(), Texts.ofBytes(40), 8, true), id)
                 .outcome().get(1, TimeUnit.MINUTES);
-        assertThat(outcome.status()).as("the client gets an error, not tokens: %s", outcome).isEqualTo(409);
+        assertThat(outcome.aborted()).as("the client gets an aborted answer, not tokens: %s", outcome).isTrue();
         assertThat(outcome.text()).isEmpty();
-        assertThat(outcome.error()).contains("request_cancelled");
+        assertThat(outcome.textEvents()).isZero();
         List<PrefillEvent> prefillEvents = CancelBeforeRegistration.submitToPrefill(endpoints, id);
         assertThat(prefillEvents).singleElement().isInstanceOfSatisfying(Cancelled.class,
                 e -> assertThat(e.source()).isEqualTo(CancelSource.TOMBSTONE));
@@ -227,7 +227,7 @@ class CancelDurabilityIT {
     private static void awaitEveryRecordConsumed(Role role, double base) {
         int records = topicKeys().size();
         Awaitility.await("%s consumed all %d records of the topic".formatted(role.shortName(), records))
-                .atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(50))
+                .atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(50))
                 .until(() -> consumed(role) >= base + records);
     }
 
