@@ -22,8 +22,9 @@ import org.apache.kafka.server.common.MetadataVersion;
  *
  * <p>Design note: this uses Kafka's own server classes, not a mock or a test double, so that the local stack
  * exercises exactly the protocol the services meet in production. The storage is formatted in a fresh temporary
- * directory on every start and deleted by {@link #close()}; nothing survives a restart, which is what a
+ * directory on every start and deleted by {@link #close()}; nothing survives a new start, which is what a
  * developer's laptop stack wants (the cancellation topic's replay window is meaningful only within one run).
+ * {@link #restart()} keeps the directory: a broker restart loses nothing it acknowledged.
  *
  * <p>Lifecycle: {@link #start} formats and starts; {@link #close()} shuts down, waits for shutdown and deletes
  * the directory. {@code close()} is idempotent.
@@ -32,12 +33,14 @@ public final class KraftBroker implements AutoCloseable {
 
     private final String bootstrapServers;
     private final Path logDir;
-    private final KafkaRaftServer server;
+    private final Properties config;
+    private KafkaRaftServer server;
     private boolean closed;
 
-    private KraftBroker(String bootstrapServers, Path logDir, KafkaRaftServer server) {
+    private KraftBroker(String bootstrapServers, Path logDir, Properties config, KafkaRaftServer server) {
         this.bootstrapServers = bootstrapServers;
         this.logDir = logDir;
+        this.config = config;
         this.server = server;
     }
 
@@ -88,7 +91,7 @@ public final class KraftBroker implements AutoCloseable {
 
             KafkaRaftServer server = new KafkaRaftServer(KafkaConfig.fromProps(props, false), Time.SYSTEM);
             server.startup();
-            return new KraftBroker("localhost:" + clientPort, dir, server);
+            return new KraftBroker("localhost:" + clientPort, dir, props, server);
         } catch (Exception e) {
             deleteRecursively(dir);
             throw new IllegalStateException("cannot start the embedded Kafka broker on port " + clientPort
@@ -100,6 +103,21 @@ public final class KraftBroker implements AutoCloseable {
     /** The {@code host:port} clients use. */
     public String bootstrapServers() {
         return bootstrapServers;
+    }
+
+    /**
+     * Stops the broker cleanly and starts it again on the same ports and the same log directory, as an operator's
+     * rolling restart would: every record it acknowledged is still there afterwards, and clients reconnect by
+     * themselves. For durability tests.
+     */
+    public synchronized void restart() {
+        if (closed) {
+            throw new IllegalStateException("the broker is closed");
+        }
+        server.shutdown();
+        server.awaitShutdown();
+        server = new KafkaRaftServer(KafkaConfig.fromProps(config, false), Time.SYSTEM);
+        server.startup();
     }
 
     @Override

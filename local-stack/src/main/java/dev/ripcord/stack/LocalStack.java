@@ -242,6 +242,18 @@ public final class LocalStack implements AutoCloseable {
     }
 
     /**
+     * Starts {@code role}'s (first) process again after {@link #kill} or {@link #terminate}, exactly as it was
+     * started (same port, arguments and credentials; its log file is appended to), and returns once it answers
+     * healthy. A restarted worker is a new process: empty registry, a fresh consumer that replays the cancellations
+     * topic's window. For durability tests.
+     */
+    public synchronized void restart(Role role) {
+        ServiceProcess restarted = first(role).restart();
+        services.get(role).set(0, restarted);
+        restarted.awaitHealthy(STARTUP_TIMEOUT);
+    }
+
+    /**
      * Stops {@code role}'s (first) process as an orchestrator would: SIGTERM, so that its graceful shutdown (a
      * worker's drain) runs, up to 30 s, then SIGKILL. Returns once it is gone and everything it logged is in its log
      * file. For shutdown tests; the rest of the stack keeps running and {@link #close()} still stops it.

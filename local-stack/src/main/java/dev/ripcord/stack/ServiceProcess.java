@@ -13,6 +13,7 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -29,6 +30,12 @@ final class ServiceProcess implements AutoCloseable {
     private static final long GRACEFUL_STOP_SECONDS = 30;
     private static final Duration GRACEFUL_STOP = Duration.ofSeconds(GRACEFUL_STOP_SECONDS);
 
+    /** How the process was started, so that {@link #restart()} can start it again exactly so. */
+    private record Launch(Role role, String name, Path jar, int port, List<String> jvmFlags, List<String> args,
+                          Map<String, String> environment, Path logDir, PrintStream console) {
+    }
+
+    private final Launch launch;
     private final Role role;
     private final String name;
     private final int port;
@@ -36,10 +43,11 @@ final class ServiceProcess implements AutoCloseable {
     private final Path logFile;
     private final Thread relay;
 
-    private ServiceProcess(Role role, String name, int port, Process process, Path logFile, Thread relay) {
-        this.role = role;
-        this.name = name;
-        this.port = port;
+    private ServiceProcess(Launch launch, Process process, Path logFile, Thread relay) {
+        this.launch = launch;
+        this.role = launch.role();
+        this.name = launch.name();
+        this.port = launch.port();
         this.process = process;
         this.logFile = logFile;
         this.relay = relay;
@@ -53,24 +61,55 @@ final class ServiceProcess implements AutoCloseable {
      */
     static ServiceProcess start(Role role, String name, Path jar, int port, List<String> jvmFlags, List<String> args,
                                 Map<String, String> environment, Path logDir, PrintStream console) {
+        return start(new Launch(role, name, jar, port, List.copyOf(jvmFlags), List.copyOf(args),
+                Map.copyOf(environment), logDir, console), false);
+    }
+
+    /**
+     * Starts this service again as it was started (same jar, port, arguments, environment), appending to the same
+     * log file; this process must be gone ({@link #kill()}, {@link #terminate()}). Does not wait for health.
+     */
+    ServiceProcess restart() {
+        if (process.isAlive()) {
+            throw new IllegalStateException(name + " (pid " + process.pid() + ") is still running");
+        }
+        try {
+            relay.join(Duration.ofSeconds(5)); // its last lines, before the new process appends to the same file
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return start(launch, true);
+    }
+
+    private static ServiceProcess start(Launch launch, boolean append) {
+        Role role = launch.role();
+        String name = launch.name();
+        Path jar = launch.jar();
+        int port = launch.port();
+        Path logDir = launch.logDir();
+        PrintStream console = launch.console();
+        Map<String, String> environment = launch.environment();
         if (!Files.isRegularFile(jar)) {
             throw new IllegalStateException("no executable jar for " + role.shortName() + " at " + jar
                     + " (run ./ripcord build first)");
         }
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.addAll(jvmFlags);
+        command.addAll(launch.jvmFlags());
         command.add("-jar");
         command.add(jar.toString());
         command.add("--server.port=" + port);
-        command.addAll(args);
+        command.addAll(launch.args());
         Path logFile = logDir.resolve(name + ".log");
         try {
             Files.createDirectories(logDir);
             ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
             builder.environment().putAll(environment); // secrets travel here, not on the command line
             Process process = builder.start();
-            Writer log = Files.newBufferedWriter(logFile, StandardCharsets.UTF_8);
+            Writer log = append
+                    ? Files.newBufferedWriter(logFile, StandardCharsets.UTF_8, StandardOpenOption.CREATE,
+                            StandardOpenOption.APPEND)
+                    : Files.newBufferedWriter(logFile, StandardCharsets.UTF_8);
             Thread relay = Thread.ofPlatform().daemon().name("relay-" + name).start(() -> {
                 String prefix = "[" + name + "] ";
                 try (BufferedReader in = new BufferedReader(
@@ -88,7 +127,7 @@ final class ServiceProcess implements AutoCloseable {
                     // The child's stream closes when it exits; nothing more to relay.
                 }
             });
-            return new ServiceProcess(role, name, port, process, logFile, relay);
+            return new ServiceProcess(launch, process, logFile, relay);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot start " + name + ": " + command, e);
         }
