@@ -152,8 +152,9 @@ public final class CancelAutoConfiguration {
 
         @Bean
         DeadLetterPublisher ripcordCancelDeadLetters(KafkaSendQueue queue, CancelProperties properties,
-                ObjectProvider<MeterRegistry> meters) {
-            return new DeadLetterPublisher(queue, properties.instanceId(), properties.dltTopic(), meters(meters));
+                BindingServiceProperties bindings, ObjectProvider<MeterRegistry> meters) {
+            return new DeadLetterPublisher(queue, properties.dltTopic(), bindings.getGroup(CancelBindings.INPUT),
+                    meters(meters));
         }
 
         @Bean(CancelBindings.CONSUMER_FUNCTION)
