@@ -12,7 +12,7 @@ record TopicSpec(int partitions, Map<String, String> config) {
         config = Map.copyOf(config);
     }
 
-    /** The cancellations topic and its dead-letter topic, as TopicProvisioner creates them with the defaults. */
+    /** The cancellations topic and its dead-letter topic, as the services create them (CancelTopics) with the defaults. */
     static Map<String, TopicSpec> asTheServicesCreateThem() {
         Map<String, TopicSpec> topics = new LinkedHashMap<>();
         ProvisionedTopics.withDefaults().forEach((name, spec) -> topics.put(name, new TopicSpec(spec.getKey(), spec.getValue())));
