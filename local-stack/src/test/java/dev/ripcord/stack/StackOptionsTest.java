@@ -1,6 +1,7 @@
 package dev.ripcord.stack;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.file.Path;
@@ -13,6 +14,48 @@ import org.junit.jupiter.api.Test;
 class StackOptionsTest {
 
     private static final Path ROOT = Path.of("/repo");
+
+    @Test
+    void oneInstanceOfEachRoleOnTheDefaultPortsUnlessAsked() {
+        StackOptions options = StackOptions.parse(new String[0], ROOT);
+
+        assertThat(options.ports(Role.GATEWAY)).containsExactly(8080);
+        assertThat(options.ports(Role.PREFILL)).containsExactly(8081);
+        assertThat(options.ports(Role.DECODE)).containsExactly(8082);
+    }
+
+    @Test
+    void severalInstancesListenOnTheRolesPortPlusTenPerInstanceAndNeverCollide() {
+        StackOptions options = StackOptions.parse(new String[] {"--gateways=2", "--prefills=3", "--decodes=2",
+                "--gateway-port=9000"}, ROOT);
+
+        assertThat(options.ports(Role.GATEWAY)).containsExactly(9000, 9010);
+        assertThat(options.ports(Role.PREFILL)).containsExactly(8081, 8091, 8101);
+        assertThat(options.ports(Role.DECODE)).containsExactly(8082, 8092);
+        assertThat(options.instances(Role.PREFILL)).isEqualTo(3);
+        assertThat(options.properties()).as("counts are launcher options, not Spring properties").isEmpty();
+        List<Integer> all = new java.util.ArrayList<>();
+        for (Role role : Role.values()) {
+            all.addAll(options.ports(role));
+        }
+        assertThat(all).doesNotHaveDuplicates();
+    }
+
+    @Test
+    void aCountMustBeBetweenOneAndSixteen() {
+        assertThatIllegalArgumentException().isThrownBy(() -> StackOptions.parse(new String[] {"--gateways=0"}, ROOT))
+                .withMessageContaining("--gateways");
+        assertThatIllegalArgumentException().isThrownBy(() -> StackOptions.parse(new String[] {"--decodes=x"}, ROOT))
+                .withMessageContaining("--decodes");
+    }
+
+    @Test
+    void modelPropertiesKeepTheInstances() {
+        StackOptions options = StackOptions.parse(new String[] {"--gateways=2"}, ROOT)
+                .withModelProperties(java.util.Map.of("ripcord.engine.preset", "tiny"));
+
+        assertThat(options.ports(Role.GATEWAY)).containsExactly(8080, 8090);
+    }
 
     @Test
     void aMistypedOptionIsAnErrorThatSuggestsTheOption() {
@@ -57,7 +100,7 @@ class StackOptionsTest {
     @Test
     void theUsageListsExactlyTheOptionsTheParsersTake() {
         assertThat(StackOptions.OPTIONS).containsExactly("model", "tokenizer", "kafka", "kafka-port", "gateway-port",
-                "prefill-port", "decode-port", "jvm-flag", "log-dir", "open", "help");
+                "prefill-port", "decode-port", "gateways", "prefills", "decodes", "jvm-flag", "log-dir", "open", "help");
         assertThat(StackOptions.PROPERTY_PREFIXES).containsExactly("ripcord", "spring", "management", "logging");
         // Every listed option is consumed by ModelChoice, StackOptions or LocalStack.main (--help): none becomes a
         // property.
@@ -68,6 +111,7 @@ class StackOptionsTest {
                 case "log-dir", "jvm-flag", "kafka" -> args.add("--" + option + "=x");
                 case "model" -> args.add("--model=tiny");
                 case "tokenizer" -> { }
+                case "gateways", "prefills", "decodes" -> args.add("--" + option + "=2");
                 default -> args.add("--" + option + "=1234");
             }
         }

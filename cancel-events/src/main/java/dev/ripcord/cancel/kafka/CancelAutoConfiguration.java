@@ -22,7 +22,6 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration;
 import org.springframework.boot.kafka.autoconfigure.KafkaProperties;
-import org.springframework.cloud.stream.binder.kafka.KafkaBindingRebalanceListener;
 import org.springframework.cloud.stream.config.BindingServiceProperties;
 import org.springframework.cloud.stream.function.StreamBridge;
 import org.springframework.context.annotation.Bean;
@@ -168,9 +167,8 @@ public final class CancelAutoConfiguration {
         }
 
         @Bean
-        @ConditionalOnMissingBean
-        KafkaBindingRebalanceListener ripcordCancelReplayWindow(CancelProperties properties) {
-            return new ReplayWindowSeeker(properties.replayWindow(), Clock.systemUTC());
+        ReplayWindowSeeker ripcordCancelReplayWindow(CancelProperties properties) {
+            return new ReplayWindowSeeker(properties.topic(), properties.replayWindow(), Clock.systemUTC());
         }
     }
 

@@ -36,6 +36,8 @@ import org.springframework.messaging.support.MessageBuilder;
 class CancelEventConsumerTest {
 
     private static final String TOPIC = "ripcord.cancellations";
+    /** The records' timestamp (CreateTime): now, so that a tombstone's lifetime counted from it is all ahead. */
+    private static final long RECORD_TIME = System.currentTimeMillis();
 
     private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
     private final CancellationRegistry registry = new CancellationRegistry();
@@ -83,6 +85,25 @@ class CancelEventConsumerTest {
         assertThat(meters.counter("ripcord.cancel.consumed", "outcome", "tombstoned").count()).isEqualTo(1);
     }
 
+    @Test
+    void aReplayedCancelPublishedLongerThanTheTtlAgoKeepsNoTombstone() {
+        consumer.accept(record("req-9", CancelEventCodec.encode(event("req-9", Instant.now().minus(Duration.ofHours(1)))), 1));
+        assertThat(registry.isCancelled("req-9")).isFalse();
+        assertThat(registry.tombstones()).isZero();
+        assertThat(meters.counter("ripcord.cancel.consumed", "outcome", "expired").count()).isEqualTo(1);
+    }
+
+    @Test
+    void aRePublishedRecordIsAsOldAsItsEventAndAFastPublisherClockIsCappedByTheRecordTime() {
+        Instant eventTime = Instant.parse("2026-11-29T21:00:00Z");
+        CancelEvent event = event("req-1", eventTime);
+        assertThat(CancelEventConsumer.publishedAt(event, eventTime.plusSeconds(3600).toEpochMilli()))
+                .as("re-published an hour later: still as old as the event").isEqualTo(eventTime);
+        assertThat(CancelEventConsumer.publishedAt(event, eventTime.minusSeconds(5).toEpochMilli()))
+                .as("the publisher's clock ran 5 s ahead of the broker's").isEqualTo(eventTime.minusSeconds(5));
+        assertThat(CancelEventConsumer.publishedAt(event, null)).isEqualTo(eventTime);
+    }
+
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', textBlock = """
             not JSON                   | req-1 | <html>oops</html>                                 | NOT_JSON
@@ -108,7 +129,7 @@ class CancelEventConsumerTest {
         assertThat(header(dead, KafkaHeaders.DLT_ORIGINAL_TOPIC)).isEqualTo(TOPIC);
         assertThat(ByteBuffer.wrap(bytes(dead, KafkaHeaders.DLT_ORIGINAL_PARTITION)).getInt()).isZero();
         assertThat(ByteBuffer.wrap(bytes(dead, KafkaHeaders.DLT_ORIGINAL_OFFSET)).getLong()).isEqualTo(41);
-        assertThat(ByteBuffer.wrap(bytes(dead, KafkaHeaders.DLT_ORIGINAL_TIMESTAMP)).getLong()).isEqualTo(1_000L);
+        assertThat(ByteBuffer.wrap(bytes(dead, KafkaHeaders.DLT_ORIGINAL_TIMESTAMP)).getLong()).isEqualTo(RECORD_TIME);
         assertThat(header(dead, KafkaHeaders.DLT_ORIGINAL_TIMESTAMP_TYPE)).isEqualTo(TimestampType.CREATE_TIME.toString());
         assertThat(header(dead, KafkaHeaders.DLT_ORIGINAL_CONSUMER_GROUP)).isEqualTo("ripcord-cancel.test.worker-1");
         assertThat(dead.getHeaders().keySet()).noneMatch(name -> name.startsWith("ripcord-dlt-"));
@@ -148,9 +169,13 @@ class CancelEventConsumerTest {
         registration.complete();
     }
 
+    /** A cancel published just now: its tombstone lives the whole TTL. */
     private static CancelEvent event(String requestId) {
-        return CancelEvent.of(requestId, CancelReason.CLIENT_DISCONNECT, new Origin("gateway", "g1"),
-                Instant.parse("2026-11-29T21:00:00Z"));
+        return event(requestId, Instant.now());
+    }
+
+    private static CancelEvent event(String requestId, Instant timestamp) {
+        return CancelEvent.of(requestId, CancelReason.CLIENT_DISCONNECT, new Origin("gateway", "g1"), timestamp);
     }
 
     private static Message<byte[]> record(String key, byte[] value, long offset) {
@@ -159,7 +184,7 @@ class CancelEventConsumerTest {
                 .setHeader(KafkaHeaders.RECEIVED_PARTITION, 0)
                 .setHeader(KafkaHeaders.OFFSET, offset)
                 .setHeader(KafkaHeaders.RECEIVED_KEY, key.getBytes(UTF_8))
-                .setHeader(KafkaHeaders.RECEIVED_TIMESTAMP, 1_000L)
+                .setHeader(KafkaHeaders.RECEIVED_TIMESTAMP, RECORD_TIME)
                 .setHeader(KafkaHeaders.TIMESTAMP_TYPE, "CREATE_TIME")
                 .build();
     }
