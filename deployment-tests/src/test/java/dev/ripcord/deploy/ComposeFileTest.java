@@ -257,4 +257,47 @@ class ComposeFileTest {
         }
         assertThat(Yaml.map(compose.get("volumes"))).containsKey("models");
     }
+
+    @Test
+    void theObservabilityProfileScrapesEveryServiceAndProvisionsTheShippedDashboard() {
+        for (String name : List.of("prometheus", "grafana")) {
+            assertThat(Yaml.list(service(name).get("profiles"))).as("%s is opt-in", name).containsExactly("observability");
+            assertThat(String.valueOf(service(name).get("image"))).as("%s image is pinned", name)
+                    .contains(":").doesNotEndWith(":latest");
+        }
+        for (String name : List.of("kafka", "gateway", "prefill", "decode")) {
+            assertThat(service(name)).as("%s runs without the profile", name).doesNotContainKey("profiles");
+        }
+
+        // Prometheus scrapes each service's /actuator/prometheus on its own port, by compose service name.
+        assertThat(Yaml.list(service("prometheus").get("volumes")))
+                .contains("./docker/observability/prometheus.yml:/etc/prometheus/prometheus.yml:ro");
+        Map<String, Object> prometheus = Yaml.document(Repo.path("docker/observability/prometheus.yml"));
+        Map<String, Object> job = Yaml.map(Yaml.list(prometheus.get("scrape_configs")).getFirst());
+        assertThat(job.get("metrics_path")).isEqualTo("/actuator/prometheus");
+        List<String> targets = Yaml.list(job.get("static_configs")).stream()
+                .flatMap(c -> Yaml.list(Yaml.map(c).get("targets")).stream()).map(String::valueOf).toList();
+        assertThat(targets).containsExactlyInAnyOrder(RIPCORD.stream()
+                .map(name -> name + ":" + Repo.serverPort(name)).toArray(String[]::new));
+
+        // Grafana: Prometheus as the default data source, and docs/grafana (the dashboard the docs tests keep true).
+        List<Object> grafanaVolumes = Yaml.list(service("grafana").get("volumes"));
+        assertThat(grafanaVolumes).contains(
+                "./docker/observability/grafana/provisioning:/etc/grafana/provisioning:ro",
+                "./docs/grafana:/var/lib/grafana/dashboards:ro");
+        Map<String, Object> datasource = Yaml.map(Yaml.list(Yaml.document(
+                Repo.path("docker/observability/grafana/provisioning/datasources/prometheus.yml"))
+                .get("datasources")).getFirst());
+        assertThat(datasource).containsEntry("type", "prometheus").containsEntry("isDefault", true)
+                .containsEntry("url", "http://prometheus:9090");
+        Map<String, Object> provider = Yaml.map(Yaml.list(Yaml.document(
+                Repo.path("docker/observability/grafana/provisioning/dashboards/ripcord.yml")).get("providers"))
+                .getFirst());
+        assertThat(Yaml.at(provider, "options.path")).isEqualTo("/var/lib/grafana/dashboards");
+        String home = String.valueOf(Yaml.at(service("grafana"), "environment.GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"));
+        assertThat(Repo.path("docs/grafana").resolve(home.substring("/var/lib/grafana/dashboards/".length())))
+                .as("the home dashboard is the shipped one").isRegularFile();
+        assertThat(Repo.read("docs/grafana/ripcord-dashboard.json")).contains("\"type\": \"datasource\"",
+                "\"query\": \"prometheus\"");
+    }
 }

@@ -18,8 +18,9 @@ record TopicSpec(int partitions, Map<String, String> config) {
     }
 
     /**
-     * The cancellations topic and its dead-letter topic, as TopicProvisioner creates them with the defaults, and the
-     * lifecycle topic as the services declare it ({@code LifecycleAutoConfiguration.topic}, defaults).
+     * The cancellations topic and its dead-letter topic, as the services create them ({@code CancelTopics}' NewTopic
+     * beans) with the defaults, and the lifecycle topic as the services declare it
+     * ({@code LifecycleAutoConfiguration.topic}, defaults).
      */
     static Map<String, TopicSpec> asTheServicesCreateThem() {
         Map<String, TopicSpec> topics = new LinkedHashMap<>();

@@ -2,7 +2,6 @@ package dev.ripcord.cancel.kafka;
 
 import java.time.Clock;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Consumer;
@@ -14,15 +13,14 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
 import io.micrometer.tracing.Tracer;
 import io.micrometer.tracing.propagation.Propagator;
-import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
-import org.springframework.boot.context.properties.bind.Bindable;
-import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration;
 import org.springframework.boot.kafka.autoconfigure.KafkaProperties;
 import org.springframework.cloud.stream.config.BindingServiceProperties;
 import org.springframework.cloud.stream.function.StreamBridge;
@@ -30,6 +28,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.Environment;
+import org.springframework.kafka.core.KafkaAdmin;
 import org.springframework.messaging.Message;
 
 /**
@@ -39,7 +38,7 @@ import org.springframework.messaging.Message;
  *   <li>Always: a {@link CancellationRegistry} (tombstone bounds from {@code ripcord.cancel.tombstone-*}, metrics to
  *       the application's {@link MeterRegistry}, else Micrometer's global registry).</li>
  *   <li>{@code ripcord.cancel.propagation} includes Kafka ({@code both}, the default, or {@code kafka}): topics are
- *       provisioned at startup ({@link TopicProvisioner}) and {@link CancelPublisher} publishes through Spring Cloud
+ *       provisioned at startup ({@link CancelTopics}: {@code NewTopic} beans and a {@code KafkaAdmin}) and {@link CancelPublisher} publishes through Spring Cloud
  *       Stream, off the caller's thread ({@link KafkaSendQueue}).</li>
  *   <li>... and {@code ripcord.cancel.consume=true}: the {@value CancelBindings#CONSUMER_FUNCTION} function feeds
  *       every consumed cancellation to the registry, with replay of {@code ripcord.cancel.replay-window} on partition
@@ -50,7 +49,7 @@ import org.springframework.messaging.Message;
  * Stream binding settings come from {@link CancelBindingDefaults}. Each bean backs off if the service defines one of
  * the same type.
  */
-@AutoConfiguration
+@AutoConfiguration(before = KafkaAutoConfiguration.class)
 @EnableConfigurationProperties(CancelProperties.class)
 public final class CancelAutoConfiguration {
 
@@ -88,29 +87,24 @@ public final class CancelAutoConfiguration {
     static final class KafkaPropagationConfiguration {
 
         @Bean
-        TopicProvisioner ripcordCancelTopicProvisioner(CancelProperties properties,
-                ObjectProvider<KafkaProperties> kafkaProperties, Environment environment) {
-            Map<String, Object> admin = new HashMap<>(
-                    kafkaProperties.getIfAvailable(KafkaProperties::new).buildAdminProperties());
-            // The same brokers the binder uses (CancelBindingDefaults points those at spring.kafka.bootstrap-servers).
-            String brokers = environment.getProperty("spring.cloud.stream.kafka.binder.brokers");
-            if (brokers != null && !brokers.isBlank()) {
-                admin.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
-            }
-            // Client settings given to the binder (security.protocol, sasl.*, ssl.*: docs/security.md) apply to this
-            // admin client too, so that security configured in either place reaches every Kafka client.
-            Binder.get(environment).bind(BINDER_CONFIGURATION, Bindable.mapOf(String.class, String.class))
-                    .ifBound(configuration -> configuration.forEach((key, value) -> {
-                        if (AdminClientConfig.configNames().contains(key)) {
-                            // The binder reads key/trust store locations as Spring resources; Kafka wants a path.
-                            admin.put(key, key.endsWith(".location") && value.startsWith("file:")
-                                    ? value.substring("file:".length()) : value);
-                        }
-                    }));
-            int timeoutMs = (int) Math.min(Integer.MAX_VALUE, properties.adminTimeout().toMillis());
-            admin.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, timeoutMs);
-            admin.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, timeoutMs);
-            return new TopicProvisioner(properties, admin);
+        NewTopic ripcordCancellationsTopic(CancelProperties properties) {
+            return CancelTopics.cancellationsTopic(properties);
+        }
+
+        @Bean
+        NewTopic ripcordCancellationsDeadLetterTopic(CancelProperties properties) {
+            return CancelTopics.deadLetterTopic(properties);
+        }
+
+        /**
+         * Creates every {@link NewTopic} bean at startup (see {@link CancelTopics}); replaces Boot's default admin
+         * (this configuration runs before Boot's Kafka auto-configuration), and backs off if the service has one.
+         */
+        @Bean
+        @ConditionalOnMissingBean
+        KafkaAdmin kafkaAdmin(CancelProperties properties, ObjectProvider<KafkaProperties> kafkaProperties,
+                Environment environment) {
+            return CancelTopics.admin(properties, kafkaProperties.getIfAvailable(KafkaProperties::new), environment);
         }
 
         @Bean
@@ -119,7 +113,7 @@ public final class CancelAutoConfiguration {
         }
 
         @Bean(destroyMethod = "close")
-        KafkaSendQueue ripcordCancelSendQueue(StreamBridge bridge, AckFutures acks, TopicProvisioner topics,
+        KafkaSendQueue ripcordCancelSendQueue(StreamBridge bridge, AckFutures acks,
                 BindingServiceProperties bindings, CancelProperties properties,
                 ObjectProvider<MeterRegistry> meters, ObjectProvider<Tracer> tracer,
                 ObjectProvider<Propagator> propagator) {
@@ -151,13 +145,14 @@ public final class CancelAutoConfiguration {
 
         @Bean
         DeadLetterPublisher ripcordCancelDeadLetters(KafkaSendQueue queue, CancelProperties properties,
-                ObjectProvider<MeterRegistry> meters) {
-            return new DeadLetterPublisher(queue, properties.instanceId(), properties.dltTopic(), meters(meters));
+                BindingServiceProperties bindings, ObjectProvider<MeterRegistry> meters) {
+            return new DeadLetterPublisher(queue, properties.dltTopic(), bindings.getGroup(CancelBindings.INPUT),
+                    meters(meters));
         }
 
         @Bean(CancelBindings.CONSUMER_FUNCTION)
         Consumer<Message<?>> ripcordCancelConsumer(CancellationRegistry registry, DeadLetterPublisher deadLetters,
-                TopicProvisioner topics, BindingServiceProperties bindings, CancelProperties properties,
+                BindingServiceProperties bindings, CancelProperties properties,
                 Environment environment, ObjectProvider<MeterRegistry> meters, ObjectProvider<Tracer> tracer,
                 ObjectProvider<Propagator> propagator) {
             String definition = environment.getProperty("spring.cloud.function.definition", "");

@@ -22,6 +22,8 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.tracing.Span;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.record.TimestampType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
@@ -120,7 +122,8 @@ final class CancelEventConsumer implements Consumer<Message<?>> {
                         "record key '%s' is not the request ID".formatted(printable(key)));
             }
         } catch (InvalidCancelEventException e) {
-            handlePoison(new Poison(topic, partition, offset, key, value, e.problem().name(), e.getMessage()), e);
+            handlePoison(new Poison(topic, partition, offset, timestamp(headers), timestampType(headers), key, value,
+                    e.problem().name(), e.getMessage()), e);
             return;
         }
 
@@ -168,6 +171,20 @@ final class CancelEventConsumer implements Consumer<Message<?>> {
                 MDC.remove(RequestMdc.KEY);
             }
         }
+    }
+
+    private static long timestamp(MessageHeaders headers) {
+        return headers.get(KafkaHeaders.RECEIVED_TIMESTAMP) instanceof Long t ? t : ConsumerRecord.NO_TIMESTAMP;
+    }
+
+    private static TimestampType timestampType(MessageHeaders headers) {
+        return headers.get(KafkaHeaders.TIMESTAMP_TYPE) instanceof String type
+                ? switch (type) {
+                    case "CREATE_TIME" -> TimestampType.CREATE_TIME;
+                    case "LOG_APPEND_TIME" -> TimestampType.LOG_APPEND_TIME;
+                    default -> TimestampType.NO_TIMESTAMP_TYPE;
+                }
+                : TimestampType.NO_TIMESTAMP_TYPE;
     }
 
     /**

@@ -4,6 +4,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -17,6 +18,7 @@ import java.util.function.Predicate;
 
 import dev.ripcord.cancel.AbortHandler;
 import dev.ripcord.cancel.CancelEvent;
+import dev.ripcord.cancel.InvalidCancelEventException;
 import dev.ripcord.cancel.CancelEventCodec;
 import dev.ripcord.cancel.CancelPublisher;
 import dev.ripcord.protocol.CancelReason;
@@ -48,6 +50,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.springframework.kafka.support.KafkaHeaders;
 import org.junit.jupiter.api.TestInstance;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.WebApplicationType;
@@ -174,16 +177,23 @@ abstract class AbstractCancelEventsKafkaTest {
 
         await().atMost(ARRIVAL).until(() -> registry(workerA).isCancelled(id) && registry(workerB).isCancelled(id));
 
+        // Spring for Apache Kafka's dead-letter convention: the original key, the standard kafka_dlt-* headers.
         List<ConsumerRecord<byte[], byte[]>> dead = awaitRecords(DLT, 0,
-                record -> id.equals(header(record, DeadLetterPublisher.ORIGINAL_KEY).orElse(null)), 1);
+                record -> record.key() != null && id.equals(new String(record.key(), UTF_8)), 1);
         ConsumerRecord<byte[], byte[]> copy = dead.getFirst();
         assertThat(copy.value()).isEqualTo(garbage);
-        assertThat(header(copy, DeadLetterPublisher.REASON)).contains("NOT_JSON");
-        assertThat(header(copy, DeadLetterPublisher.ORIGINAL_TOPIC)).contains(TOPIC);
-        String offset = header(copy, DeadLetterPublisher.ORIGINAL_OFFSET).orElseThrow();
-        String partition = header(copy, DeadLetterPublisher.ORIGINAL_PARTITION).orElseThrow();
-        assertThat(new String(copy.key(), UTF_8)).isEqualTo(TOPIC + "-" + partition + "@" + offset);
-        assertThat(header(copy, DeadLetterPublisher.INSTANCE).orElseThrow()).isIn("worker-a", "worker-b");
+        assertThat(header(copy, KafkaHeaders.DLT_EXCEPTION_MESSAGE).orElseThrow()).startsWith("NOT_JSON: ");
+        assertThat(header(copy, KafkaHeaders.DLT_EXCEPTION_FQCN))
+                .contains(InvalidCancelEventException.class.getName());
+        assertThat(header(copy, KafkaHeaders.DLT_ORIGINAL_TOPIC)).contains(TOPIC);
+        int partition = ByteBuffer.wrap(copy.headers().lastHeader(KafkaHeaders.DLT_ORIGINAL_PARTITION).value()).getInt();
+        long offset = ByteBuffer.wrap(copy.headers().lastHeader(KafkaHeaders.DLT_ORIGINAL_OFFSET).value()).getLong();
+        assertThat(awaitRecords(TOPIC, partition, record -> record.offset() == offset, 1).getFirst().value())
+                .as("the headers point at the poison record itself").isEqualTo(garbage);
+        assertThat(header(copy, KafkaHeaders.DLT_ORIGINAL_CONSUMER_GROUP).orElseThrow())
+                .isIn("ripcord-cancel.decode.worker-a", "ripcord-cancel.prefill.worker-b");
+        assertThat(copy.headers().lastHeader(KafkaHeaders.DLT_ORIGINAL_TIMESTAMP)).isNotNull();
+        assertThat(copy.headers().headers("ripcord-dlt-reason")).as("no custom headers any more").isEmpty();
         await().atMost(ARRIVAL).until(() -> counter(workerA, "ripcord.cancel.poison", "problem", "not_json") >= 1
                 && counter(workerB, "ripcord.cancel.poison", "problem", "not_json") >= 1);
         assertThat(counter(workerA, "ripcord.cancel.consumed.skipped")).isGreaterThanOrEqualTo(1);

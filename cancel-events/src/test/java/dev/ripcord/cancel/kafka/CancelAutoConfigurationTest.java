@@ -8,6 +8,7 @@ import dev.ripcord.cancel.CancelPropagation;
 import dev.ripcord.cancel.CancelPublisher;
 import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.cancel.CancellationRegistry;
+import org.apache.kafka.clients.admin.NewTopic;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
@@ -59,7 +60,7 @@ class CancelAutoConfigurationTest {
         runner.withPropertyValues("ripcord.cancel.propagation=in-band", "ripcord.cancel.consume=true",
                 "ripcord.cancel.tombstone-max-size=7").run(context -> {
                     assertThat(context).hasSingleBean(CancellationRegistry.class);
-                    assertThat(context).doesNotHaveBean(TopicProvisioner.class);
+                    assertThat(context).doesNotHaveBean(NewTopic.class);
                     assertThat(context).doesNotHaveBean(KafkaSendQueue.class);
                     assertThat(context).doesNotHaveBean(CancelEventConsumer.class);
                     CancelPublisher publisher = context.getBean(CancelPublisher.class);

@@ -4,6 +4,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -16,9 +17,11 @@ import dev.ripcord.cancel.CancelEventCodec;
 import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.protocol.CancelSource;
 import dev.ripcord.cancel.CancellationRegistry;
+import dev.ripcord.cancel.InvalidCancelEventException;
 import dev.ripcord.cancel.Origin;
 import dev.ripcord.cancel.Registration;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.apache.kafka.common.record.TimestampType;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -33,6 +36,8 @@ import org.springframework.messaging.support.MessageBuilder;
 class CancelEventConsumerTest {
 
     private static final String TOPIC = "ripcord.cancellations";
+    /** The records' timestamp (CreateTime): now, so that a tombstone's lifetime counted from it is all ahead. */
+    private static final long RECORD_TIME = System.currentTimeMillis();
 
     private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
     private final CancellationRegistry registry = new CancellationRegistry();
@@ -43,7 +48,7 @@ class CancelEventConsumerTest {
         return CompletableFuture.completedFuture(null);
     }, 100, 1, Duration.ofMillis(1), Duration.ofSeconds(5), meters);
     private final CancelEventConsumer consumer = new CancelEventConsumer(registry,
-            new DeadLetterPublisher(queue, "worker-1", "ripcord.cancellations.dlt", meters), meters);
+            new DeadLetterPublisher(queue, "ripcord.cancellations.dlt", "ripcord-cancel.test.worker-1", meters), meters);
 
     @AfterEach
     void close() {
@@ -116,14 +121,18 @@ class CancelEventConsumerTest {
         await().until(() -> deadLettered.size() == 1);
         Message<byte[]> dead = deadLettered.getFirst();
         assertThat(dead.getPayload()).isEqualTo(bytes);
-        assertThat(header(dead, KafkaHeaders.KEY)).isEqualTo(TOPIC + "-0@41");
-        assertThat(header(dead, DeadLetterPublisher.REASON)).isEqualTo(problem);
-        assertThat(header(dead, DeadLetterPublisher.ORIGINAL_TOPIC)).isEqualTo(TOPIC);
-        assertThat(header(dead, DeadLetterPublisher.ORIGINAL_PARTITION)).isEqualTo("0");
-        assertThat(header(dead, DeadLetterPublisher.ORIGINAL_OFFSET)).isEqualTo("41");
-        assertThat(header(dead, DeadLetterPublisher.ORIGINAL_KEY)).isEqualTo(key);
-        assertThat(header(dead, DeadLetterPublisher.INSTANCE)).isEqualTo("worker-1");
-        assertThat(header(dead, DeadLetterPublisher.DETAIL)).isNotBlank();
+        // Spring for Apache Kafka's DeadLetterPublishingRecoverer headers, not ours.
+        assertThat(header(dead, KafkaHeaders.KEY)).isEqualTo(key);
+        assertThat(header(dead, KafkaHeaders.DLT_EXCEPTION_MESSAGE)).startsWith(problem + ": ")
+                .hasSizeGreaterThan(problem.length() + 2);
+        assertThat(header(dead, KafkaHeaders.DLT_EXCEPTION_FQCN)).isEqualTo(InvalidCancelEventException.class.getName());
+        assertThat(header(dead, KafkaHeaders.DLT_ORIGINAL_TOPIC)).isEqualTo(TOPIC);
+        assertThat(ByteBuffer.wrap(bytes(dead, KafkaHeaders.DLT_ORIGINAL_PARTITION)).getInt()).isZero();
+        assertThat(ByteBuffer.wrap(bytes(dead, KafkaHeaders.DLT_ORIGINAL_OFFSET)).getLong()).isEqualTo(41);
+        assertThat(ByteBuffer.wrap(bytes(dead, KafkaHeaders.DLT_ORIGINAL_TIMESTAMP)).getLong()).isEqualTo(RECORD_TIME);
+        assertThat(header(dead, KafkaHeaders.DLT_ORIGINAL_TIMESTAMP_TYPE)).isEqualTo(TimestampType.CREATE_TIME.toString());
+        assertThat(header(dead, KafkaHeaders.DLT_ORIGINAL_CONSUMER_GROUP)).isEqualTo("ripcord-cancel.test.worker-1");
+        assertThat(dead.getHeaders().keySet()).noneMatch(name -> name.startsWith("ripcord-dlt-"));
         assertThat(meters.counter("ripcord.cancel.poison", "problem", problem.toLowerCase()).count()).isEqualTo(1);
         assertThat(registry.isCancelled("req-2")).as("the next record was still processed").isTrue();
         assertThat(registry.isCancelled("req-1")).isFalse();
@@ -146,7 +155,7 @@ class CancelEventConsumerTest {
         consumer.accept(record("req-other", CancelEventCodec.encode(event("req-1")), 3));
 
         await().until(() -> deadLettered.size() == 1);
-        assertThat(header(deadLettered.getFirst(), DeadLetterPublisher.REASON)).isEqualTo("KEY_MISMATCH");
+        assertThat(header(deadLettered.getFirst(), KafkaHeaders.DLT_EXCEPTION_MESSAGE)).startsWith("KEY_MISMATCH: ");
         assertThat(registry.isCancelled("req-1")).isFalse();
     }
 
@@ -175,7 +184,13 @@ class CancelEventConsumerTest {
                 .setHeader(KafkaHeaders.RECEIVED_PARTITION, 0)
                 .setHeader(KafkaHeaders.OFFSET, offset)
                 .setHeader(KafkaHeaders.RECEIVED_KEY, key.getBytes(UTF_8))
+                .setHeader(KafkaHeaders.RECEIVED_TIMESTAMP, RECORD_TIME)
+                .setHeader(KafkaHeaders.TIMESTAMP_TYPE, "CREATE_TIME")
                 .build();
+    }
+
+    private static byte[] bytes(Message<byte[]> message, String name) {
+        return (byte[]) message.getHeaders().get(name);
     }
 
     private static String header(Message<byte[]> message, String name) {

@@ -15,6 +15,7 @@ import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.kafka.autoconfigure.KafkaConnectionDetails;
 import org.springframework.boot.kafka.autoconfigure.KafkaProperties;
+import org.springframework.kafka.core.KafkaAdmin;
 import org.springframework.cloud.stream.binder.kafka.properties.KafkaBinderConfigurationProperties;
 import org.springframework.mock.env.MockEnvironment;
 
@@ -88,21 +89,21 @@ class CancelKafkaSecurityTest {
         }
     }
 
-    /** The provisioner's admin config, then the binder's merged producer and consumer configs, for {@code env}. */
+    /** The topic admin's config, then the binder's merged producer and consumer configs, for {@code env}. */
     private static List<Map<String, Object>> clients(MockEnvironment env) {
         KafkaProperties kafka = Binder.get(env).bind("spring.kafka", KafkaProperties.class)
                 .orElseGet(KafkaProperties::new);
         StaticListableBeanFactory beans = new StaticListableBeanFactory(Map.of("kafkaProperties", kafka));
         CancelProperties cancel = Binder.get(new MockEnvironment()).bindOrCreate("ripcord.cancel",
                 CancelProperties.class);
-        TopicProvisioner provisioner = new CancelAutoConfiguration.KafkaPropagationConfiguration()
-                .ripcordCancelTopicProvisioner(cancel, beans.getBeanProvider(KafkaProperties.class), env);
+        KafkaAdmin admin = new CancelAutoConfiguration.KafkaPropagationConfiguration()
+                .kafkaAdmin(cancel, beans.getBeanProvider(KafkaProperties.class), env);
 
         ObjectProvider<KafkaConnectionDetails> noDetails = new StaticListableBeanFactory()
                 .getBeanProvider(KafkaConnectionDetails.class);
         KafkaBinderConfigurationProperties binder = new KafkaBinderConfigurationProperties(kafka, noDetails);
         Binder.get(env).bind("spring.cloud.stream.kafka.binder", Bindable.ofInstance(binder));
-        return List.of(provisioner.adminConfig(), binder.mergedProducerConfiguration(),
+        return List.of(admin.getConfigurationProperties(), binder.mergedProducerConfiguration(),
                 binder.mergedConsumerConfiguration());
     }
 }

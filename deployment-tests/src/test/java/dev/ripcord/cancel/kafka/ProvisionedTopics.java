@@ -9,7 +9,7 @@ import org.springframework.boot.context.properties.source.MapConfigurationProper
 
 /**
  * The topics a service creates at start-up with the default {@code ripcord.cancel.*} settings, read from
- * {@link TopicProvisioner} itself (this class sits in its package for that), so that deployment files that create
+ * {@link CancelTopics} itself (this class sits in its package for that), so that deployment files that create
  * the topics ahead of the services (compose's kafka-init, Strimzi's KafkaTopic) are checked against the code.
  */
 public final class ProvisionedTopics {
@@ -22,8 +22,8 @@ public final class ProvisionedTopics {
         CancelProperties defaults = new Binder(new MapConfigurationPropertySource(Map.of()))
                 .bindOrCreate("ripcord.cancel", CancelProperties.class);
         Map<String, Map.Entry<Integer, Map<String, String>>> topics = new LinkedHashMap<>();
-        for (NewTopic topic : new NewTopic[] {TopicProvisioner.cancellationsTopic(defaults),
-                TopicProvisioner.deadLetterTopic(defaults)}) {
+        for (NewTopic topic : new NewTopic[] {CancelTopics.cancellationsTopic(defaults),
+                CancelTopics.deadLetterTopic(defaults)}) {
             topics.put(topic.name(), Map.entry(topic.numPartitions(), new LinkedHashMap<>(topic.configs())));
         }
         return topics;

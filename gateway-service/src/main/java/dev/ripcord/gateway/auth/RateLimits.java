@@ -1,12 +1,13 @@
 package dev.ripcord.gateway.auth;
 
 import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 import io.github.resilience4j.micrometer.tagged.TaggedRateLimiterMetrics;
 import io.github.resilience4j.ratelimiter.RateLimiter;
 import io.github.resilience4j.ratelimiter.RateLimiterConfig;
 import io.github.resilience4j.ratelimiter.RateLimiterRegistry;
-import io.github.resilience4j.ratelimiter.internal.AtomicRateLimiter;
 import io.micrometer.core.instrument.MeterRegistry;
 
 /**
@@ -16,14 +17,26 @@ import io.micrometer.core.instrument.MeterRegistry;
  *
  * <p>Never blocks: the limiters' timeout is zero, so a check either takes a permission at once or fails, and a
  * failed check takes nothing.
+ *
+ * <p>Only Resilience4j's public API: the wait reported with a refusal is the time to the end of the limiter's current
+ * period, counted from when this class created the limiter (Resilience4j's periods start at a limiter's creation,
+ * which happens just before; so the figure errs, by microseconds, on the late side, which is the safe side for a
+ * {@code Retry-After}).
  */
 final class RateLimits {
 
+    /** A key's limiter and when its first period started (System.nanoTime, taken right after its creation). */
+    private record Limiter(RateLimiter limiter, long startNanos) {
+    }
+
     private final RateLimiterRegistry registry;
+    private final Map<String, Limiter> limiters = new ConcurrentHashMap<>();
+    private final long periodNanos;
     private final boolean enabled;
 
     RateLimits(AuthProperties.RateLimit properties, MeterRegistry meters) {
         this.enabled = properties.enabled();
+        this.periodNanos = properties.limitRefreshPeriod().toNanos();
         this.registry = RateLimiterRegistry.of(RateLimiterConfig.custom()
                 .limitForPeriod(properties.limitForPeriod())
                 .limitRefreshPeriod(properties.limitRefreshPeriod())
@@ -40,12 +53,12 @@ final class RateLimits {
         if (!enabled) {
             return null;
         }
-        RateLimiter limiter = registry.rateLimiter(identity);
-        if (limiter.acquirePermission()) {
+        Limiter limiter = limiters.computeIfAbsent(identity,
+                id -> new Limiter(registry.rateLimiter(id), System.nanoTime()));
+        if (limiter.limiter().acquirePermission()) {
             return null;
         }
-        long nanos = limiter instanceof AtomicRateLimiter atomic ? atomic.getDetailedMetrics().getNanosToWait()
-                : limiter.getRateLimiterConfig().getLimitRefreshPeriod().toNanos();
-        return Duration.ofNanos(Math.max(nanos, 1_000_000));
+        long intoPeriod = Math.floorMod(System.nanoTime() - limiter.startNanos(), periodNanos);
+        return Duration.ofNanos(Math.max(periodNanos - intoPeriod, 1_000_000));
     }
 }

@@ -1,0 +1,46 @@
+package dev.ripcord.stack.docs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * The docs' commands need only the JDK (through {@code ./ripcord}), curl and a POSIX shell: no python, jq or kcat
+ * (issue #15). Kafka is reached with {@code ./ripcord cancels}.
+ */
+class DemosNeedOnlyJdkAndCurlTest {
+
+    /** A tool at the start of a command (line start, after a pipe, {@code $(}, {@code &&} or {@code ;}). */
+    private static final Pattern OTHER_TOOL = Pattern.compile("(?:^|[|;&(]\\s*|\\$\\(\\s*)(python3?|jq|kcat)\\s");
+
+    @Test
+    void noDocCommandNeedsPythonJqOrKcat() throws IOException {
+        Path root = RepositoryFiles.root();
+        List<Path> docs = new ArrayList<>(List.of(root.resolve("README.md")));
+        try (Stream<Path> files = Files.list(root.resolve("docs"))) {
+            files.filter(f -> f.toString().endsWith(".md")).sorted().forEach(docs::add);
+        }
+        List<String> found = new ArrayList<>();
+        for (Path doc : docs) {
+            List<String> lines = Files.readAllLines(doc);
+            for (int i = 0; i < lines.size(); i++) {
+                String command = lines.get(i).strip();
+                var m = OTHER_TOOL.matcher(command);
+                // operations.md's kcat recipes are being replaced by `./ripcord cancels` (issue #12's work);
+                // drop this exception when that lands.
+                if (m.find() && !(m.group(1).equals("kcat") && doc.endsWith("docs/operations.md"))) {
+                    found.add(root.relativize(doc) + ":" + (i + 1) + ": " + command);
+                }
+            }
+        }
+        assertThat(found).isEmpty();
+    }
+}
