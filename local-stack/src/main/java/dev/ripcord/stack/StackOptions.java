@@ -27,9 +27,18 @@ import java.util.Map;
  * @param root          repository root, where {@code <module>/target/*-exec.jar} are found
  * @param logDir        where each service's output is copied ({@code <role>.log})
  * @param jvmFlags      extra JVM flags for every service ({@code --jvm-flag=F} and {@code -Dname=value})
+ * @param instancePorts the HTTP port of every instance per role, in instance order; the first is {@code ports}'
+ *                      (one instance per role unless {@code --gateways/--prefills/--decodes} asked for more)
  */
 public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Integer> ports,
-                           Map<String, String> properties, Path root, Path logDir, List<String> jvmFlags) {
+                           Map<String, String> properties, Path root, Path logDir, List<String> jvmFlags,
+                           Map<Role, List<Integer>> instancePorts) {
+
+    /**
+     * Instance {@code i} (from 0) of a role listens on the role's port plus {@code i} times this: 8080, 8090, 8100
+     * for gateways, 8081, 8091, ... for prefill, 8082, 8092, ... for decode, so no two instances collide.
+     */
+    public static final int INSTANCE_PORT_STRIDE = 10;
 
     /**
      * The usage text, from {@code up-options.txt} next to this class: the one list of {@code up}'s options. The
@@ -47,8 +56,25 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
      */
     public static final Set<String> PROPERTY_PREFIXES = matches(Pattern.compile("--([a-z]+)\\.\\*="));
 
+    /** One instance per role, on {@code ports}. */
+    public StackOptions(String externalKafka, int kafkaPort, Map<Role, Integer> ports, Map<String, String> properties,
+                        Path root, Path logDir, List<String> jvmFlags) {
+        this(externalKafka, kafkaPort, ports, properties, root, logDir, jvmFlags, Map.of());
+    }
+
     public StackOptions {
         ports = Map.copyOf(ports);
+        Map<Role, List<Integer>> all = new EnumMap<>(Role.class);
+        for (Role role : Role.values()) {
+            List<Integer> given = instancePorts.get(role);
+            List<Integer> list = given == null || given.isEmpty() ? List.of(ports.get(role)) : List.copyOf(given);
+            if (!list.get(0).equals(ports.get(role))) {
+                throw new IllegalArgumentException("the first " + role.shortName() + " instance's port " + list.get(0)
+                        + " is not the role's port " + ports.get(role));
+            }
+            all.put(role, list);
+        }
+        instancePorts = java.util.Collections.unmodifiableMap(all);
         properties = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(properties));
         jvmFlags = List.copyOf(jvmFlags);
     }
@@ -62,6 +88,26 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
         return new StackOptions(null, 9092, ports, Map.of(), root, root.resolve(".ripcord/logs"), List.of());
     }
 
+    /**
+     * These options with {@code counts} instances of each role named in it, instance {@code i} on the role's port plus
+     * {@code i * }{@value #INSTANCE_PORT_STRIDE} (a role's port 0, "any free port", stays 0 for every instance).
+     */
+    public StackOptions withInstances(Map<Role, Integer> counts) {
+        Map<Role, List<Integer>> all = new EnumMap<>(instancePorts);
+        counts.forEach((role, n) -> {
+            if (n < 1) {
+                throw new IllegalArgumentException("--" + role.shortName() + "s must be at least 1, got " + n);
+            }
+            int base = ports.get(role);
+            List<Integer> list = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                list.add(base == 0 ? 0 : base + i * INSTANCE_PORT_STRIDE);
+            }
+            all.put(role, list);
+        });
+        return new StackOptions(externalKafka, kafkaPort, ports, properties, root, logDir, jvmFlags, all);
+    }
+
     /** Parses command-line arguments on top of {@link #defaults}. */
     public static StackOptions parse(String[] args, Path root) {
         StackOptions d = defaults(root);
@@ -71,6 +117,7 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
         Map<String, String> props = new LinkedHashMap<>();
         Path logDir = d.logDir();
         List<String> jvmFlags = new ArrayList<>();
+        Map<Role, Integer> counts = new EnumMap<>(Role.class);
         for (String arg : args) {
             if (arg.equals("--open")) {
                 props.put(StackCredentials.AUTH_ENABLED, "false");
@@ -98,6 +145,9 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
                 case "gateway-port" -> ports.put(Role.GATEWAY, port(key, value));
                 case "prefill-port" -> ports.put(Role.PREFILL, port(key, value));
                 case "decode-port" -> ports.put(Role.DECODE, port(key, value));
+                case "gateways" -> counts.put(Role.GATEWAY, count(key, value));
+                case "prefills" -> counts.put(Role.PREFILL, count(key, value));
+                case "decodes" -> counts.put(Role.DECODE, count(key, value));
                 case "jvm-flag" -> jvmFlags.add(value);
                 case "log-dir" -> logDir = Path.of(value);
                 case "model", "tokenizer" -> throw new IllegalArgumentException(
@@ -105,7 +155,7 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
                 default -> props.put(key, value); // a property: the prefix was checked above
             }
         }
-        return new StackOptions(kafka, kafkaPort, ports, props, root, logDir, jvmFlags);
+        return new StackOptions(kafka, kafkaPort, ports, props, root, logDir, jvmFlags).withInstances(counts);
     }
 
     /**
@@ -115,7 +165,7 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
     public StackOptions withModelProperties(Map<String, String> model) {
         Map<String, String> merged = new LinkedHashMap<>(model);
         merged.putAll(properties);
-        return new StackOptions(externalKafka, kafkaPort, ports, merged, root, logDir, jvmFlags);
+        return new StackOptions(externalKafka, kafkaPort, ports, merged, root, logDir, jvmFlags, instancePorts);
     }
 
     /**
@@ -153,8 +203,31 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
         return Collections.unmodifiableSet(found);
     }
 
+    /** The port of {@code role}'s first instance. */
     public int port(Role role) {
         return ports.get(role);
+    }
+
+    /** The ports of every instance of {@code role}, in instance order. */
+    public List<Integer> ports(Role role) {
+        return instancePorts.get(role);
+    }
+
+    /** How many instances of {@code role} the stack runs. */
+    public int instances(Role role) {
+        return instancePorts.get(role).size();
+    }
+
+    private static int count(String key, String value) {
+        try {
+            int n = Integer.parseInt(value);
+            if (n < 1 || n > 16) {
+                throw new NumberFormatException();
+            }
+            return n;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--" + key + " must be a number of instances (1-16), got '" + value + "'");
+        }
     }
 
     private static int port(String key, String value) {

@@ -57,7 +57,8 @@ class StackOptionsTest {
     @Test
     void theUsageListsExactlyTheOptionsTheParsersTake() {
         assertThat(StackOptions.OPTIONS).containsExactly("model", "tokenizer", "kafka", "kafka-port", "gateway-port",
-                "prefill-port", "decode-port", "jvm-flag", "log-dir", "open", "help");
+                "prefill-port", "decode-port", "gateways", "prefills", "decodes", "jvm-flag", "log-dir", "open",
+                "help");
         assertThat(StackOptions.PROPERTY_PREFIXES).containsExactly("ripcord", "spring", "management", "logging");
         // Every listed option is consumed by ModelChoice, StackOptions or LocalStack.main (--help): none becomes a
         // property.
@@ -67,6 +68,7 @@ class StackOptionsTest {
                 case "open", "help" -> { }
                 case "log-dir", "jvm-flag", "kafka" -> args.add("--" + option + "=x");
                 case "model" -> args.add("--model=tiny");
+                case "gateways", "prefills", "decodes" -> args.add("--" + option + "=2");
                 case "tokenizer" -> { }
                 default -> args.add("--" + option + "=1234");
             }
@@ -79,6 +81,9 @@ class StackOptionsTest {
         assertThat(options.externalKafka()).isEqualTo("x");
         assertThat(options.kafkaPort()).isEqualTo(1234);
         assertThat(options.ports().values()).containsOnly(1234);
+        for (Role role : Role.values()) {
+            assertThat(options.ports(role)).as("%s instances", role).containsExactly(1234, 1244);
+        }
         assertThat(options.jvmFlags()).containsExactly("x");
         assertThat(options.logDir()).isEqualTo(Path.of("x"));
     }

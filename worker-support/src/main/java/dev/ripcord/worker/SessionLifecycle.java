@@ -12,12 +12,13 @@ import dev.ripcord.lifecycle.LifecyclePublisher;
  * {@code KV_ABORTED}), drained ({@code COMPLETED} or {@code ABORTED}, when nothing can still read or write the
  * session's memory: {@code KV_DRAINED}), released ({@code KV_RELEASED}, with the bytes moved). The detail says the
  * side ({@code SENDER} in prefill, {@code RECEIVER} in decode). Non-blocking, as {@link SessionListener} requires.
+ * The worker's auto-configuration wires it ({@code TransferAgent.onSession}); in-process tests may too.
  */
-final class SessionLifecycle implements SessionListener {
+public final class SessionLifecycle implements SessionListener {
 
     private final LifecyclePublisher publisher;
 
-    SessionLifecycle(LifecyclePublisher publisher) {
+    public SessionLifecycle(LifecyclePublisher publisher) {
         this.publisher = publisher;
     }
 

@@ -103,10 +103,12 @@ public final class Auditor {
         long afterCancel = 0;
         int inFlight = 0;
 
-        for (Map.Entry<String, List<LifecycleEvent>> entry : byRequest.entrySet()) {
-            String id = entry.getKey();
-            List<LifecycleEvent> all = entry.getValue();
-            all.sort(LOG_ORDER);
+        int requests = 0;
+        for (Incarnation incarnation : incarnations(byRequest)) {
+            requests++;
+            String id = incarnation.requestId();
+            List<LifecycleEvent> all = incarnation.events();
+            findings.note = incarnation.use() == 1 ? "" : " (use %d of this request ID)".formatted(incarnation.use());
             Instant first = all.getFirst().timestamp();
             Instant last = all.getLast().timestamp();
             boolean began = all.stream().anyMatch(e -> is(e, GATEWAY, LifecycleEventType.ADMITTED));
@@ -223,7 +225,7 @@ public final class Auditor {
 
         Map<String, LatencyStats> latencies = new TreeMap<>();
         hops.forEach((hop, samples) -> latencies.put(hop, LatencyStats.of(samples)));
-        return new AuditReport(from, to, log.size(), byRequest.size(), outcomes, inFlight, cancels.size(),
+        return new AuditReport(from, to, log.size(), requests, outcomes, inFlight, cancels.size(),
                 cancelsByReason, abortsByPhase, latencies, wasted, afterCancel, findings.violations,
                 findings.unverifiable, losses);
     }
@@ -282,7 +284,36 @@ public final class Auditor {
 
     // ------------------------------------------------------------------------------------------ helpers
 
+    /** One use of a request ID: clients choose IDs, and may reuse one once its request is over. */
+    private record Incarnation(String requestId, int use, List<LifecycleEvent> events) {
+    }
+
+    /**
+     * Splits each request's events (sorted in log order) at every gateway ADMITTED after the first: a reused ID is a
+     * new request. Across instances this goes by timestamps, which is exact enough for uses seconds apart.
+     */
+    private static List<Incarnation> incarnations(Map<String, List<LifecycleEvent>> byRequest) {
+        List<Incarnation> out = new ArrayList<>();
+        for (Map.Entry<String, List<LifecycleEvent>> entry : byRequest.entrySet()) {
+            List<LifecycleEvent> all = entry.getValue();
+            all.sort(LOG_ORDER);
+            List<LifecycleEvent> current = new ArrayList<>();
+            int use = 1;
+            for (LifecycleEvent e : all) {
+                if (is(e, GATEWAY, LifecycleEventType.ADMITTED) && current.stream()
+                        .anyMatch(c -> is(c, GATEWAY, LifecycleEventType.ADMITTED))) {
+                    out.add(new Incarnation(entry.getKey(), use++, current));
+                    current = new ArrayList<>();
+                }
+                current.add(e);
+            }
+            out.add(new Incarnation(entry.getKey(), use, current));
+        }
+        return out;
+    }
+
     private static final class Findings {
+        String note = "";
         final List<Violation> violations = new ArrayList<>();
         final List<Violation> unverifiable = new ArrayList<>();
         final Set<String> lossyInstances;
@@ -294,7 +325,7 @@ public final class Auditor {
         }
 
         void violation(String id, Invariant invariant, String message, List<LifecycleEvent> events) {
-            violations.add(new Violation(id, invariant, message, events));
+            violations.add(new Violation(id, invariant, message + note, events));
         }
 
         /** A missing event: a violation, unless the instance (or, for the gateway, any gateway) lost events. */
@@ -302,7 +333,7 @@ public final class Auditor {
                      List<LifecycleEvent> events) {
             boolean lost = instance == null ? gatewayLossy : lossyInstances.contains(instance);
             (lost ? unverifiable : violations).add(new Violation(id, invariant, lost
-                    ? message + " (unverifiable: the instance lost events)" : message, events));
+                    ? message + note + " (unverifiable: the instance lost events)" : message + note, events));
         }
     }
 

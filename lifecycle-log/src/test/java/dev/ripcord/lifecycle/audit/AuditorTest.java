@@ -214,4 +214,16 @@ class AuditorTest {
         assertThat(report.violations()).isEmpty();
         assertThat(report.events()).isEqualTo(log.events().size());
     }
+
+    @Test
+    void aRequestIdReusedAfterItsRequestEndedIsASecondRequestNotTwoTerminalOutcomes() {
+        AuditLogs log = new AuditLogs();
+        log.completed("req-again");
+        log.cancelledMidPrefill("req-again");
+
+        AuditReport report = Auditor.audit(log.events(), List.of(), WHOLE_LOG);
+        assertThat(report.violations()).isEmpty();
+        assertThat(report.requests()).isEqualTo(2);
+        assertThat(report.outcomes()).containsEntry("COMPLETED", 1L).containsEntry("CANCELLED", 1L);
+    }
 }

@@ -127,15 +127,24 @@ public final class StreamingClient {
         return call;
     }
 
-    /** {@code POST /v1/requests/{id}/cancel}; returns the status (200 cancelled here, 202 forwarded, 404 unknown). */
+    /** {@code POST /v1/requests/{id}/cancel}; returns the status (200 cancelled, 202 forwarded, 404 unknown). */
     public int cancel(String requestId) {
-        HttpRequest request = TestCredentials.withApiKey(
-                        HttpRequest.newBuilder(gateway.resolve("/v1/requests/" + requestId + "/cancel")), apiKey)
-                .timeout(Duration.ofSeconds(30)).POST(HttpRequest.BodyPublishers.noBody()).build();
+        return cancel(requestId, "POST");
+    }
+
+    /** {@code DELETE /v1/requests/{id}}, the alias of {@link #cancel(String)}; returns the status. */
+    public int delete(String requestId) {
+        return cancel(requestId, "DELETE");
+    }
+
+    private int cancel(String requestId, String method) {
+        String path = method.equals("DELETE") ? "/v1/requests/" + requestId : "/v1/requests/" + requestId + "/cancel";
+        HttpRequest request = TestCredentials.withApiKey(HttpRequest.newBuilder(gateway.resolve(path)), apiKey)
+                .timeout(Duration.ofSeconds(30)).method(method, HttpRequest.BodyPublishers.noBody()).build();
         try {
             return http.send(request, HttpResponse.BodyHandlers.discarding()).statusCode();
         } catch (IOException e) {
-            throw new UncheckedIOException("POST cancel " + requestId + " failed", e);
+            throw new UncheckedIOException(method + " cancel " + requestId + " failed", e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted", e);
