@@ -59,13 +59,23 @@ public class ObservabilityConfiguration {
         return modelNameTag(() -> codec.getObject().modelName());
     }
 
-    /** See {@link #modelNameTag(ObjectProvider)}; the name is asked for when the first meter is registered. */
+    /**
+     * See {@link #modelNameTag(ObjectProvider)}. The name is asked for when the first {@code ripcord.*} meter is
+     * registered (not when the registry is configured, before the model is known), then kept.
+     */
     static MeterFilter modelNameTag(java.util.function.Supplier<String> modelName) {
         return new MeterFilter() {
+            private volatile String name;
+
             @Override
             public Meter.Id map(Meter.Id id) {
                 if (id.getName().startsWith("ripcord.") && id.getTag("model_name") == null) {
-                    return id.withTag(Tag.of("model_name", modelName.get()));
+                    String value = name;
+                    if (value == null) {
+                        value = modelName.get();
+                        name = value;
+                    }
+                    return id.withTag(Tag.of("model_name", value));
                 }
                 return id;
             }

@@ -88,6 +88,18 @@ public final class ServingMetrics implements RequestOutcome.Listener {
                 .description("generations started that have no token yet").register(meters);
         Gauge.builder("ripcord.num.requests.running", running, AtomicInteger::get)
                 .description("generations whose tokens are flowing").register(meters);
+        // As vLLM does, the outcomes without an error are there from the start, at 0: a scrape of a fresh gateway
+        // shows the series a dashboard or an alert on it reads. Errors appear with their first code.
+        for (RequestOutcome.FinishReason reason : List.of(RequestOutcome.FinishReason.STOP,
+                RequestOutcome.FinishReason.LENGTH, RequestOutcome.FinishReason.ABORT)) {
+            outcome(reason.label(), RequestOutcome.NO_ERROR);
+        }
+    }
+
+    private Counter outcome(String reason, String errorCode) {
+        return outcomes.computeIfAbsent(reason + '\n' + errorCode, key -> Counter.builder("ripcord.request.success")
+                .description("generations ended, by finish reason and the error code the client received")
+                .tag("finished_reason", reason).tag("error_code", errorCode).register(meters));
     }
 
     /** Starts measuring one generation; the caller reports each token and the end. */
@@ -148,11 +160,7 @@ public final class ServingMetrics implements RequestOutcome.Listener {
 
     @Override
     public void finished(RequestOutcome outcome) {
-        String reason = outcome.finishReason().label();
-        outcomes.computeIfAbsent(reason + '\n' + outcome.errorCode(), key -> Counter.builder("ripcord.request.success")
-                        .description("generations ended, by finish reason and the error code the client received")
-                        .tag("finished_reason", reason).tag("error_code", outcome.errorCode()).register(meters))
-                .increment();
+        outcome(outcome.finishReason().label(), outcome.errorCode()).increment();
         endToEnd.record(outcome.elapsedNanos(), TimeUnit.NANOSECONDS);
         requestPromptTokens.record(outcome.request().promptTokens().length);
         requestGenerationTokens.record(outcome.completionTokens());

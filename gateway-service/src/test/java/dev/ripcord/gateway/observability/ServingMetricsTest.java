@@ -86,6 +86,14 @@ class ServingMetricsTest {
     }
 
     @Test
+    void theOutcomesWithoutAnErrorAreServedAtZeroBeforeAnyRequest() {
+        assertThat(outcomes("stop", "none")).isZero();
+        assertThat(outcomes("length", "none")).isZero();
+        assertThat(outcomes("abort", "none")).isZero();
+        assertThat(meters.find("ripcord.request.success").tag("finished_reason", "error").counters()).isEmpty();
+    }
+
+    @Test
     void outcomesAreCountedByFinishReasonAndErrorCodeWithTheirPerRequestHistograms() {
         metrics.finished(new RequestOutcome(request(7), FinishReason.LENGTH, RequestOutcome.NO_ERROR, 16, 1_000_000));
         metrics.finished(new RequestOutcome(request(30), FinishReason.STOP, RequestOutcome.NO_ERROR, 3, 1_000_000));
