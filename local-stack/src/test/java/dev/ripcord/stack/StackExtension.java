@@ -39,7 +39,7 @@ public final class StackExtension implements ParameterResolver, AfterAllCallback
     @Override
     public TestStack resolveParameter(ParameterContext parameter, ExtensionContext context) {
         Map<String, String> overrides = overrides(context);
-        TestStack stack = stack(context, overrides);
+        TestStack stack = stack(context, overrides, instances(context));
         usedBy(context).add(stack);
         return stack;
     }
@@ -49,17 +49,29 @@ public final class StackExtension implements ParameterResolver, AfterAllCallback
      * this run has asked for that set yet. For tests that need a second stack beside their class's one.
      */
     public static TestStack stack(ExtensionContext context, Map<String, String> overrides) {
+        return stack(context, overrides, TestStacks.Instances.ONE_EACH);
+    }
+
+    /** As {@link #stack(ExtensionContext, Map)}, with {@code instances} of each role. */
+    public static TestStack stack(ExtensionContext context, Map<String, String> overrides,
+                                  TestStacks.Instances instances) {
         Map<String, String> properties = TestStacks.withDefaults(overrides);
-        return context.getRoot().getStore(NAMESPACE).computeIfAbsent(properties, StackExtension::start,
+        // One instance of each keeps the bare property map as its key, as before multi-instance stacks existed.
+        Object key = instances.equals(TestStacks.Instances.ONE_EACH) ? properties : new StackKey(properties, instances);
+        return context.getRoot().getStore(NAMESPACE).computeIfAbsent(key, k -> start(properties, instances),
                 TestStack.class);
     }
 
-    private static TestStack start(Map<String, String> properties) {
-        String name = properties.equals(TestStacks.withDefaults(Map.of())) ? "default"
+    private record StackKey(Map<String, String> properties, TestStacks.Instances instances) {
+    }
+
+    private static TestStack start(Map<String, String> properties, TestStacks.Instances instances) {
+        String name = properties.equals(TestStacks.withDefaults(Map.of()))
+                && instances.equals(TestStacks.Instances.ONE_EACH) ? "default"
                 : "stack-" + STACKS.incrementAndGet();
         Path logDir = TestStacks.repositoryRoot().resolve("local-stack/target/e2e-logs").resolve(name);
         try {
-            return TestStack.start(name, properties, logDir, null);
+            return TestStack.start(name, properties, instances, logDir, null);
         } catch (RuntimeException e) {
             throw new ParameterResolutionException("cannot start the local stack " + properties
                     + " (logs in " + logDir + "): " + e.getMessage(), e);
@@ -83,6 +95,12 @@ public final class StackExtension implements ParameterResolver, AfterAllCallback
         Set<TestStack> used = classContext.getStore(NAMESPACE).computeIfAbsent(
                 "stacks-used", key -> Collections.newSetFromMap(new ConcurrentHashMap<>()), Set.class);
         return used;
+    }
+
+    private static TestStacks.Instances instances(ExtensionContext context) {
+        LocalStackTest annotation = AnnotationSupport.findAnnotation(context.getRequiredTestClass(),
+                LocalStackTest.class).orElseThrow();
+        return new TestStacks.Instances(annotation.gateways(), annotation.prefills(), annotation.decodes());
     }
 
     private static Map<String, String> overrides(ExtensionContext context) {

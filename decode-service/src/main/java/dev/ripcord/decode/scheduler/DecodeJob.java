@@ -24,6 +24,8 @@ public final class DecodeJob extends WorkerJob<DecodeEvent> {
     Sequence sequence;
     int committedPages;
     int generated;
+    /** {@link System#nanoTime()} when its first token (prefill's) was emitted: the start of its decode time. */
+    long firstTokenNanos;
 
     /** The request's stop token ids, sorted. */
     private final int[] stopTokenIds;

@@ -29,6 +29,14 @@ public interface TextCodec {
         return encode(prompt);
     }
 
+    /**
+     * The beginning-of-sequence token {@link #encode} puts first, or -1 when it puts none: what
+     * {@code /tokenize}'s {@code add_special_tokens} adds or leaves out.
+     */
+    default int bosToken() {
+        return -1;
+    }
+
     /** Valid token ids are {@code 0 .. vocabularySize() - 1}. */
     int vocabularySize();
 

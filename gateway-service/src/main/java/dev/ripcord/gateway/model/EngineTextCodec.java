@@ -154,6 +154,11 @@ public final class EngineTextCodec implements TextCodec {
     }
 
     @Override
+    public int bosToken() {
+        return tokenizer.bos();
+    }
+
+    @Override
     public int vocabularySize() {
         return tokenizer.vocabSize();
     }

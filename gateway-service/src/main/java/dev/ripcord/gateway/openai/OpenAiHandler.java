@@ -14,6 +14,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import dev.ripcord.gateway.generation.CancelCause;
 import dev.ripcord.gateway.generation.GeneratedToken;
 import dev.ripcord.gateway.generation.GenerationRequest;
+import dev.ripcord.gateway.generation.RequestOutcome;
 import dev.ripcord.gateway.generation.TextCodec;
 import dev.ripcord.gateway.generation.TextDelta;
 import dev.ripcord.gateway.generation.TextDeltas;
@@ -77,10 +78,18 @@ final class OpenAiHandler {
     private final Clock clock;
     private final RequestParser parser;
     private final StreamGuard streamGuard;
+    private final RequestOutcome.Listener outcomes;
     private final long startedAt;
 
     OpenAiHandler(TokenGenerator generator, TextCodec codec, OpenAiProperties properties, Clock clock,
             StreamGuard streamGuard) {
+        this(generator, codec, properties, clock, streamGuard, RequestOutcome.Listener.NONE);
+    }
+
+    /** @param outcomes hears how each generation ended (the metrics), once per generation */
+    OpenAiHandler(TokenGenerator generator, TextCodec codec, OpenAiProperties properties, Clock clock,
+            StreamGuard streamGuard, RequestOutcome.Listener outcomes) {
+        this.outcomes = outcomes;
         this.generator = generator;
         this.codec = codec;
         this.properties = properties;
@@ -199,9 +208,11 @@ final class OpenAiHandler {
         return deltas.contextWrite(context -> UserMdc.put(context, request.user()));
     }
 
+    /** One choice's deltas; each choice's outcome is reported once, as each is metered as a generation of its own. */
     private Flux<TextDelta> choiceDeltas(GenerationRequest request, Flux<GeneratedToken> tokens, int choice) {
-        return TextDeltas.decode(tokens, codec::newDetokenizer, request.stop(), request.sampling().stopTokenIds(),
-                        request.sampling().wantsLogprobs())
+        Flux<TextDelta> decoded = TextDeltas.decode(tokens, codec::newDetokenizer, request.stop(),
+                        request.sampling().stopTokenIds(), request.sampling().wantsLogprobs());
+        return OutcomeReporting.observe(request, decoded, outcomes)
                 .map(delta -> choice == 0 ? delta : delta.withChoice(choice))
                 .doOnNext(delta -> {
                     if (delta.isLast()) {
@@ -291,7 +302,9 @@ final class OpenAiHandler {
                     ObjectNode body = new ResponseShapes(request, created, codec).body(endings);
                     return json(HttpStatus.OK, body);
                 })
-                .doOnCancel(() -> log.debug("requestId={} cancelled by the client", request.requestId()));
+                .doOnCancel(() -> log.debug("requestId={} cancelled by the client", request.requestId()))
+                // the serving core reads why it was cancelled, and whether a stop string had completed the answer
+                .contextWrite(Context.of(CancelCause.CONTEXT_KEY, new CancelCause()));
     }
 
     // --- models -------------------------------------------------------------------------------------------------

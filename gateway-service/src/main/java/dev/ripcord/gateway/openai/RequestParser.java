@@ -725,4 +725,33 @@ final class RequestParser {
         }
         return value.length() <= max ? value : value.substring(0, max) + "...";
     }
+
+    // --- for /tokenize and /detokenize (RootRoutes): the same rules as the completion endpoints -----------------
+
+    /** A body read exactly as the completion endpoints read theirs: UTF-8, one JSON object. */
+    static JsonNode readJsonObject(byte[] body) {
+        return readObject(body);
+    }
+
+    /** An optional {@code model}: when given it must be the served model (404 {@code model_not_found}). */
+    void checkOptionalModel(@Nullable JsonNode node) {
+        if (present(node)) {
+            model(node);
+        }
+    }
+
+    /** The prompt's tokens exactly as {@code kind}'s endpoint would send them ({@code prompt} or {@code messages}). */
+    int[] promptTokens(Kind kind, @Nullable JsonNode node) {
+        return kind == Kind.CHAT ? chatPrompt(node) : completionPrompt(node);
+    }
+
+    /** An optional boolean field, type-checked. */
+    static boolean booleanField(@Nullable JsonNode node, String param, boolean absent) {
+        return bool(node, param, absent);
+    }
+
+    /** A field of the wrong JSON type: 400 {@code invalid_type}, naming the field and what it must be. */
+    static ApiException wrongTypeOf(String param, String expected, JsonNode actual) {
+        return wrongType(param, expected, actual);
+    }
 }

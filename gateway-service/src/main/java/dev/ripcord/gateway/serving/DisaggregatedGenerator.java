@@ -6,11 +6,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.gateway.auth.ApiKeys;
 import dev.ripcord.gateway.lifecycle.RequestContext;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
+import dev.ripcord.gateway.lifecycle.RequestPhase;
 import dev.ripcord.gateway.generation.CancelCause;
 import dev.ripcord.gateway.generation.DeadlineExceededException;
 import dev.ripcord.gateway.generation.DuplicateRequestIdException;
@@ -23,6 +25,7 @@ import dev.ripcord.gateway.generation.SamplingOptions;
 import dev.ripcord.gateway.generation.TokenGenerator;
 import dev.ripcord.gateway.generation.WorkerUnavailableException;
 import dev.ripcord.gateway.resilience.WorkerResilience;
+import dev.ripcord.gateway.routing.WorkerInstance;
 import dev.ripcord.gateway.routing.WorkerPool;
 import dev.ripcord.protocol.Cancelled;
 import dev.ripcord.protocol.DecodeEvent;
@@ -113,7 +116,8 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             String id = request.requestId();
             RequestContext ctx;
             try {
-                ctx = contexts.open(id, ApiKeys.identity(view), request.timeout()); // the caller owns it
+                ctx = contexts.open(id, ApiKeys.identity(view), request.timeout(), request.model(),
+                        request.promptTokens().length); // the caller owns it
             } catch (RequestContexts.DuplicateRequestException e) {
                 return Flux.error(new DuplicateRequestIdException(id));
             }
@@ -121,14 +125,24 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             long seed = request.seed().orElseGet(() -> ThreadLocalRandom.current().nextLong());
             log.info("requestId={} accepted: promptTokens={} maxTokens={}", id, request.promptTokens().length,
                     request.maxTokens());
+            AtomicInteger sent = new AtomicInteger();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
             return choice(ctx, request, id, sampling(request, seed))
                     .doFinally(signal -> log.debug("requestId={} decode leg ended: {}", id, signal))
                     // The legs end early when the context is cancelled; the client then learns why.
                     .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.empty()
                             : Flux.error(cancelled(id, ctx.cancelReason()))))
                     // Cancelled from downstream: the client went away (or a stop string matched, or it stalled).
-                    .doOnCancel(() -> contexts.cancel(ctx, CancelCause.of(view)))
-                    .doFinally(signal -> contexts.close(ctx));
+                    .doOnCancel(() -> {
+                        String finish = CancelCause.finishOf(view);
+                        if (finish != null) {
+                            ctx.finishedAtTheEdge(finish); // a stop string matched: the answer was complete
+                        }
+                        contexts.cancel(ctx, CancelCause.of(view));
+                    })
+                    .doOnNext(token -> sent.incrementAndGet())
+                    .doOnError(failure::set)
+                    .doFinally(signal -> contexts.close(ctx, failure.get(), sent.get()));
         });
     }
 
@@ -148,7 +162,8 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             String id = request.requestId();
             RequestContext ctx;
             try {
-                ctx = contexts.open(id, ApiKeys.identity(view), request.timeout());
+                ctx = contexts.open(id, ApiKeys.identity(view), request.timeout(), request.model(),
+                        request.promptTokens().length); // the caller owns it
             } catch (RequestContexts.DuplicateRequestException e) {
                 return Flux.error(new DuplicateRequestIdException(id));
             }
@@ -207,14 +222,14 @@ public final class DisaggregatedGenerator implements TokenGenerator {
         DecodeRequest decodeRequest = new DecodeRequest(id, request.promptTokens().length, request.maxTokens(),
                 sampling, request.ignoreEos(), stopTokenIds.length == 0 ? null : stopTokenIds,
                 sampling.readsPrompt() ? request.promptTokens() : null);
-        Flux<DecodeEvent> decodeEvents = ctx.link(decodeLeg.events(id, instance ->
+        Flux<DecodeEvent> decodeEvents = ctx.link(decodeLeg.events(id, instance -> routed(id, "decode", instance,
                 InBandCancel.tellWhyBeforeClosing(client, instance, id, ctx::cancelReason, client.post()
                         .uri(instance.uri().resolve(InternalApi.DECODE))
                         .header(RequestIds.HEADER, id)
                         .contentType(MediaType.APPLICATION_JSON)
                         .accept(NDJSON)
                         .bodyValue(decodeRequest)
-                        .exchangeToFlux(response -> events(response, DecodeEvent.class)))));
+                        .exchangeToFlux(response -> events(response, DecodeEvent.class))))));
         return decodeEvents
                 .switchOnFirst((first, events) -> {
                     if (!first.hasValue() || !(first.get() instanceof DecodeEvent.Reserved reserved)) {
@@ -223,6 +238,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                     Sinks.One<Boolean> decodeEnded = Sinks.one();
                     Flux<GeneratedToken> tokens = events.skip(1).<GeneratedToken>handle((e, sink) -> {
                         if (e instanceof DecodeEvent.Token t) {
+                            ctx.tokenRelayed(t.finishReason());
                             sink.next(new GeneratedToken(t.index(), t.token(), t.finishReason(),
                                     logprobs(t.logprobs())));
                         } else {
@@ -257,27 +273,44 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                                          String transfer) {
         return Flux.deferContextual(view -> {
             PrefillRequest prefillRequest = new PrefillRequest(id, request.promptTokens(), sampling, transfer);
-            return ctx.link(prefillLeg.events(id, instance ->
+            return ctx.link(prefillLeg.events(id, instance -> routed(id, "prefill", instance,
                     InBandCancel.tellWhyBeforeClosing(client, instance, id, ctx::cancelReason, client.post()
                             .uri(instance.uri().resolve(InternalApi.PREFILL))
                             .header(RequestIds.HEADER, id)
                             .contentType(MediaType.APPLICATION_JSON)
                             .accept(NDJSON)
                             .bodyValue(prefillRequest)
-                            .exchangeToFlux(response -> events(response, PrefillEvent.class)))))
+                            .exchangeToFlux(response -> events(response, PrefillEvent.class))))))
                     .<GeneratedToken>handle((e, sink) -> {
                         switch (e) {
-                            case PrefillEvent.Queued q -> log.debug("requestId={} prefill queued at position {}", id,
-                                    q.position());
-                            case PrefillEvent.Started s -> log.debug("requestId={} prefill started", id);
-                            case PrefillEvent.Chunk c -> log.trace("requestId={} prefill chunk {} ({} tokens)", id,
-                                    c.chunk(), c.tokensDone());
-                            case PrefillEvent.Done d -> log.debug("requestId={} prefill done, first token {}", id,
-                                    d.firstToken());
+                            case PrefillEvent.Queued q -> {
+                                ctx.moveTo(RequestPhase.QUEUED);
+                                log.debug("requestId={} prefill queued at position {}", id, q.position());
+                            }
+                            case PrefillEvent.Started s -> {
+                                ctx.moveTo(RequestPhase.PREFILL);
+                                log.debug("requestId={} prefill started", id);
+                            }
+                            case PrefillEvent.Chunk c -> {
+                                ctx.moveTo(RequestPhase.PREFILL);
+                                log.trace("requestId={} prefill chunk {} ({} tokens)", id, c.chunk(), c.tokensDone());
+                            }
+                            case PrefillEvent.Done d -> {
+                                ctx.moveTo(RequestPhase.TRANSFER);
+                                log.debug("requestId={} prefill done, first token {}", id, d.firstToken());
+                            }
                             case Cancelled c -> sink.error(workerEnded(id, "prefill", c));
                             case Failed f -> sink.error(workerEnded(id, "prefill", f));
                         }
                     });
+        });
+    }
+
+    /** Records the leg's route on the lifecycle log as its exchange starts (once per attempt). */
+    private <T> Flux<T> routed(String id, String role, WorkerInstance instance, Flux<T> exchange) {
+        return Flux.defer(() -> {
+            contexts.routed(id, role, instance.uri().getAuthority());
+            return exchange;
         });
     }
 

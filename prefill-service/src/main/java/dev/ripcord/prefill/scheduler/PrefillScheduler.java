@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingDeque;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import dev.ripcord.protocol.CancelSource;
@@ -12,6 +13,8 @@ import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveDescriptor;
 import dev.ripcord.kv.SendSession;
 import dev.ripcord.kv.Side;
+import dev.ripcord.lifecycle.LifecycleEvent;
+import dev.ripcord.lifecycle.LifecycleEventType;
 import dev.ripcord.prefill.PrefillProperties;
 import dev.ripcord.protocol.Failed;
 import dev.ripcord.protocol.PrefillEvent;
@@ -23,10 +26,12 @@ import dev.ripcord.worker.RequestLogging;
 import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.job.JobLifecycle;
 import dev.ripcord.worker.job.JobState;
+import dev.ripcord.worker.job.LatencyBuckets;
 import dev.ripcord.worker.job.WorkerScheduler;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
 import org.slf4j.Logger;
 import org.springframework.stereotype.Component;
 import org.slf4j.LoggerFactory;
@@ -70,6 +75,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     private final Counter chunks;
     private final Counter chunksAfterCancelCounter;
     private final Counter tokensAfterCancel;
+    private final Timer prefillTime;
 
     /** A bean: closed, hence drained, before the {@link WorkerContext} it works with. */
     public PrefillScheduler(WorkerContext context, PrefillProperties properties) {
@@ -88,6 +94,9 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
                 .register(meters);
         this.tokensAfterCancel = Counter.builder("ripcord.prefill.tokens.after.cancel")
                 .description("prompt tokens computed after their request's cancel was observed").register(meters);
+        this.prefillTime = Timer.builder("ripcord.request.prefill.time")
+                .description("prefill started -> every chunk computed and the first token sampled")
+                .serviceLevelObjectives(LatencyBuckets.requestLatency()).register(meters);
         startLoop();
     }
 
@@ -135,7 +144,9 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             lifecycle.refuse(job);
             throw new QueueFullException("prefill queue is full (" + properties.queueCapacity() + ")");
         }
-        context.journal().record(job.requestId(), "QUEUED", queue.size() - 1 + runningCount);
+        lifecycle.record(job, "QUEUED", queue.size() - 1 + runningCount,
+                LifecycleEvent.of(LifecycleEventType.QUEUED, job.requestId())
+                        .withDetail(Integer.toString(queue.size() - 1 + runningCount)));
         job.emit(new PrefillEvent.Queued(queue.size() - 1 + runningCount));
         JobCancel.Request cancel = job.cancelRequest();
         if (cancel != null) {
@@ -221,10 +232,13 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             return;
         }
         job.sequence = sequence;
+        job.startedNanos = System.nanoTime();
+        recordQueueTime(job);
         lifecycle.freeWhenReleased(job, job.send.released(), () -> engine.free(sequence));
         running.add(job);
         runningCount = running.size();
-        context.journal().record(job.requestId(), "STARTED", job.tokens.length + " tokens");
+        lifecycle.record(job, "STARTED", job.tokens.length + " tokens",
+                LifecycleEvent.of(LifecycleEventType.STARTED, job.requestId()).withTokens(job.tokens.length));
         log.info("requestId={} prefill started: {} tokens in chunks of {}", job.requestId(), job.tokens.length,
                 properties.chunkTokens());
         job.emit(new PrefillEvent.Started());
@@ -241,7 +255,8 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         }
         job.tokensDone = to;
         job.chunks++;
-        context.journal().record(job.requestId(), "CHUNK", job.chunks - 1);
+        lifecycle.record(job, "CHUNK", job.chunks - 1, LifecycleEvent.of(LifecycleEventType.CHUNK_DONE,
+                job.requestId()).withChunk(job.chunks - 1).withTokens(to - from));
         chunksComputed.incrementAndGet();
         chunks.increment();
         if (job.isCancelRequested()) {
@@ -283,6 +298,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             fail(job, "sampling failed: " + e.getMessage(), e);
             return;
         }
+        prefillTime.record(System.nanoTime() - job.startedNanos, TimeUnit.NANOSECONDS);
         running.remove(job);
         runningCount = running.size();
         job.finishing = true;
