@@ -120,6 +120,58 @@ public final class GatewayClient {
         }
     }
 
+    /**
+     * Sends {@code body} like {@link #send} and returns what came back as JSON, unparsed into an {@link Answer}: the
+     * body, or each SSE event before {@code [DONE]} in order (for the fields {@link Answer} does not keep: several
+     * choices, logprobs, per-chunk usage).
+     *
+     * @throws AssertionError if the status is not 200, or a stream does not end with {@code [DONE]}
+     */
+    public List<JsonNode> sendForJson(String path, ObjectNode body, String requestId) {
+        HttpRequest.Builder request = HttpRequest.newBuilder(base.resolve(path))
+                .timeout(Duration.ofMinutes(5))
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofByteArray(JSON.writeValueAsBytes(body)));
+        TestCredentials.withApiKey(request, apiKey);
+        if (requestId != null) {
+            request.header("X-Request-Id", requestId);
+        }
+        try {
+            HttpResponse<String> response = http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+            if (response.statusCode() != 200) {
+                throw new AssertionError("%s answered %d: %s".formatted(path, response.statusCode(), response.body()));
+            }
+            if (!response.headers().firstValue("Content-Type").orElse("").startsWith("text/event-stream")) {
+                return List.of(JSON.readTree(response.body()));
+            }
+            List<JsonNode> events = new ArrayList<>();
+            boolean done = false;
+            for (String line : response.body().split("\n")) {
+                if (line.isEmpty()) {
+                    continue;
+                }
+                if (done || !line.startsWith("data: ")) {
+                    throw new AssertionError("unexpected SSE line: " + line);
+                }
+                String data = line.substring("data: ".length());
+                if (data.equals("[DONE]")) {
+                    done = true;
+                } else {
+                    events.add(JSON.readTree(data));
+                }
+            }
+            if (!done) {
+                throw new AssertionError("stream ended without [DONE]");
+            }
+            return events;
+        } catch (IOException e) {
+            throw new UncheckedIOException("POST " + path + " failed", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+
     private static Answer readBody(String json, boolean chat, String headerId, long start) {
         JsonNode body = JSON.readTree(json);
         JsonNode choice = body.path("choices").path(0);

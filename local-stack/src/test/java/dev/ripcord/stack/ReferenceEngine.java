@@ -9,6 +9,7 @@ import dev.ripcord.engine.InferenceEngine;
 import dev.ripcord.engine.Preset;
 import dev.ripcord.engine.SamplingParams;
 import dev.ripcord.engine.Sequence;
+import dev.ripcord.engine.TokenLogprobs;
 
 /**
  * What the served model produces for a prompt when nothing is disaggregated: one engine in this JVM, the whole
@@ -48,6 +49,11 @@ public final class ReferenceEngine implements AutoCloseable {
         return engine.tokenizer().encode(prompt, true);
     }
 
+    /** The text of {@code tokens} as one piece (what the gateway shows for them). */
+    public synchronized String decode(int[] tokens) {
+        return engine.tokenizer().decode(tokens);
+    }
+
     public int eos() {
         return engine.tokenizer().eos();
     }
@@ -71,19 +77,27 @@ public final class ReferenceEngine implements AutoCloseable {
         Sequence seq = engine.newSequence(sampling);
         try {
             List<Integer> tokens = new ArrayList<>(maxTokens);
+            List<TokenLogprobs> logprobs = new ArrayList<>();
             int chunk = engine.options().maxChunkTokens();
             for (int from = 0; from < promptTokens.length; from += chunk) {
                 engine.prefill(seq, promptTokens, from, Math.min(from + chunk, promptTokens.length));
             }
             int token = engine.sample(seq);
             tokens.add(token);
+            if (sampling.wantsLogprobs()) {
+                logprobs.add(seq.lastLogprobs());
+            }
             while (!(token == eos() && !ignoreEos) && tokens.size() < maxTokens) {
                 token = engine.decodeStep(List.of(seq))[0];
                 tokens.add(token);
+                if (sampling.wantsLogprobs()) {
+                    logprobs.add(seq.lastLogprobs());
+                }
             }
             int[] ids = tokens.stream().mapToInt(Integer::intValue).toArray();
             String finish = token == eos() && !ignoreEos ? "stop" : "length";
-            return new Generation(promptTokens.length, ids, engine.tokenizer().decode(ids), finish);
+            return new Generation(promptTokens.length, ids, engine.tokenizer().decode(ids), finish,
+                    List.copyOf(logprobs));
         } finally {
             engine.free(seq);
         }
@@ -101,8 +115,10 @@ public final class ReferenceEngine implements AutoCloseable {
      * @param tokens       the generated tokens, EOS included when it ended the generation
      * @param text         the tokens detokenized as a whole
      * @param finishReason {@code stop} (EOS) or {@code length}
+     * @param logprobs     each token's logprobs when the sampling asked for them, else empty
      */
-    public record Generation(int promptTokens, int[] tokens, String text, String finishReason) {
+    public record Generation(int promptTokens, int[] tokens, String text, String finishReason,
+                             List<TokenLogprobs> logprobs) {
 
         public int completionTokens() {
             return tokens.length;

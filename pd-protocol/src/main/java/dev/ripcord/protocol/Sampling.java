@@ -37,6 +37,21 @@ public record Sampling(double temperature, double topP, long seed, Integer topK,
         this(temperature, topP, seed, null, null, null, null, null, null, null);
     }
 
+    /**
+     * The seed of choice {@code choice} of a request seeded with {@code seed} ({@code n > 1}): choice 0 keeps it (so
+     * {@code n = 1} samples as it always did), the others get a mix of it and their index, so every choice has its own
+     * reproducible stream whichever worker serves it.
+     */
+    public static long choiceSeed(long seed, int choice) {
+        if (choice == 0) {
+            return seed;
+        }
+        long z = seed ^ (0x9E3779B97F4A7C15L * choice);
+        z = (z ^ (z >>> 33)) * 0xFF51AFD7ED558CCDL;
+        z = (z ^ (z >>> 33)) * 0xC4CEB9FE1A85EC53L;
+        return z ^ (z >>> 33);
+    }
+
     /** Whether the decode worker needs the prompt's token ids (only a repetition penalty reads them). */
     public boolean readsPrompt() {
         return repetitionPenalty != null && repetitionPenalty != 1.0;

@@ -37,24 +37,9 @@ public interface TokenGenerator {
      *
      * <p>This default runs {@code n} independent generations of {@code request} itself, sharing nothing: enough
      * for generators without a lifecycle (test doubles). The serving core overrides it so that the choices share
-     * the request's context and sample with their own seeds ({@link #choiceSeed}).
+     * the request's context and sample with their own seeds.
      */
     default Flux<Flux<GeneratedToken>> generateChoices(GenerationRequest request) {
         return Flux.range(0, request.n()).map(i -> generate(request));
-    }
-
-    /**
-     * The seed of choice {@code choice} of a request seeded with {@code seed}: choice 0 keeps it (so {@code n = 1}
-     * samples as before), the others get a mix of it and their index, so every choice has its own reproducible
-     * stream whichever worker serves it.
-     */
-    static long choiceSeed(long seed, int choice) {
-        if (choice == 0) {
-            return seed;
-        }
-        long z = seed ^ (0x9E3779B97F4A7C15L * choice);
-        z = (z ^ (z >>> 33)) * 0xFF51AFD7ED558CCDL;
-        z = (z ^ (z >>> 33)) * 0xC4CEB9FE1A85EC53L;
-        return z ^ (z >>> 33);
     }
 }

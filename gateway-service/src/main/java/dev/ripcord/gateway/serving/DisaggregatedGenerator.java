@@ -149,7 +149,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
     /**
      * {@code n > 1}: one context for the request (its ID, its owner, its deadline: a cancel by ID, the deadline or
      * the client going away stops every choice), and per choice its own pair of legs, as for {@code n = 1}, under
-     * the worker-facing ID {@link #choiceId} and the seed {@link TokenGenerator#choiceSeed}. Cancelling one choice's
+     * the worker-facing ID {@link #choiceId} and the seed {@link Sampling#choiceSeed}. Cancelling one choice's
      * Flux (a stop string matched in it) closes that choice's legs only. Out-of-band cancels are published for every
      * choice's ID, since each is registered under its own ID at the workers.
      */
@@ -180,7 +180,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             List<Flux<GeneratedToken>> choices = new ArrayList<>(request.n());
             for (int i = 0; i < request.n(); i++) {
                 String wireId = choiceId(id, i);
-                choices.add(choice(ctx, request, wireId, sampling(request, TokenGenerator.choiceSeed(seed, i)))
+                choices.add(choice(ctx, request, wireId, sampling(request, Sampling.choiceSeed(seed, i)))
                         .doFinally(signal -> log.debug("requestId={} choice {} ended: {}", id, wireId, signal))
                         .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.empty()
                                 : Flux.error(cancelled(id, ctx.cancelReason()))))
