@@ -34,9 +34,7 @@ class DemosNeedOnlyJdkAndCurlTest {
             for (int i = 0; i < lines.size(); i++) {
                 String command = lines.get(i).strip();
                 var m = OTHER_TOOL.matcher(command);
-                // operations.md's kcat recipes are being replaced by `./ripcord cancels` (issue #12's work);
-                // drop this exception when that lands.
-                if (m.find() && !(m.group(1).equals("kcat") && doc.endsWith("docs/operations.md"))) {
+                if (m.find()) {
                     found.add(root.relativize(doc) + ":" + (i + 1) + ": " + command);
                 }
             }
