@@ -52,8 +52,7 @@ final class ServiceProcess implements AutoCloseable {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(jvmFlags);
-        command.add("-jar");
-        command.add(jar.toString());
+        command.addAll(AotCache.of(jar, jvmFlags).launch()); // -jar, with the classes cached when they are
         command.add("--server.port=" + port);
         command.addAll(args);
         Path logFile = logDir.resolve(role.shortName() + ".log");

@@ -64,7 +64,8 @@ public final class StackExtension implements ParameterResolver, AfterAllCallback
         try {
             long started = System.nanoTime();
             TestStack stack = TestStack.start(name, properties, logDir, null);
-            System.out.printf("stack %s started in %.1f s: %s%n", name, (System.nanoTime() - started) / 1e9, properties);
+            System.out.printf("stack %s started in %.1f s: %s%n", name, (System.nanoTime() - started) / 1e9,
+                    properties);
             return stack;
         } catch (RuntimeException e) {
             throw new ParameterResolutionException("cannot start the local stack " + properties

@@ -80,7 +80,8 @@ class StackScheduleTest {
 
     /** The classes in the order the schedule puts them in (a top-level call also counts the run's demand). */
     private static List<Class<?>> order(List<Class<?>> classes) {
-        List<ClassDescriptor> descriptors = new ArrayList<>(classes.stream().map(StackScheduleTest::descriptor).toList());
+        List<ClassDescriptor> descriptors =
+                new ArrayList<>(classes.stream().map(StackScheduleTest::descriptor).toList());
         new StackSchedule().orderClasses(proxy(ClassOrdererContext.class, method -> switch (method) {
             case "getClassDescriptors" -> descriptors;
             case "getConfigurationParameter" -> Optional.empty();
