@@ -14,5 +14,10 @@ public enum CancelOutcome {
      */
     TOMBSTONED,
     /** The request was completing at the same moment; the cancel lost the race and nothing was aborted. */
-    COMPLETED
+    COMPLETED,
+    /**
+     * No request with this ID was registered and the cancel was published longer than the tombstone TTL ago (a replay
+     * of old history): nothing was kept, nothing changed.
+     */
+    EXPIRED
 }

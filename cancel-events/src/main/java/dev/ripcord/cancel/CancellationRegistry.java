@@ -5,6 +5,8 @@ import dev.ripcord.protocol.CancelSource;
 import dev.ripcord.protocol.CancelReason;
 
 import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -48,7 +50,12 @@ import org.slf4j.LoggerFactory;
  * out like any tombstone.
  *
  * <h2>Tombstone bounds</h2>
- * Tombstones live at most {@link Options#tombstoneTtl()}; when more than {@link Options#tombstoneMaxSize()} are held,
+ * Tombstones live at most {@link Options#tombstoneTtl()}, counted from the cancel's <em>publish</em> time when the
+ * caller knows it ({@link #cancel(String, CancelReason, CancelSource, Instant)}: a Kafka record's), not from when this
+ * process happened to consume it: a worker that restarts and replays the topic keeps a cancel published 9 minutes ago
+ * for 1 more minute, not 10, and a cancel published longer than the TTL ago is {@link CancelOutcome#EXPIRED} (no
+ * tombstone at all). The publish time is read once, against the wall clock, when the tombstone is born; its age from
+ * then on is measured on the monotonic ticker. When more than {@link Options#tombstoneMaxSize()} are held,
  * the oldest (by creation) are evicted first. Both kinds of eviction are counted ({@code ripcord.cancel.tombstones.evicted}
  * with {@code cause=expired|size}). An expired tombstone is never honoured even before it is swept. Sweeping happens on
  * the callers' threads (no background thread): every register/cancel checks the head of a FIFO of tombstones, which is
@@ -94,6 +101,7 @@ public final class CancellationRegistry {
     private final long ttlNanos;
     private final int maxTombstones;
     private final LongSupplier nanoTicker;
+    private final InstantSource wallClock;
     private final RegistryMetrics metrics;
 
     public CancellationRegistry() {
@@ -111,10 +119,21 @@ public final class CancellationRegistry {
 
     /** @param nanoTicker a {@link System#nanoTime()}-like clock; tests pass a manual one to age tombstones */
     public CancellationRegistry(Options options, MeterRegistry meters, LongSupplier nanoTicker) {
+        this(options, meters, nanoTicker, InstantSource.system());
+    }
+
+    /**
+     * @param nanoTicker a {@link System#nanoTime()}-like clock that ages tombstones
+     * @param wallClock  the clock a cancel's publish time is compared with, once, when its tombstone is born; tests
+     *                   pass one that moves with {@code nanoTicker}
+     */
+    public CancellationRegistry(Options options, MeterRegistry meters, LongSupplier nanoTicker,
+                                InstantSource wallClock) {
         Objects.requireNonNull(options, "options");
         this.ttlNanos = options.tombstoneTtl().toNanos();
         this.maxTombstones = options.tombstoneMaxSize();
         this.nanoTicker = Objects.requireNonNull(nanoTicker, "nanoTicker");
+        this.wallClock = Objects.requireNonNull(wallClock, "wallClock");
         this.metrics = new RegistryMetrics(meters, this);
     }
 
@@ -181,23 +200,46 @@ public final class CancellationRegistry {
      * @throws InvalidRequestIdException if the ID breaks {@link RequestIds}' rules
      */
     public CancelOutcome cancel(String requestId, CancelReason reason, CancelSource source) {
+        return cancel(requestId, reason, source, null);
+    }
+
+    /**
+     * {@link #cancel(String, CancelReason, CancelSource)} for a signal published at {@code publishedAt} (a Kafka
+     * record's timestamp): a tombstone it leaves lives {@link Options#tombstoneTtl()} from then, not from now, and if
+     * that lifetime is already over when it arrives for an ID that is not registered, nothing is kept
+     * ({@link CancelOutcome#EXPIRED}). A <em>live</em> request is aborted whatever the cancel's age: it is addressed
+     * to exactly this request, which is still running. A publish time in the future (clock skew) counts as now.
+     *
+     * @param publishedAt when the signal was published; null for now
+     */
+    public CancelOutcome cancel(String requestId, CancelReason reason, CancelSource source, Instant publishedAt) {
         RequestIds.require(requestId);
         Objects.requireNonNull(reason, "reason");
         Objects.requireNonNull(source, "source");
         Checks.requireArgument(source != CancelSource.TOMBSTONE, "TOMBSTONE is not a signal source");
         sweepIfDue();
         long now = nanoTicker.getAsLong();
+        long ageNanos = publishedAt == null ? 0
+                : Math.max(0, Duration.between(publishedAt, wallClock.instant()).toNanos());
+        // Born as old as the cancel already is: its FIFO position is by arrival, so an old arrival may expire before
+        // the head does; it is never honoured once expired (isExpired is checked on every use) and is swept when it
+        // reaches the head.
+        long born = now - Math.min(ageNanos, ttlNanos);
+        boolean expiredAtBirth = ageNanos >= ttlNanos;
         Slot[] previous = new Slot[1];
         Slot current = slots.compute(requestId, (id, existing) -> {
             previous[0] = existing;
             return switch (existing) {
-                case null -> new Tombstone(id, reason, source, now);
-                case Tombstone t when t.isExpired(now, ttlNanos) -> new Tombstone(id, reason, source, now);
+                case null -> expiredAtBirth ? null : new Tombstone(id, reason, source, born);
+                case Tombstone t when t.isExpired(now, ttlNanos) && expiredAtBirth -> t; // swept later, as before
+                case Tombstone t when t.isExpired(now, ttlNanos) -> new Tombstone(id, reason, source, born);
                 case Tombstone t -> t;
                 case LiveRegistration live -> live;
             };
         });
         return switch (current) {
+            case null -> CancelOutcome.EXPIRED;
+            case Tombstone t when t.isExpired(now, ttlNanos) -> CancelOutcome.EXPIRED;
             case Tombstone t when t == previous[0] -> CancelOutcome.ALREADY_CANCELLED;
             case Tombstone t -> {
                 if (previous[0] == null) {

@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -315,6 +316,97 @@ class CancellationRegistryTest {
         }
         assertThat(aborts).isEmpty();
         assertThat(meters.counter("ripcord.cancel.tombstones.evicted", "cause", "expired").count()).isEqualTo(1);
+    }
+
+    /** A wall clock that moves with {@link #nanos}: publish times are compared with it. */
+    private static final Instant EPOCH = Instant.parse("2026-12-01T12:00:00Z");
+
+    private Instant wallNow() {
+        return EPOCH.plusNanos(nanos.get());
+    }
+
+    private CancellationRegistry withWallClock() {
+        return new CancellationRegistry(new CancellationRegistry.Options(Duration.ofMinutes(10), 1_000), meters,
+                nanos::get, this::wallNow);
+    }
+
+    @Test
+    void aTombstoneLivesItsTtlFromThePublishTimeNotFromConsumption() {
+        CancellationRegistry replaying = withWallClock();
+        nanos.addAndGet(Duration.ofMinutes(30).toNanos());
+        // Published 9 min ago (a restarted worker replaying its window): 1 minute of life left, not 10.
+        Instant published = wallNow().minus(Duration.ofMinutes(9));
+        assertThat(replaying.cancel("req-1", CancelReason.CLIENT_CANCEL, CancelSource.KAFKA, published))
+                .isEqualTo(CancelOutcome.TOMBSTONED);
+
+        nanos.addAndGet(Duration.ofMinutes(1).minusNanos(1).toNanos());
+        assertThat(replaying.isCancelled("req-1")).as("one nanosecond before publish + TTL").isTrue();
+        nanos.addAndGet(1);
+        assertThat(replaying.isCancelled("req-1")).as("exactly publish + TTL").isFalse();
+        try (Registration registration = replaying.register("req-1", recorder)) {
+            assertThat(registration.isCancelled()).isFalse();
+        }
+        assertThat(aborts).isEmpty();
+        replaying.assertNoLiveRegistrations();
+    }
+
+    @Test
+    void aCancelPublishedJustInsideTheTtlAbortsARegistrationExactlyOnce() {
+        CancellationRegistry replaying = withWallClock();
+        nanos.addAndGet(Duration.ofMinutes(30).toNanos());
+        Instant published = wallNow().minus(Duration.ofMinutes(10)).plusNanos(1);
+        assertThat(replaying.cancel("req-1", CancelReason.DEADLINE, CancelSource.KAFKA, published))
+                .isEqualTo(CancelOutcome.TOMBSTONED);
+        // Replays of the same cancel, whatever their age, change nothing.
+        assertThat(replaying.cancel("req-1", CancelReason.DEADLINE, CancelSource.KAFKA, published))
+                .isEqualTo(CancelOutcome.ALREADY_CANCELLED);
+        assertThat(replaying.cancel("req-1", CancelReason.DEADLINE, CancelSource.KAFKA,
+                published.minus(Duration.ofHours(1)))).isEqualTo(CancelOutcome.ALREADY_CANCELLED);
+        try (Registration registration = replaying.register("req-1", recorder)) {
+            assertThat(registration.isCancelled()).isTrue();
+        }
+        assertThat(aborts).containsExactly(new Abort("req-1", CancelReason.DEADLINE, CancelSource.TOMBSTONE));
+        replaying.assertNoLiveRegistrations();
+    }
+
+    @Test
+    void aCancelPublishedExactlyTheTtlAgoKeepsNothing() {
+        CancellationRegistry replaying = withWallClock();
+        nanos.addAndGet(Duration.ofMinutes(30).toNanos());
+        Instant published = wallNow().minus(Duration.ofMinutes(10));
+        assertThat(replaying.cancel("req-1", CancelReason.DEADLINE, CancelSource.KAFKA, published))
+                .isEqualTo(CancelOutcome.EXPIRED);
+        assertThat(replaying.tombstones()).isZero();
+        assertThat(replaying.isCancelled("req-1")).isFalse();
+        try (Registration registration = replaying.register("req-1", recorder)) {
+            assertThat(registration.isCancelled()).isFalse();
+        }
+        assertThat(aborts).isEmpty();
+        replaying.assertNoLiveRegistrations();
+    }
+
+    @Test
+    void anOldCancelStillAbortsTheLiveRequestItNames() {
+        CancellationRegistry replaying = withWallClock();
+        nanos.addAndGet(Duration.ofMinutes(30).toNanos());
+        try (Registration registration = replaying.register("req-1", recorder)) {
+            assertThat(replaying.cancel("req-1", CancelReason.CLIENT_CANCEL, CancelSource.KAFKA,
+                    wallNow().minus(Duration.ofMinutes(20)))).isEqualTo(CancelOutcome.ABORTED);
+            assertThat(registration.isCancelled()).isTrue();
+        }
+        assertThat(aborts).containsExactly(new Abort("req-1", CancelReason.CLIENT_CANCEL, CancelSource.KAFKA));
+        replaying.assertNoLiveRegistrations();
+    }
+
+    @Test
+    void aPublishTimeAheadOfThisClockCountsAsNow() {
+        CancellationRegistry replaying = withWallClock();
+        assertThat(replaying.cancel("req-1", CancelReason.DEADLINE, CancelSource.KAFKA,
+                wallNow().plus(Duration.ofHours(1)))).isEqualTo(CancelOutcome.TOMBSTONED);
+        nanos.addAndGet(Duration.ofMinutes(10).minusNanos(1).toNanos());
+        assertThat(replaying.isCancelled("req-1")).isTrue();
+        nanos.addAndGet(1);
+        assertThat(replaying.isCancelled("req-1")).isFalse();
     }
 
     @Test

@@ -4,6 +4,11 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 import dev.ripcord.cancel.kafka.ProvisionedTopics;
+import dev.ripcord.lifecycle.kafka.LifecycleAutoConfiguration;
+import dev.ripcord.lifecycle.kafka.LifecycleProperties;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
 
 /** A topic's partitions and configs, as a deployment file declares it or as the services would create it. */
 record TopicSpec(int partitions, Map<String, String> config) {
@@ -12,10 +17,17 @@ record TopicSpec(int partitions, Map<String, String> config) {
         config = Map.copyOf(config);
     }
 
-    /** The cancellations topic and its dead-letter topic, as TopicProvisioner creates them with the defaults. */
+    /**
+     * The cancellations topic and its dead-letter topic, as TopicProvisioner creates them with the defaults, and the
+     * lifecycle topic as the services declare it ({@code LifecycleAutoConfiguration.topic}, defaults).
+     */
     static Map<String, TopicSpec> asTheServicesCreateThem() {
         Map<String, TopicSpec> topics = new LinkedHashMap<>();
         ProvisionedTopics.withDefaults().forEach((name, spec) -> topics.put(name, new TopicSpec(spec.getKey(), spec.getValue())));
+        LifecycleProperties defaults = new Binder(new MapConfigurationPropertySource(Map.of()))
+                .bindOrCreate("ripcord.lifecycle", LifecycleProperties.class);
+        NewTopic lifecycle = LifecycleAutoConfiguration.topic(defaults);
+        topics.put(lifecycle.name(), new TopicSpec(lifecycle.numPartitions(), lifecycle.configs()));
         return topics;
     }
 }

@@ -294,6 +294,15 @@ public final class InferenceEngine implements AutoCloseable {
      * token the next {@link #decodeStep} feeds. Sampling continues with the sequence's second random draw.
      */
     public void adopt(Sequence seq, int promptTokens, int firstToken) {
+        adopt(seq, promptTokens, null, firstToken, null);
+    }
+
+    /**
+     * {@link #adopt(Sequence, int, int)} with the history the sampling may read: {@code promptIds} (the prompt's
+     * token ids, needed by a repetition penalty; may be null otherwise) and what the prefill side reported about
+     * the first token ({@code firstLogprobs}, may be null), which becomes {@link Sequence#lastLogprobs()}.
+     */
+    public void adopt(Sequence seq, int promptTokens, int[] promptIds, int firstToken, TokenLogprobs firstLogprobs) {
         requireOwned(seq);
         Checks.requireState(seq.state == SequenceState.AWAITING_KV, "sequence %s is %s, not AWAITING_KV", seq.id,
                 seq.state);
@@ -307,6 +316,13 @@ public final class InferenceEngine implements AutoCloseable {
         seq.pendingToken = firstToken;
         seq.sampled = 1;
         seq.hasLogits = false;
+        if (seq.sampling.readsPrompt()) {
+            Checks.requireArgument(promptIds != null && promptIds.length == promptTokens,
+                    "sequence %s: a repetition penalty needs the %s prompt ids", seq.id, promptTokens);
+            seq.recordPrompt(promptIds, 0, promptTokens);
+        }
+        seq.recordOutput(firstToken);
+        seq.lastLogprobs = firstLogprobs;
     }
 
     /**
@@ -328,6 +344,12 @@ public final class InferenceEngine implements AutoCloseable {
         copy.pendingToken = seq.pendingToken;
         copy.sampled = seq.sampled;
         copy.hasLogits = seq.hasLogits;
+        if (sampling.readsPrompt()) {
+            copy.recordPrompt(seq.promptIds, 0, seq.promptIdCount);
+        }
+        for (int i = 0; i < seq.outputIdCount; i++) {
+            copy.recordOutput(seq.outputIds[i]);
+        }
         System.arraycopy(seq.logits, 0, copy.logits, 0, seq.logits.length);
         live.put(copy.id, copy);
         return copy;
@@ -394,6 +416,7 @@ public final class InferenceEngine implements AutoCloseable {
             ensureCapacity(seq, to);
             long start = System.nanoTime();
             transformer.prefill(tokens, from, to, seq.pageTable);
+            seq.recordPrompt(tokens, from, to);
             transformer.copyLogits(0, seq.logits);
             seq.length = to;
             seq.pendingToken = -1;
@@ -414,7 +437,12 @@ public final class InferenceEngine implements AutoCloseable {
     public int sample(Sequence seq) {
         requireActive(seq);
         Checks.requireState(seq.hasLogits, "sequence %s has no unsampled logits", seq.id);
-        int token = Sampler.sample(seq.logits, config.vocabSize(), seq.sampling, seq.sampled);
+        SamplingParams p = seq.sampling;
+        int token = Sampler.sample(seq.logits, config.vocabSize(), p, seq.sampled, seq.promptIds, seq.promptIdCount,
+                seq.outputIds, seq.outputIdCount);
+        seq.recordOutput(token);
+        seq.lastLogprobs = p.wantsLogprobs() ? TokenLogprobs.of(seq.logits, config.vocabSize(), token, p.logprobs())
+                : null;
         seq.pendingToken = token;
         seq.sampled++;
         seq.hasLogits = false;

@@ -13,8 +13,23 @@ final class Sampler {
     }
 
     static int sample(float[] logits, int vocab, SamplingParams params, long draw) {
+        return sample(logits, vocab, params, draw, new int[0], 0, new int[0], 0);
+    }
+
+    /**
+     * Selects a token as {@link SamplingParams} describes. {@code prompt[0, promptLength)} and
+     * {@code output[0, outputLength)} are the sequence's history, read only by the penalties.
+     */
+    static int sample(float[] logits, int vocab, SamplingParams params, long draw, int[] prompt, int promptLength,
+            int[] output, int outputLength) {
+        if (params.processesLogits()) {
+            logits = process(logits, vocab, params, prompt, promptLength, output, outputLength);
+        }
         if (params.isGreedy()) {
             return argmax(logits, vocab);
+        }
+        if (params.topK() > 0 || params.minP() > 0) {
+            return filtered(logits, vocab, params, draw);
         }
         float max = Float.NEGATIVE_INFINITY;
         for (int i = 0; i < vocab; i++) {
@@ -24,6 +39,112 @@ final class Sampler {
         double sum = 0;
         for (int i = 0; i < vocab; i++) {
             probs[i] = StrictMath.exp((logits[i] - max) / (double) params.temperature());
+            sum += probs[i];
+        }
+        double u = uniform(params.seed(), draw);
+        if (params.topP() >= 1f) {
+            double target = u * sum;
+            double cumulative = 0;
+            for (int i = 0; i < vocab; i++) {
+                cumulative += probs[i];
+                if (target < cumulative) {
+                    return i;
+                }
+            }
+            return lastNonZero(probs);
+        }
+        return nucleus(probs, sum, params.topP(), u);
+    }
+
+    /** Bias, then repetition penalty (prompt and output), then frequency and presence penalties (output). */
+    static float[] process(float[] logits, int vocab, SamplingParams params, int[] prompt, int promptLength,
+            int[] output, int outputLength) {
+        float[] out = Arrays.copyOf(logits, vocab);
+        for (var bias : params.logitBias().entrySet()) {
+            int token = bias.getKey();
+            if (token < vocab) {
+                out[token] += bias.getValue();
+            }
+        }
+        if (params.repetitionPenalty() != 1f) {
+            boolean[] seen = new boolean[vocab];
+            for (int i = 0; i < promptLength; i++) {
+                seen[prompt[i]] = true;
+            }
+            for (int i = 0; i < outputLength; i++) {
+                seen[output[i]] = true;
+            }
+            float penalty = params.repetitionPenalty();
+            for (int i = 0; i < vocab; i++) {
+                if (seen[i]) {
+                    out[i] = out[i] > 0 ? out[i] / penalty : out[i] * penalty;
+                }
+            }
+        }
+        if ((params.presencePenalty() != 0f || params.frequencyPenalty() != 0f) && outputLength > 0) {
+            int[] sorted = Arrays.copyOf(output, outputLength);
+            Arrays.sort(sorted);
+            for (int i = 0; i < sorted.length; ) {
+                int token = sorted[i];
+                int count = 0;
+                while (i < sorted.length && sorted[i] == token) {
+                    count++;
+                    i++;
+                }
+                out[token] -= count * params.frequencyPenalty() + params.presencePenalty();
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Top-k and min-p, then nucleus and draw on what stayed: the tokens filtered out get probability 0, so the
+     * same draw code serves (a zero-probability token can never be chosen).
+     */
+    private static int filtered(float[] logits, int vocab, SamplingParams params, long draw) {
+        float max = Float.NEGATIVE_INFINITY;
+        for (int i = 0; i < vocab; i++) {
+            max = Math.max(max, logits[i]);
+        }
+        double[] probs = new double[vocab];
+        for (int i = 0; i < vocab; i++) {
+            probs[i] = StrictMath.exp((logits[i] - max) / (double) params.temperature());
+        }
+        int k = params.topK();
+        if (k > 0 && k < vocab) {
+            double[] sorted = probs.clone();
+            Arrays.sort(sorted);
+            double threshold = sorted[vocab - k];
+            int above = 0;
+            for (int i = 0; i < vocab; i++) {
+                if (probs[i] > threshold) {
+                    above++;
+                }
+            }
+            int tiesKept = k - above; // among tokens at the threshold, the lowest ids stay
+            for (int i = 0; i < vocab; i++) {
+                if (probs[i] < threshold) {
+                    probs[i] = 0;
+                } else if (probs[i] == threshold) {
+                    if (tiesKept > 0) {
+                        tiesKept--;
+                    } else {
+                        probs[i] = 0;
+                    }
+                }
+            }
+        }
+        if (params.minP() > 0) {
+            // The most likely token has probs == 1 (exp(0)) and survives top-k: the bound is minP of it.
+            double floor = params.minP();
+            for (int i = 0; i < vocab; i++) {
+                if (probs[i] < floor) {
+                    probs[i] = 0;
+                }
+            }
+        }
+        double sum = 0;
+        for (int i = 0; i < vocab; i++) {
             sum += probs[i];
         }
         double u = uniform(params.seed(), draw);

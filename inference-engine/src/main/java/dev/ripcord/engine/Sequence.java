@@ -24,6 +24,14 @@ public final class Sequence {
     int pendingToken = -1;
     int sampled;
     boolean hasLogits;
+    /** The prompt's token ids, kept only when the sampling reads them (repetition penalty). */
+    int[] promptIds = new int[0];
+    int promptIdCount;
+    /** Tokens sampled (or adopted) so far, kept only when a penalty reads them. */
+    int[] outputIds = new int[0];
+    int outputIdCount;
+    /** What the latest {@code sample} reported, when the sampling asks for logprobs. */
+    TokenLogprobs lastLogprobs;
 
     Sequence(long id, InferenceEngine owner, SamplingParams sampling, SequenceState state, int vocab) {
         this.id = id;
@@ -73,6 +81,35 @@ public final class Sequence {
 
     public SamplingParams sampling() {
         return sampling;
+    }
+
+    /**
+     * The log-probabilities of the latest sampled (or adopted, when given) token, or null when its
+     * {@link SamplingParams#wantsLogprobs()} is false.
+     */
+    public TokenLogprobs lastLogprobs() {
+        return lastLogprobs;
+    }
+
+    void recordPrompt(int[] tokens, int from, int to) {
+        if (!sampling.readsPrompt()) {
+            return;
+        }
+        if (promptIdCount + (to - from) > promptIds.length) {
+            promptIds = Arrays.copyOf(promptIds, Math.max(promptIdCount + (to - from), promptIds.length * 2));
+        }
+        System.arraycopy(tokens, from, promptIds, promptIdCount, to - from);
+        promptIdCount += to - from;
+    }
+
+    void recordOutput(int token) {
+        if (!sampling.penalizes()) {
+            return;
+        }
+        if (outputIdCount == outputIds.length) {
+            outputIds = Arrays.copyOf(outputIds, Math.max(16, outputIds.length * 2));
+        }
+        outputIds[outputIdCount++] = token;
     }
 
     /**

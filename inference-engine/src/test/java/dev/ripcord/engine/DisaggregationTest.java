@@ -53,7 +53,9 @@ class DisaggregationTest {
         assertThat(received.state()).isEqualTo(SequenceState.AWAITING_KV);
         assertThat(received.pageCount()).isEqualTo(original.pageCount());
         transfer(prefillSide, original, decodeSide, received);
-        decodeSide.adopt(received, promptLength, first);
+        decodeSide.adopt(received, promptLength, sampling.readsPrompt() ? prompt : null, first,
+                original.lastLogprobs());
+        assertThat(received.lastLogprobs()).isEqualTo(original.lastLogprobs());
 
         List<Integer> expected = decode(prefillSide, original, steps);
         List<Integer> actual = decode(decodeSide, received, steps);
@@ -71,6 +73,16 @@ class DisaggregationTest {
     @Test
     void copiedPagesContinueASeededSampledStreamExactly() {
         assertDisaggregatedEqualsSingleProcess(new SamplingParams(0.9f, 0.95f, 1234), 97, 60);
+    }
+
+    @Test
+    void copiedPagesContinueWithEveryKnobAndTheHistoryThePenaltiesRead() {
+        // The repetition penalty reads the prompt, the others the output so far: a decode side that lost either
+        // (or restarted the output history at its first step) samples other tokens.
+        SamplingParams all = new SamplingParams(0.8f, 0.9f, 99).withTopK(40).withMinP(0.02f)
+                .withPenalties(1.3f, 0.4f, 0.3f).withLogitBias(java.util.Map.of(17, 2.5f, 30, -100f)).withLogprobs(5);
+        assertDisaggregatedEqualsSingleProcess(all, 97, 60);
+        assertDisaggregatedEqualsSingleProcess(all.withPenalties(1.3f, 0f, 0f).withSeed(0), 60, 30);
     }
 
     @Test

@@ -69,6 +69,7 @@ public final class ReceiveSession {
         this.fenceSlot = descriptor.fenceSlot();
         this.epoch = descriptor.epoch();
         this.trackingId = LiveResources.track(LiveResources.Kind.SESSION, this::toString);
+        agent.sessionListener().onSession(descriptor.requestId(), Side.RECEIVER, SessionState.OPEN, 0);
     }
 
     public String requestId() {
@@ -520,6 +521,7 @@ public final class ReceiveSession {
 
     private void transition(SessionState next) {
         state = state.transitionTo(next);
+        agent.sessionListener().onSession(requestId(), Side.RECEIVER, next, bytesLanded);
     }
 
     @Override

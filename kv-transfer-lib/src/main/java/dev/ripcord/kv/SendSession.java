@@ -115,6 +115,7 @@ public final class SendSession {
         this.connection = connection;
         this.shm = shm;
         this.trackingId = LiveResources.track(LiveResources.Kind.SESSION, this::toString);
+        agent.sessionListener().onSession(descriptor.requestId(), Side.SENDER, SessionState.OPEN, 0);
     }
 
     public String requestId() {
@@ -537,6 +538,7 @@ public final class SendSession {
 
     private void transition(SessionState next) {
         state = state.transitionTo(next);
+        agent.sessionListener().onSession(requestId(), Side.SENDER, next, bytesAcked);
     }
 
     @Override

@@ -68,6 +68,7 @@ public final class TransferAgent implements AutoCloseable {
     private final TransferAgentOptions options;
     private final long incarnation;
     private final KvMetrics metrics;
+    private volatile SessionListener sessionListener = SessionListener.NONE;
     private final FenceTable fences;
     private final Frames.Hello hello;
     private final EventLoopGroup eventLoops;
@@ -476,6 +477,18 @@ public final class TransferAgent implements AutoCloseable {
 
     KvMetrics metrics() {
         return metrics;
+    }
+
+    /**
+     * Tells {@code listener} about every session this agent opens from now on: opened, then each state it enters
+     * (the worker's lifecycle log). One listener; {@code null} removes it.
+     */
+    public void onSession(SessionListener listener) {
+        this.sessionListener = listener == null ? SessionListener.NONE : listener;
+    }
+
+    SessionListener sessionListener() {
+        return sessionListener;
     }
 
     Frames.Hello hello() {

@@ -51,11 +51,11 @@ public final class LocalStack implements AutoCloseable {
 
     private final KraftBroker broker;
     private final String bootstrapServers;
-    private final Map<Role, ServiceProcess> services;
+    private final Map<Role, List<ServiceProcess>> services;
     private final StackCredentials credentials;
     private volatile boolean closed;
 
-    private LocalStack(KraftBroker broker, String bootstrapServers, Map<Role, ServiceProcess> services,
+    private LocalStack(KraftBroker broker, String bootstrapServers, Map<Role, List<ServiceProcess>> services,
                        StackCredentials credentials) {
         this.broker = broker;
         this.bootstrapServers = bootstrapServers;
@@ -64,13 +64,27 @@ public final class LocalStack implements AutoCloseable {
     }
 
     /**
-     * Starts the broker (unless external) and the three services, and waits until all are healthy.
+     * One running service instance.
      *
-     * @param console where service output is relayed with a {@code [role]} prefix; {@code null} for log files only
+     * @param id   its instance ID: the role's short name when the stack runs one instance of the role, else
+     *             {@code <role>-<n>} from 1; also its {@code ripcord.cancel.instance-id} (with a random suffix against
+     *             an external broker, where another stack's instances may use the same names) and its log file's name
+     * @param role what it runs
+     * @param url  its base URL
+     * @param pid  its process ID
+     */
+    public record Instance(String id, Role role, String url, long pid) {
+    }
+
+    /**
+     * Starts the broker (unless external) and every instance of the three services, and waits until all are
+     * healthy. Every gateway is given every prefill and every decode instance as its workers.
+     *
+     * @param console where service output is relayed with a {@code [instance]} prefix; {@code null} for log files only
      */
     public static LocalStack start(StackOptions options, PrintStream console) {
         KraftBroker broker = null;
-        Map<Role, ServiceProcess> services = new EnumMap<>(Role.class);
+        Map<Role, List<ServiceProcess>> services = new EnumMap<>(Role.class);
         try {
             String bootstrap;
             if (options.externalKafka() != null) {
@@ -82,8 +96,8 @@ public final class LocalStack implements AutoCloseable {
             List<String> common = new ArrayList<>();
             common.add("--spring.kafka.bootstrap-servers=" + bootstrap);
             common.add("--spring.cloud.stream.kafka.binder.brokers=" + bootstrap);
-            common.add("--ripcord.gateway.prefill-workers=http://localhost:" + options.port(Role.PREFILL));
-            common.add("--ripcord.gateway.decode-workers=http://localhost:" + options.port(Role.DECODE));
+            common.add("--ripcord.gateway.prefill-workers=" + urls(options.ports(Role.PREFILL)));
+            common.add("--ripcord.gateway.decode-workers=" + urls(options.ports(Role.DECODE)));
             // A fresh API key and internal token at every start; they travel by environment, not as arguments.
             StackCredentials credentials = StackCredentials.generate(options.properties());
             StackCredentials.withoutSecrets(options.properties()).forEach((k, v) -> common.add("--" + k + "=" + v));
@@ -97,27 +111,53 @@ public final class LocalStack implements AutoCloseable {
                         credentials.environment(role)));
             }
             AotCache.train(trainees, jvmFlags, options.logDir());
+            // Instance IDs name consumer groups: against a shared external broker, another stack's "gateway-1" must
+            // not join ours (two members of one group would split the broadcast topics between them).
+            String suffix = options.externalKafka() == null ? ""
+                    : "-" + Long.toHexString(Double.doubleToLongBits(Math.random())).substring(0, 6);
+            boolean instanceIdGiven = options.properties().containsKey(CANCEL_INSTANCE_ID);
 
             for (Role role : Role.values()) {
-                services.put(role, ServiceProcess.start(role, jar(options.root(), role), options.port(role),
-                        jvmFlags, common, credentials.environment(role), options.logDir(), console));
+                List<ServiceProcess> instances = new ArrayList<>();
+                services.put(role, instances);
+                List<Integer> ports = options.ports(role);
+                for (int i = 0; i < ports.size(); i++) {
+                    String id = ports.size() == 1 ? role.shortName() : role.shortName() + "-" + (i + 1);
+                    List<String> args = new ArrayList<>(common);
+                    if (!instanceIdGiven) {
+                        args.add("--" + CANCEL_INSTANCE_ID + "=" + id + suffix);
+                    }
+                    instances.add(ServiceProcess.start(role, id, jar(options.root(), role), ports.get(i),
+                            jvmFlags, args, credentials.environment(role), options.logDir(), console));
+                }
             }
             // Health checks run concurrently: the services start in parallel, so wait for all at once.
-            CompletableFuture.allOf(services.values().stream()
+            CompletableFuture.allOf(all(services).stream()
                     .map(s -> CompletableFuture.runAsync(() -> s.awaitHealthy(STARTUP_TIMEOUT)))
                     .toArray(CompletableFuture[]::new)).join();
             LocalStack stack = new LocalStack(broker, bootstrap, services, credentials);
-            for (ServiceProcess service : services.values()) {
+            for (ServiceProcess service : all(services)) {
                 RUNNING.put(authority(service.url()), stack);
             }
             return stack;
         } catch (RuntimeException e) {
-            services.values().forEach(ServiceProcess::close);
+            all(services).forEach(ServiceProcess::close);
             if (broker != null) {
                 broker.close();
             }
             throw e instanceof CompletionException && e.getCause() instanceof RuntimeException cause ? cause : e;
         }
+    }
+
+    /** The property that names a process on the cancellations topic (its consumer group and origin). */
+    static final String CANCEL_INSTANCE_ID = "ripcord.cancel.instance-id";
+
+    private static String urls(List<Integer> ports) {
+        return String.join(",", ports.stream().map(p -> "http://localhost:" + p).toList());
+    }
+
+    private static List<ServiceProcess> all(Map<Role, List<ServiceProcess>> services) {
+        return services.values().stream().flatMap(List::stream).toList();
     }
 
     /** The {@code <module>/target/<module>-*-exec.jar} that runs {@code role}. */
@@ -167,38 +207,64 @@ public final class LocalStack implements AutoCloseable {
         return bootstrapServers;
     }
 
+    /** The base URL of {@code role}'s first instance. */
     public String url(Role role) {
-        return services.get(role).url();
+        return first(role).url();
+    }
+
+    /** The base URL of instance {@code index} (from 0) of {@code role}. */
+    public String url(Role role, int index) {
+        return services.get(role).get(index).url();
+    }
+
+    /** How many instances of {@code role} run. */
+    public int instances(Role role) {
+        return services.get(role).size();
+    }
+
+    /** Every instance, gateways first, then prefill, then decode, each in instance order. */
+    public List<Instance> instances() {
+        return all(services).stream()
+                .map(s -> new Instance(s.name(), s.role(), s.url(), s.pid())).toList();
     }
 
     public Path logFile(Role role) {
-        return services.get(role).logFile();
+        return first(role).logFile();
     }
 
+    public Path logFile(Role role, int index) {
+        return services.get(role).get(index).logFile();
+    }
+
+    /** Whether every instance of {@code role} is running. */
     public boolean isAlive(Role role) {
-        return services.get(role).isAlive();
+        return services.get(role).stream().allMatch(ServiceProcess::isAlive);
     }
 
     /**
-     * Kills {@code role}'s process with SIGKILL, as a crash would (no drain, no graceful shutdown), and returns once
-     * it is gone. For fault tests; the rest of the stack keeps running and {@link #close()} still stops it.
+     * Kills {@code role}'s (first) process with SIGKILL, as a crash would (no drain, no graceful shutdown), and
+     * returns once it is gone. For fault tests; the rest of the stack keeps running and {@link #close()} still stops it.
      */
     public void kill(Role role) {
-        services.get(role).kill();
+        first(role).kill();
     }
 
     /**
-     * Stops {@code role}'s process as an orchestrator would: SIGTERM, so that its graceful shutdown (a worker's
-     * drain) runs, up to 30 s, then SIGKILL. Returns once it is gone and everything it logged is in its log file.
-     * For shutdown tests; the rest of the stack keeps running and {@link #close()} still stops it.
+     * Stops {@code role}'s (first) process as an orchestrator would: SIGTERM, so that its graceful shutdown (a
+     * worker's drain) runs, up to 30 s, then SIGKILL. Returns once it is gone and everything it logged is in its log
+     * file. For shutdown tests; the rest of the stack keeps running and {@link #close()} still stops it.
      *
      * @return true if it exited on its own after SIGTERM, false if it had to be killed
      */
     public boolean terminate(Role role) {
-        return services.get(role).terminate();
+        return first(role).terminate();
     }
 
-    /** Stops the services in reverse dependency order (gateway first), then the broker. Idempotent. */
+    private ServiceProcess first(Role role) {
+        return services.get(role).get(0);
+    }
+
+    /** Stops the services in reverse dependency order (gateways first), then the broker. Idempotent. */
     @Override
     public synchronized void close() {
         if (closed) {
@@ -206,11 +272,10 @@ public final class LocalStack implements AutoCloseable {
         }
         closed = true;
         RUNNING.values().removeIf(stack -> stack == this);
-        ServiceProcess gateway = services.get(Role.GATEWAY);
-        gateway.close();
-        CompletableFuture.allOf(
-                CompletableFuture.runAsync(services.get(Role.PREFILL)::close),
-                CompletableFuture.runAsync(services.get(Role.DECODE)::close)).join();
+        CompletableFuture.allOf(services.get(Role.GATEWAY).stream()
+                .map(s -> CompletableFuture.runAsync(s::close)).toArray(CompletableFuture[]::new)).join();
+        CompletableFuture.allOf(Stream.concat(services.get(Role.PREFILL).stream(), services.get(Role.DECODE).stream())
+                .map(s -> CompletableFuture.runAsync(s::close)).toArray(CompletableFuture[]::new)).join();
         if (broker != null) {
             broker.close();
         }
@@ -258,6 +323,10 @@ public final class LocalStack implements AutoCloseable {
     }
 
     public static void main(String[] args) {
+        if (java.util.Arrays.asList(args).contains("--help")) {
+            System.out.println(StackOptions.USAGE);
+            return;
+        }
         StackOptions options;
         ModelChoice model;
         try {
@@ -295,20 +364,30 @@ public final class LocalStack implements AutoCloseable {
             System.exit(1);
             return;
         }
+        Path stateFile = StackStateFile.path(options.root());
         java.util.concurrent.atomic.AtomicBoolean stopping = new java.util.concurrent.atomic.AtomicBoolean();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             stopping.set(true);
             out.println("ripcord: stopping...");
+            StackStateFile.delete(stateFile, ProcessHandle.current().pid());
             stack.close();
             out.println("ripcord: stopped");
         }, "ripcord-shutdown"));
         out.println();
         out.println("ripcord is up:");
-        out.println("  gateway  " + stack.url(Role.GATEWAY) + "   (OpenAI-compatible API under /v1)");
-        out.println("  prefill  " + stack.url(Role.PREFILL));
-        out.println("  decode   " + stack.url(Role.DECODE));
-        out.println("  kafka    " + stack.bootstrapServers() + "   (cancellations on ripcord.cancellations)");
-        out.println("  logs     " + options.logDir());
+        for (Instance instance : stack.instances()) {
+            out.printf("  %-9s %s%s%n", instance.id(), instance.url(),
+                    instance.role() == Role.GATEWAY ? "   (OpenAI-compatible API under /v1)" : "");
+        }
+        out.println("  kafka     " + stack.bootstrapServers() + "   (cancellations on ripcord.cancellations)");
+        out.println("  logs      " + options.logDir());
+        try {
+            StackStateFile.write(stateFile, stack, options.logDir());
+            out.println("  state     " + stateFile + "   (./ripcord status reads it)");
+        } catch (UncheckedIOException e) {
+            System.err.println("ripcord: could not write " + stateFile + " (./ripcord status will not find this stack): "
+                    + e.getMessage());
+        }
         out.println();
         printAccess(out, stack, options);
         out.println("Press Ctrl-C to stop.");

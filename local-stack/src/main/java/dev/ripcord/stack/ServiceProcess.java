@@ -30,20 +30,28 @@ final class ServiceProcess implements AutoCloseable {
     private static final Duration GRACEFUL_STOP = Duration.ofSeconds(GRACEFUL_STOP_SECONDS);
 
     private final Role role;
+    private final String name;
     private final int port;
     private final Process process;
     private final Path logFile;
     private final Thread relay;
 
-    private ServiceProcess(Role role, int port, Process process, Path logFile, Thread relay) {
+    private ServiceProcess(Role role, String name, int port, Process process, Path logFile, Thread relay) {
         this.role = role;
+        this.name = name;
         this.port = port;
         this.process = process;
         this.logFile = logFile;
         this.relay = relay;
     }
 
-    static ServiceProcess start(Role role, Path jar, int port, List<String> jvmFlags, List<String> args,
+    /**
+     * Starts one instance.
+     *
+     * @param name the instance's name: its log prefix and log file ({@code <name>.log}); the role's short name when
+     *             the stack runs one instance of the role, {@code <role>-<n>} otherwise
+     */
+    static ServiceProcess start(Role role, String name, Path jar, int port, List<String> jvmFlags, List<String> args,
                                 Map<String, String> environment, Path logDir, PrintStream console) {
         if (!Files.isRegularFile(jar)) {
             throw new IllegalStateException("no executable jar for " + role.shortName() + " at " + jar
@@ -55,15 +63,15 @@ final class ServiceProcess implements AutoCloseable {
         command.addAll(AotCache.of(jar, jvmFlags).launch()); // -jar, with the classes cached when they are
         command.add("--server.port=" + port);
         command.addAll(args);
-        Path logFile = logDir.resolve(role.shortName() + ".log");
+        Path logFile = logDir.resolve(name + ".log");
         try {
             Files.createDirectories(logDir);
             ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
             builder.environment().putAll(environment); // secrets travel here, not on the command line
             Process process = builder.start();
             Writer log = Files.newBufferedWriter(logFile, StandardCharsets.UTF_8);
-            Thread relay = Thread.ofPlatform().daemon().name("relay-" + role.shortName()).start(() -> {
-                String prefix = "[" + role.shortName() + "] ";
+            Thread relay = Thread.ofPlatform().daemon().name("relay-" + name).start(() -> {
+                String prefix = "[" + name + "] ";
                 try (BufferedReader in = new BufferedReader(
                         new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)); log) {
                     String line;
@@ -79,14 +87,19 @@ final class ServiceProcess implements AutoCloseable {
                     // The child's stream closes when it exits; nothing more to relay.
                 }
             });
-            return new ServiceProcess(role, port, process, logFile, relay);
+            return new ServiceProcess(role, name, port, process, logFile, relay);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot start " + role.shortName() + ": " + command, e);
+            throw new UncheckedIOException("cannot start " + name + ": " + command, e);
         }
     }
 
     Role role() {
         return role;
+    }
+
+    /** The instance's name ({@code gateway}, or {@code gateway-2} when the stack runs several). */
+    String name() {
+        return name;
     }
 
     int port() {
@@ -121,7 +134,7 @@ final class ServiceProcess implements AutoCloseable {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (System.nanoTime() < deadline) {
             if (!process.isAlive()) {
-                throw new IllegalStateException(role.shortName() + " exited with status " + process.exitValue()
+                throw new IllegalStateException(name + " exited with status " + process.exitValue()
                         + " before becoming healthy; see " + logFile);
             }
             try {
@@ -133,11 +146,11 @@ final class ServiceProcess implements AutoCloseable {
                 // Not listening yet.
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted while waiting for " + role.shortName(), e);
+                throw new IllegalStateException("interrupted while waiting for " + name, e);
             }
             sleep(Duration.ofMillis(250));
         }
-        throw new IllegalStateException(role.shortName() + " did not become healthy within " + timeout
+        throw new IllegalStateException(name + " did not become healthy within " + timeout
                 + "; see " + logFile);
     }
 
@@ -149,12 +162,12 @@ final class ServiceProcess implements AutoCloseable {
         process.destroyForcibly();
         try {
             if (!process.waitFor(30, TimeUnit.SECONDS)) {
-                throw new IllegalStateException(role.shortName() + " (pid " + process.pid()
+                throw new IllegalStateException(name + " (pid " + process.pid()
                         + ") is still alive 30 s after SIGKILL");
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while killing " + role.shortName(), e);
+            throw new IllegalStateException("interrupted while killing " + name, e);
         }
     }
 

@@ -39,4 +39,13 @@ public @interface LocalStackTest {
 
     /** Spring properties ({@code key=value}) that differ from {@link TestStacks#DEFAULT_PROPERTIES}. */
     String[] properties() default {};
+
+    /** How many gateways the stack runs (each routes to every worker); part of the stack's identity. */
+    int gateways() default 1;
+
+    /** How many prefill workers the stack runs; part of the stack's identity. */
+    int prefills() default 1;
+
+    /** How many decode workers the stack runs; part of the stack's identity. */
+    int decodes() default 1;
 }

@@ -42,7 +42,7 @@ public final class StackExtension implements ParameterResolver, AfterAllCallback
     @Override
     public TestStack resolveParameter(ParameterContext parameter, ExtensionContext context) {
         Map<String, String> overrides = overrides(context);
-        TestStack stack = stack(context, overrides);
+        TestStack stack = stack(context, overrides, instances(context));
         usedBy(context).add(stack);
         return stack;
     }
@@ -52,20 +52,35 @@ public final class StackExtension implements ParameterResolver, AfterAllCallback
      * this run has asked for that set yet. For tests that need a second stack beside their class's one.
      */
     public static TestStack stack(ExtensionContext context, Map<String, String> overrides) {
-        Map<String, String> properties = TestStacks.withDefaults(overrides);
-        return context.getRoot().getStore(NAMESPACE).computeIfAbsent(properties, StackExtension::start,
-                TestStack.class);
+        return stack(context, overrides, TestStacks.Instances.ONE_EACH);
     }
 
-    private static TestStack start(Map<String, String> properties) {
-        String name = properties.equals(TestStacks.withDefaults(Map.of())) ? "default"
+    /** As {@link #stack(ExtensionContext, Map)}, with {@code instances} of each role. */
+    public static TestStack stack(ExtensionContext context, Map<String, String> overrides,
+                                  TestStacks.Instances instances) {
+        Map<String, String> properties = TestStacks.withDefaults(overrides);
+        return context.getRoot().getStore(NAMESPACE).computeIfAbsent(key(properties, instances),
+                k -> start(properties, instances), TestStack.class);
+    }
+
+    /** A stack's key in the store: one instance of each keeps the bare property map, as before multi-instance. */
+    private static Object key(Map<String, String> properties, TestStacks.Instances instances) {
+        return instances.equals(TestStacks.Instances.ONE_EACH) ? properties : new StackKey(properties, instances);
+    }
+
+    private record StackKey(Map<String, String> properties, TestStacks.Instances instances) {
+    }
+
+    private static TestStack start(Map<String, String> properties, TestStacks.Instances instances) {
+        String name = properties.equals(TestStacks.withDefaults(Map.of()))
+                && instances.equals(TestStacks.Instances.ONE_EACH) ? "default"
                 : "stack-" + STACKS.incrementAndGet();
         Path logDir = TestStacks.repositoryRoot().resolve("local-stack/target/e2e-logs").resolve(name);
         try {
             long started = System.nanoTime();
-            TestStack stack = TestStack.start(name, properties, logDir, null);
-            System.out.printf("stack %s started in %.1f s: %s%n", name, (System.nanoTime() - started) / 1e9,
-                    properties);
+            TestStack stack = TestStack.start(name, properties, instances, logDir, null);
+            System.out.printf("stack %s started in %.1f s: %s, %s%n", name, (System.nanoTime() - started) / 1e9,
+                    properties, instances);
             return stack;
         } catch (RuntimeException e) {
             throw new ParameterResolutionException("cannot start the local stack " + properties
@@ -85,8 +100,8 @@ public final class StackExtension implements ParameterResolver, AfterAllCallback
                 stack.awaitWorkersIdle();
             }
         } finally {
-            properties(context.getRequiredTestClass()).filter(StackSchedule::classDone).ifPresent(properties -> {
-                TestStack stack = context.getRoot().getStore(NAMESPACE).remove(properties, TestStack.class);
+            stackKey(context.getRequiredTestClass()).filter(StackSchedule::classDone).ifPresent(key -> {
+                TestStack stack = context.getRoot().getStore(NAMESPACE).remove(key, TestStack.class);
                 if (stack != null) {
                     System.out.printf("stack %s stopped: no class left in this run asks for it%n", stack.name());
                     stack.close();
@@ -106,6 +121,12 @@ public final class StackExtension implements ParameterResolver, AfterAllCallback
         return used;
     }
 
+    private static TestStacks.Instances instances(ExtensionContext context) {
+        LocalStackTest annotation = AnnotationSupport.findAnnotation(context.getRequiredTestClass(),
+                LocalStackTest.class).orElseThrow();
+        return new TestStacks.Instances(annotation.gateways(), annotation.prefills(), annotation.decodes());
+    }
+
     private static Map<String, String> overrides(ExtensionContext context) {
         Class<?> testClass = context.getRequiredTestClass();
         LocalStackTest annotation = AnnotationSupport.findAnnotation(testClass, LocalStackTest.class)
@@ -114,10 +135,11 @@ public final class StackExtension implements ParameterResolver, AfterAllCallback
         return overrides(annotation);
     }
 
-    /** The complete properties of the stack {@code testClass} asks for, if it is annotated {@link LocalStackTest}. */
-    static Optional<Map<String, String>> properties(Class<?> testClass) {
+    /** The key of the stack {@code testClass} asks for, if it is annotated {@link LocalStackTest}. */
+    static Optional<Object> stackKey(Class<?> testClass) {
         return AnnotationSupport.findAnnotation(testClass, LocalStackTest.class)
-                .map(annotation -> TestStacks.withDefaults(overrides(annotation)));
+                .map(annotation -> key(TestStacks.withDefaults(overrides(annotation)), new TestStacks.Instances(
+                        annotation.gateways(), annotation.prefills(), annotation.decodes())));
     }
 
     private static Map<String, String> overrides(LocalStackTest annotation) {

@@ -35,7 +35,7 @@ import org.junit.platform.commons.support.AnnotationSupport;
  */
 public final class StackSchedule implements ClassOrderer {
 
-    private static final Map<Map<String, String>, Integer> REMAINING = new HashMap<>();
+    private static final Map<Object, Integer> REMAINING = new HashMap<>();
 
     @Override
     public void orderClasses(ClassOrdererContext context) {
@@ -51,19 +51,19 @@ public final class StackSchedule implements ClassOrderer {
     }
 
     /**
-     * Records that a class annotated with {@code properties} is done, and says whether it was the last class of the
-     * run to ask for them: false when the run's demand for them is not known.
+     * Records that a class asking for {@code stack} (its key, {@link StackExtension#stackKey}) is done, and says
+     * whether it was the last class of the run to ask for it: false when the run's demand for it is not known.
      */
-    static synchronized boolean classDone(Map<String, String> properties) {
-        Integer remaining = REMAINING.get(properties);
+    static synchronized boolean classDone(Object stack) {
+        Integer remaining = REMAINING.get(stack);
         if (remaining == null) {
             return false;
         }
         if (remaining <= 1) {
-            REMAINING.remove(properties);
+            REMAINING.remove(stack);
             return true;
         }
-        REMAINING.put(properties, remaining - 1);
+        REMAINING.put(stack, remaining - 1);
         return false;
     }
 
@@ -72,10 +72,10 @@ public final class StackSchedule implements ClassOrderer {
         topLevel.stream().flatMap(StackSchedule::stacksOf).forEach(stack -> REMAINING.merge(stack, 1, Integer::sum));
     }
 
-    /** The stack properties of {@code testClass} and of its {@code @Nested} classes, depth first, one per class. */
-    private static Stream<Map<String, String>> stacksOf(Class<?> testClass) {
-        Stream<Map<String, String>> own = StackExtension.properties(testClass).stream();
-        Stream<Map<String, String>> nested = Stream.of(testClass.getDeclaredClasses())
+    /** The stack keys of {@code testClass} and of its {@code @Nested} classes, depth first, one per class. */
+    private static Stream<Object> stacksOf(Class<?> testClass) {
+        Stream<Object> own = StackExtension.stackKey(testClass).stream();
+        Stream<Object> nested = Stream.of(testClass.getDeclaredClasses())
                 .filter(c -> AnnotationSupport.isAnnotated(c, Nested.class))
                 .sorted(Comparator.comparing(StackSchedule::groupKey).thenComparing(Class::getName))
                 .flatMap(StackSchedule::stacksOf);
@@ -83,7 +83,7 @@ public final class StackSchedule implements ClassOrderer {
     }
 
     private static Optional<String> group(Class<?> testClass) {
-        return stacksOf(testClass).map(Map::toString).min(Comparator.naturalOrder());
+        return stacksOf(testClass).map(Object::toString).min(Comparator.naturalOrder());
     }
 
     private static String groupKey(Class<?> testClass) {

@@ -31,16 +31,16 @@ class StackScheduleTest {
                 type(CANCEL + "BugReportScenarioIT$InBandOnly")));
 
         // The stacks in the order the classes (and BugReportScenarioIT's nested classes, in their order) ask for them.
-        List<Map<String, String>> stacks = new ArrayList<>();
+        List<Object> stacks = new ArrayList<>();
         for (Class<?> testClass : order) {
             if (testClass == type(CANCEL + "BugReportScenarioIT")) {
                 bugReport.forEach(nested -> stacks.add(properties(nested)));
             } else {
-                StackExtension.properties(testClass).ifPresent(stacks::add);
+                StackExtension.stackKey(testClass).ifPresent(stacks::add);
             }
         }
-        List<Map<String, String>> runs = new ArrayList<>(); // consecutive askers of one stack, collapsed
-        for (Map<String, String> stack : stacks) {
+        List<Object> runs = new ArrayList<>(); // consecutive askers of one stack, collapsed
+        for (Object stack : stacks) {
             if (runs.isEmpty() || !runs.getLast().equals(stack)) {
                 runs.add(stack);
             }
@@ -60,9 +60,9 @@ class StackScheduleTest {
     void aSharedStackIsDoneWhenTheLastClassThatAsksForItIs() {
         order(List.of(type(E2E + "AuthenticationIT"), type(E2E + "OpenAiSdkIT"), type(E2E + "RequestIdPropagationIT"),
                 type(CANCEL + "CancelPhasesIT"), type(CANCEL + "BugReportScenarioIT")));
-        Map<String, String> defaults = properties(type(E2E + "AuthenticationIT"));
-        Map<String, String> both = properties(type(CANCEL + "CancelPhasesIT"));
-        Map<String, String> inBand = properties(type(CANCEL + "BugReportScenarioIT$InBandOnly"));
+        Object defaults = properties(type(E2E + "AuthenticationIT"));
+        Object both = properties(type(CANCEL + "CancelPhasesIT"));
+        Object inBand = properties(type(CANCEL + "BugReportScenarioIT$InBandOnly"));
 
         assertThat(StackSchedule.classDone(defaults)).isFalse();
         assertThat(StackSchedule.classDone(defaults)).isFalse();
@@ -74,8 +74,8 @@ class StackScheduleTest {
                 .as("no class of the run asks for it: kept to the end").isFalse();
     }
 
-    private static Map<String, String> properties(Class<?> testClass) {
-        return StackExtension.properties(testClass).orElseThrow();
+    private static Object properties(Class<?> testClass) {
+        return StackExtension.stackKey(testClass).orElseThrow();
     }
 
     /** The classes in the order the schedule puts them in (a top-level call also counts the run's demand). */

@@ -25,14 +25,16 @@ public final class TestStack implements AutoCloseable {
     private final String name;
     private final Map<String, String> properties;
     private final LocalStack stack;
+    private final TestStacks.Instances instances;
     private final GatewayClient gateway;
     private final WorkerClient workers;
     private final Thread shutdownHook;
     private ReferenceEngine reference;
 
-    private TestStack(String name, Map<String, String> properties, LocalStack stack) {
+    private TestStack(String name, Map<String, String> properties, TestStacks.Instances instances, LocalStack stack) {
         this.name = name;
         this.properties = Map.copyOf(properties);
+        this.instances = instances;
         this.stack = stack;
         this.gateway = new GatewayClient(URI.create(stack.url(Role.GATEWAY)));
         this.workers = new WorkerClient(URI.create(stack.url(Role.PREFILL)), URI.create(stack.url(Role.DECODE)));
@@ -47,11 +49,17 @@ public final class TestStack implements AutoCloseable {
      * @param console where to relay service output, or {@code null} for the log files only
      */
     public static TestStack start(String name, Map<String, String> properties, Path logDir, PrintStream console) {
+        return start(name, properties, TestStacks.Instances.ONE_EACH, logDir, console);
+    }
+
+    /** As {@link #start(String, Map, Path, PrintStream)}, with {@code instances} of each role. */
+    public static TestStack start(String name, Map<String, String> properties, TestStacks.Instances instances,
+                                  Path logDir, PrintStream console) {
         // Before the long start of the services, during which a concurrent build in the same working tree may
         // rewrite the engine's jar under this JVM: load the engine's classes while the jar is whole.
         ReferenceEngine.loadEngineClasses();
-        LocalStack stack = LocalStack.start(TestStacks.options(properties, logDir), console);
-        return new TestStack(name, properties, stack);
+        LocalStack stack = LocalStack.start(TestStacks.options(properties, instances, logDir), console);
+        return new TestStack(name, properties, instances, stack);
     }
 
     public String name() {
@@ -63,8 +71,35 @@ public final class TestStack implements AutoCloseable {
         return properties;
     }
 
+    /** The base URL of {@code role}'s first instance. */
     public URI url(Role role) {
         return URI.create(stack.url(role));
+    }
+
+    /** The base URL of instance {@code index} (from 0) of {@code role}. */
+    public URI url(Role role, int index) {
+        return URI.create(stack.url(role, index));
+    }
+
+    /** How many instances of each role this stack runs. */
+    public TestStacks.Instances instances() {
+        return instances;
+    }
+
+    /** The Kafka bootstrap servers of this stack's broker. */
+    public String bootstrapServers() {
+        return stack.bootstrapServers();
+    }
+
+    /** A client of gateway {@code index} (from 0); {@link #gateway()} is gateway 0's. */
+    public GatewayClient gateway(int index) {
+        return index == 0 ? gateway : new GatewayClient(url(Role.GATEWAY, index));
+    }
+
+    /** A client of prefill instance {@code prefill} and decode instance {@code decode}. */
+    public WorkerClient workers(int prefill, int decode) {
+        return prefill == 0 && decode == 0 ? workers
+                : new WorkerClient(url(Role.PREFILL, prefill), url(Role.DECODE, decode));
     }
 
     public Path logFile(Role role) {
@@ -127,10 +162,13 @@ public final class TestStack implements AutoCloseable {
      */
     public void awaitWorkersIdle() {
         for (Role role : new Role[] {Role.PREFILL, Role.DECODE}) {
-            Awaitility.await("%s holds nothing after its requests ended".formatted(role.shortName()))
-                    .atMost(Duration.ofSeconds(30))
-                    .pollInterval(Duration.ofMillis(50))
-                    .untilAsserted(() -> assertIdle(workers.status(role)));
+            for (int i = 0; i < instances.of(role); i++) {
+                WorkerClient client = role == Role.PREFILL ? workers(i, 0) : workers(0, i);
+                Awaitility.await("%s %d holds nothing after its requests ended".formatted(role.shortName(), i))
+                        .atMost(Duration.ofSeconds(30))
+                        .pollInterval(Duration.ofMillis(50))
+                        .untilAsserted(() -> assertIdle(client.status(role)));
+            }
         }
     }
 

@@ -65,12 +65,76 @@ public final class TestStacks {
      * it. On a developer machine that is rare enough; the service then fails to start with a clear message.
      */
     public static StackOptions options(Map<String, String> properties, Path logDir) {
+        return options(properties, Instances.ONE_EACH, logDir);
+    }
+
+    /** As {@link #options(Map, Path)}, with {@code instances} of each role, each on a free port of its own. */
+    public static StackOptions options(Map<String, String> properties, Instances instances, Path logDir) {
         Map<Role, Integer> ports = new EnumMap<>(Role.class);
-        for (Role role : Role.values()) {
-            ports.put(role, KraftBroker.freePort());
+        Map<Role, List<Integer>> all = new EnumMap<>(Role.class);
+        // Every port at once, each socket held until all are chosen: ports chosen one after another can repeat (a
+        // port just released may be handed out again), and with six services and a broker a repeat is no longer
+        // rare. The broker's port is chosen here too, for the same reason.
+        List<java.net.ServerSocket> held = new java.util.ArrayList<>();
+        int kafkaPort;
+        try {
+            for (Role role : Role.values()) {
+                List<Integer> list = new java.util.ArrayList<>();
+                for (int i = 0; i < instances.of(role); i++) {
+                    list.add(hold(held));
+                }
+                ports.put(role, list.get(0));
+                all.put(role, list);
+            }
+            kafkaPort = hold(held);
+        } finally {
+            for (java.net.ServerSocket socket : held) {
+                try {
+                    socket.close();
+                } catch (java.io.IOException e) {
+                    // Closing a listening socket we own; nothing to do.
+                }
+            }
         }
-        return new StackOptions(null, 0, ports, new LinkedHashMap<>(properties), repositoryRoot(), logDir,
-                JVM_FLAGS);
+        return new StackOptions(null, kafkaPort, ports, new LinkedHashMap<>(properties), repositoryRoot(), logDir,
+                JVM_FLAGS, all);
+    }
+
+    private static int hold(List<java.net.ServerSocket> held) {
+        try {
+            java.net.ServerSocket socket = new java.net.ServerSocket(0);
+            held.add(socket);
+            return socket.getLocalPort();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException("cannot find a free port", e);
+        }
+    }
+
+    /**
+     * How many instances of each role a test stack runs; part of a stack's identity with its properties.
+     *
+     * @param gateways gateways, each routing to every prefill and decode instance
+     * @param prefills prefill workers
+     * @param decodes  decode workers
+     */
+    public record Instances(int gateways, int prefills, int decodes) {
+
+        public static final Instances ONE_EACH = new Instances(1, 1, 1);
+
+        public Instances {
+            if (gateways < 1 || prefills < 1 || decodes < 1) {
+                throw new IllegalArgumentException("at least one instance of each role: " + gateways + "/"
+                        + prefills + "/" + decodes);
+            }
+        }
+
+        public int of(Role role) {
+            return switch (role) {
+                case GATEWAY -> gateways;
+                case PREFILL -> prefills;
+                case DECODE -> decodes;
+            };
+        }
     }
 
     /**

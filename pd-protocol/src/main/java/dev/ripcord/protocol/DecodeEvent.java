@@ -1,5 +1,6 @@
 package dev.ripcord.protocol;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonSubTypes;
 import com.fasterxml.jackson.annotation.JsonTypeInfo;
 import com.fasterxml.jackson.annotation.JsonTypeName;
@@ -24,9 +25,15 @@ public sealed interface DecodeEvent permits DecodeEvent.Reserved, DecodeEvent.To
 
     /**
      * A generated token at position {@code index} (from 0); {@code finishReason} is set on the last one only:
-     * {@code stop} (end of sequence) or {@code length}.
+     * {@code stop} (end of sequence, or one of the request's stop token ids) or {@code length}. {@code logprobs}
+     * only when the request's sampling asked for them, else null (and absent on the wire).
      */
     @JsonTypeName("TOKEN")
-    record Token(int index, int token, String finishReason) implements DecodeEvent {
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    record Token(int index, int token, String finishReason, Logprobs logprobs) implements DecodeEvent {
+
+        public Token(int index, int token, String finishReason) {
+            this(index, token, finishReason, null);
+        }
     }
 }

@@ -22,6 +22,9 @@ import org.springframework.validation.annotation.Validated;
  * @param kvPages        pages in the KV pool; 0 means enough for two full-context sequences
  * @param maxChunkTokens the largest prefill chunk the engine sizes its scratch memory for
  * @param maxBatch       the largest decode batch the engine sizes its scratch memory for
+ * @param modelName      the model id clients send (the gateway's {@code ripcord.engine.model-name}); here the value
+ *                       of the {@code model_name} label on the worker's metrics. Default as at the gateway:
+ *                       {@code ripcord-<preset>} or the checkpoint's file name without its extension
  */
 @Validated
 @ConfigurationProperties("ripcord.engine")
@@ -34,5 +37,19 @@ public record EngineProperties(
         @DefaultValue("64") @Min(16) int pageTokens,
         @DefaultValue("0") @Min(0) int kvPages,
         @DefaultValue("2048") @Min(1) int maxChunkTokens,
-        @DefaultValue("16") @Min(1) int maxBatch) {
+        @DefaultValue("16") @Min(1) int maxBatch,
+        @Nullable String modelName) {
+
+    /** The served model's id, as the gateway names it (see {@code modelName}). */
+    public String servedModelName() {
+        if (modelName != null) {
+            return modelName;
+        }
+        if (checkpoint != null) {
+            String file = checkpoint.getFileName().toString();
+            int dot = file.lastIndexOf('.');
+            return dot > 0 ? file.substring(0, dot) : file;
+        }
+        return "ripcord-" + preset.trim().toLowerCase(java.util.Locale.ROOT);
+    }
 }

@@ -24,11 +24,23 @@ public final class SchedulerJournal {
     }
 
     public void record(String requestId, String event, Object detail) {
+        record(requestId, event, detail, null);
+    }
+
+    /**
+     * Records an entry and runs {@code alongside} (if any) under the journal's lock, right after: the lifecycle log
+     * publishes there, so that its per-instance order is the journal's order exactly. {@code alongside} must be
+     * quick and must not block (a non-blocking queue offer).
+     */
+    public void record(String requestId, String event, Object detail, Runnable alongside) {
         JournalEntry entry;
         synchronized (this) {
             long seq = next++;
             entry = new JournalEntry(seq, requestId, event, detail == null ? "" : detail.toString());
             ring[(int) (seq % ring.length)] = entry;
+            if (alongside != null) {
+                alongside.run();
+            }
         }
         listener.accept(entry);
     }

@@ -12,11 +12,13 @@ import dev.ripcord.engine.Preset;
 import dev.ripcord.kv.KvRegion;
 import dev.ripcord.kv.TransferAgent;
 import dev.ripcord.kv.TransferAgentOptions;
+import dev.ripcord.lifecycle.LifecyclePublisher;
 import dev.ripcord.worker.http.WorkerEndpoint;
 import dev.ripcord.worker.http.WorkerRoutes;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
+import io.micrometer.core.instrument.config.MeterFilter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -96,7 +98,11 @@ public class WorkerAutoConfiguration {
     /**
      * The KV cache's memory: {@code ripcord.kv.cache.live.bytes}, the bytes of pages held by requests (reserved,
      * being filled, decoding, or waiting for their transfer session to release), and
-     * {@code ripcord.kv.cache.capacity.bytes}, the whole pool.
+     * {@code ripcord.kv.cache.capacity.bytes}, the whole pool. In vLLM's terms, which the Gateway API Inference
+     * Extension's endpoint picker reads: {@code ripcord.kv.cache.usage.perc}, the fraction (0 to 1) of the pool's
+     * pages allocated (vLLM's {@code kv_cache_usage_perc}), and {@code ripcord.cache.config.info}, always 1, whose
+     * labels give the page size in tokens ({@code block_size}) and the pool's page count ({@code num_gpu_blocks}:
+     * vLLM's label name, which the picker's prefix-cache scorer reads; here the pages are in host memory).
      */
     @Bean
     MeterBinder kvCacheMetrics(InferenceEngine engine) {
@@ -106,7 +112,29 @@ public class WorkerAutoConfiguration {
                     .description("KV cache bytes held by requests").register(registry);
             Gauge.builder("ripcord.kv.cache.capacity.bytes", pool, p -> (double) p.pageCount() * p.pageBytes())
                     .baseUnit("bytes").description("KV cache bytes in the page pool").register(registry);
+            Gauge.builder("ripcord.kv.cache.usage.perc", pool, WorkerAutoConfiguration::kvCacheUsage)
+                    .description("fraction of the KV page pool allocated, 0 to 1").register(registry);
+            Gauge.builder("ripcord.cache.config.info", () -> 1)
+                    .tag("block_size", Integer.toString(pool.layout().pageTokens()))
+                    .tag("num_gpu_blocks", Integer.toString(pool.pageCount()))
+                    .description("the KV cache's configuration, in the labels").register(registry);
         };
+    }
+
+    /** Pages allocated / pages in the pool: 0 (empty) to 1 (full). */
+    static double kvCacheUsage(KvPagePool pool) {
+        int pages = pool.pageCount();
+        return pages == 0 ? 0 : (double) pool.pagesLive() / pages;
+    }
+
+    /**
+     * Every {@code ripcord.*} meter of this worker carries {@code model_name}, the served model's id as clients send
+     * it, as vLLM's metrics do: one worker serves one model, so the label is the same on all of them, and a
+     * dashboard filters on it as on vLLM's.
+     */
+    @Bean
+    MeterFilter modelNameTag(EngineProperties engine) {
+        return ModelNameTag.filter(engine.servedModelName());
     }
 
     /** The scheduler's journal of recent events, served at {@code /internal/v1/journal}. */
@@ -142,8 +170,13 @@ public class WorkerAutoConfiguration {
     @Bean
     WorkerContext workerContext(InferenceEngine engine, TransferAgent agent, KvRegion kvPoolRegion,
                                 CancellationRegistry registry, MeterRegistry meters,
-                                SchedulerJournal journal) {
-        return new WorkerContext(engine, agent, kvPoolRegion, registry, meters, journal, EngineLoop.Mode.THREAD);
+                                SchedulerJournal journal, ObjectProvider<LifecyclePublisher> lifecycle) {
+        LifecyclePublisher publisher = lifecycle.getIfAvailable(LifecyclePublisher::disabled);
+        if (publisher.isEnabled()) {
+            agent.onSession(new SessionLifecycle(publisher));
+        }
+        return new WorkerContext(engine, agent, kvPoolRegion, registry, meters, journal, EngineLoop.Mode.THREAD,
+                publisher);
     }
 
     /** The engine's whole page pool as one transfer region: page {@code p} is at offset {@code p * pageBytes}. */

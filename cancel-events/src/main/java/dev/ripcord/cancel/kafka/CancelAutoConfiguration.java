@@ -24,7 +24,6 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.kafka.autoconfigure.KafkaProperties;
-import org.springframework.cloud.stream.binder.kafka.KafkaBindingRebalanceListener;
 import org.springframework.cloud.stream.config.BindingServiceProperties;
 import org.springframework.cloud.stream.function.StreamBridge;
 import org.springframework.context.annotation.Bean;
@@ -173,9 +172,8 @@ public final class CancelAutoConfiguration {
         }
 
         @Bean
-        @ConditionalOnMissingBean
-        KafkaBindingRebalanceListener ripcordCancelReplayWindow(CancelProperties properties) {
-            return new ReplayWindowSeeker(properties.replayWindow(), Clock.systemUTC());
+        ReplayWindowSeeker ripcordCancelReplayWindow(CancelProperties properties) {
+            return new ReplayWindowSeeker(properties.topic(), properties.replayWindow(), Clock.systemUTC());
         }
     }
 

@@ -68,6 +68,10 @@ public final class CancelBindingDefaults implements EnvironmentPostProcessor, Or
             defaults.put(producer + "max.block.ms", "5000");
             defaults.put(producer + "request.timeout.ms", "10000");
             defaults.put(producer + "delivery.timeout.ms", "30000");
+            // An acknowledged cancel survives a broker restart: every in-sync replica has it, and retries never
+            // duplicate or reorder it (both Kafka's defaults since 3.0; stated so that an override is deliberate).
+            defaults.put(producer + "acks", "all");
+            defaults.put(producer + "enable.idempotence", "true");
         }
         defaults.put(BINDINGS + CancelBindings.OUTPUT + ".destination", TOPIC);
         defaults.put(BINDINGS + CancelBindings.OUTPUT + ".content-type", "application/json");
@@ -80,7 +84,8 @@ public final class CancelBindingDefaults implements EnvironmentPostProcessor, Or
                 "ripcord-cancel.${spring.application.name:ripcord}.${ripcord.cancel.instance-id}");
         defaults.put(BINDINGS + input + ".consumer.max-attempts", "1");
         defaults.put(KAFKA_BINDINGS + input + ".consumer.ack-mode", "MANUAL");
-        defaults.put(KAFKA_BINDINGS + input + ".consumer.start-offset", "latest");
+        // Where a partition with nothing in the replay window starts: see ReplayWindowSeeker (no gap).
+        defaults.put(KAFKA_BINDINGS + input + ".consumer.start-offset", "earliest");
 
         Binder binder = Binder.get(environment);
         boolean consume = binder.bind("ripcord.cancel.consume", Boolean.class).orElse(false);

@@ -44,6 +44,10 @@ import org.springframework.messaging.MessageHeaders;
  * bytes and would log an ERROR before we ever saw it. While a valid record is handled, MDC {@value RequestMdc#KEY} is set,
  * so the abort handler's log lines carry the request ID too, and a record with a {@code traceparent} header is handled
  * in a consumer span of the publisher's trace (so those lines carry its {@code traceId} as well).
+ *
+ * <p>The registry is told when the cancel was <em>published</em> ({@link #publishedAt}), so that a tombstone's lifetime
+ * and the replay window are both measured from publication, never from when this process consumed the record: a
+ * replayed cancel older than the tombstone TTL is {@link CancelOutcome#EXPIRED} and changes nothing.
  */
 final class CancelEventConsumer implements Consumer<Message<?>> {
 
@@ -123,7 +127,8 @@ final class CancelEventConsumer implements Consumer<Message<?>> {
         MDC.put(RequestMdc.KEY, event.requestId());
         // The publisher's trace goes on: this handling (and the abort handler it runs) logs with its traceId.
         try (TraceHeaders.Continued ignored = trace.continueTrace(headers, "ripcord.cancel consume", Span.Kind.CONSUMER)) {
-            CancelOutcome outcome = registry.cancel(event.requestId(), event.reason(), CancelSource.KAFKA);
+            Instant publishedAt = publishedAt(event, headers.get(KafkaHeaders.RECEIVED_TIMESTAMP));
+            CancelOutcome outcome = registry.cancel(event.requestId(), event.reason(), CancelSource.KAFKA, publishedAt);
             consumed.get(outcome).increment();
             if (outcome == CancelOutcome.ABORTED) {
                 // Only first deliveries that stopped work: replays after a restart would read as minutes of latency.
@@ -163,6 +168,19 @@ final class CancelEventConsumer implements Consumer<Message<?>> {
                 MDC.remove(RequestMdc.KEY);
             }
         }
+    }
+
+    /**
+     * When the cancel was published: the earlier of the event's own timestamp (the publisher's clock, kept by a
+     * re-publish such as {@code ripcord cancels replay}) and the record's (the broker's append time on our topic), so
+     * that neither a re-published old cancel nor a publisher whose clock runs ahead makes a tombstone outlive its TTL.
+     */
+    static Instant publishedAt(CancelEvent event, Object recordTimestamp) {
+        if (recordTimestamp instanceof Long millis && millis >= 0) {
+            Instant record = Instant.ofEpochMilli(millis);
+            return record.isBefore(event.timestamp()) ? record : event.timestamp();
+        }
+        return event.timestamp();
     }
 
     private static byte[] keyBytes(Object key) {

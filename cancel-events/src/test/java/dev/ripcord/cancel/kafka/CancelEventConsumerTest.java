@@ -80,6 +80,25 @@ class CancelEventConsumerTest {
         assertThat(meters.counter("ripcord.cancel.consumed", "outcome", "tombstoned").count()).isEqualTo(1);
     }
 
+    @Test
+    void aReplayedCancelPublishedLongerThanTheTtlAgoKeepsNoTombstone() {
+        consumer.accept(record("req-9", CancelEventCodec.encode(event("req-9", Instant.now().minus(Duration.ofHours(1)))), 1));
+        assertThat(registry.isCancelled("req-9")).isFalse();
+        assertThat(registry.tombstones()).isZero();
+        assertThat(meters.counter("ripcord.cancel.consumed", "outcome", "expired").count()).isEqualTo(1);
+    }
+
+    @Test
+    void aRePublishedRecordIsAsOldAsItsEventAndAFastPublisherClockIsCappedByTheRecordTime() {
+        Instant eventTime = Instant.parse("2026-11-29T21:00:00Z");
+        CancelEvent event = event("req-1", eventTime);
+        assertThat(CancelEventConsumer.publishedAt(event, eventTime.plusSeconds(3600).toEpochMilli()))
+                .as("re-published an hour later: still as old as the event").isEqualTo(eventTime);
+        assertThat(CancelEventConsumer.publishedAt(event, eventTime.minusSeconds(5).toEpochMilli()))
+                .as("the publisher's clock ran 5 s ahead of the broker's").isEqualTo(eventTime.minusSeconds(5));
+        assertThat(CancelEventConsumer.publishedAt(event, null)).isEqualTo(eventTime);
+    }
+
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', textBlock = """
             not JSON                   | req-1 | <html>oops</html>                                 | NOT_JSON
@@ -141,9 +160,13 @@ class CancelEventConsumerTest {
         registration.complete();
     }
 
+    /** A cancel published just now: its tombstone lives the whole TTL. */
     private static CancelEvent event(String requestId) {
-        return CancelEvent.of(requestId, CancelReason.CLIENT_DISCONNECT, new Origin("gateway", "g1"),
-                Instant.parse("2026-11-29T21:00:00Z"));
+        return event(requestId, Instant.now());
+    }
+
+    private static CancelEvent event(String requestId, Instant timestamp) {
+        return CancelEvent.of(requestId, CancelReason.CLIENT_DISCONNECT, new Origin("gateway", "g1"), timestamp);
     }
 
     private static Message<byte[]> record(String key, byte[] value, long offset) {

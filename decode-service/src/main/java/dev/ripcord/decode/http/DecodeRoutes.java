@@ -43,8 +43,11 @@ public final class DecodeRoutes extends WorkerEndpoint<DecodeRequest> {
     protected String invalid(DecodeRequest body) {
         boolean valid = RequestIds.isValid(body.requestId()) && validSampling(body.sampling())
                 && body.promptTokens() >= 1 && body.maxTokens() >= 1
-                && (long) body.promptTokens() + body.maxTokens() <= contextLength;
-        return valid ? null : "requestId, sampling (finite temperature >= 0, top_p in (0, 1]), "
-                + "promptTokens >= 1 and maxTokens >= 1 within the context of " + contextLength + " are required";
+                && (long) body.promptTokens() + body.maxTokens() <= contextLength
+                && (!body.sampling().readsPrompt()
+                        || body.promptIds() != null && body.promptIds().length == body.promptTokens());
+        return valid ? null : "requestId, sampling (finite temperature >= 0, top_p in (0, 1], the other knobs in "
+                + "range), promptTokens >= 1 and maxTokens >= 1 within the context of " + contextLength
+                + ", and with a repetition penalty the prompt's ids are required";
     }
 }

@@ -24,10 +24,22 @@ public final class DecodeJob extends WorkerJob<DecodeEvent> {
     Sequence sequence;
     int committedPages;
     int generated;
+    /** {@link System#nanoTime()} when its first token (prefill's) was emitted: the start of its decode time. */
+    long firstTokenNanos;
+
+    /** The request's stop token ids, sorted. */
+    private final int[] stopTokenIds;
 
     DecodeJob(DecodeRequest request) {
         super(request.requestId());
         this.request = request;
+        this.stopTokenIds = request.stopTokenIds() == null ? new int[0] : request.stopTokenIds().clone();
+        java.util.Arrays.sort(stopTokenIds);
+    }
+
+    /** Whether {@code token} is one of the request's own stop tokens (they apply even with ignore_eos). */
+    boolean stopsOn(int token) {
+        return java.util.Arrays.binarySearch(stopTokenIds, token) >= 0;
     }
 
     @Override

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import dev.ripcord.decode.DecodeProperties;
 import dev.ripcord.engine.KvPoolExhaustedException;
@@ -13,17 +14,22 @@ import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ByteRange;
 import dev.ripcord.kv.ReceiveSession;
 import dev.ripcord.kv.Side;
+import dev.ripcord.lifecycle.LifecycleEvent;
+import dev.ripcord.lifecycle.LifecycleEventType;
 import dev.ripcord.protocol.DecodeEvent;
 import dev.ripcord.protocol.DecodeRequest;
 import dev.ripcord.protocol.Failed;
 import dev.ripcord.protocol.TransferMetadata;
 import dev.ripcord.worker.JobCancel;
 import dev.ripcord.worker.RequestLogging;
+import dev.ripcord.worker.WireSampling;
 import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.job.JobLifecycle;
 import dev.ripcord.worker.job.JobState;
+import dev.ripcord.worker.job.LatencyBuckets;
 import dev.ripcord.worker.job.WorkerScheduler;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Timer;
 import org.slf4j.Logger;
 import org.springframework.stereotype.Component;
 import org.slf4j.LoggerFactory;
@@ -73,6 +79,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
      */
     private final Object stepLock = new Object();
     private volatile long stepsStarted;
+    private final Timer decodeTime;
 
     /** Continuous batching on {@code context}'s engine; a bean, closed before the context it works with. */
     public DecodeScheduler(WorkerContext context, DecodeProperties properties) {
@@ -87,10 +94,14 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
             }
             return " step=" + step;
         });
+        lifecycle.observedStep(job -> job.observedStep);
         Gauge.builder("ripcord.decode.awaiting.kv", this, s -> s.awaitingKv)
                 .description("requests whose KV is still being transferred").register(context.meters());
         Gauge.builder("ripcord.decode.running", this, s -> s.running)
                 .description("sequences in the decode batch").register(context.meters());
+        this.decodeTime = Timer.builder("ripcord.request.decode.time")
+                .description("first token emitted -> last token emitted, for generations that finished")
+                .serviceLevelObjectives(LatencyBuckets.requestLatency()).register(context.meters());
         startLoop();
     }
 
@@ -147,7 +158,8 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
             job.sequence = null;
             committedPages -= job.committedPages;
         });
-        context.journal().record(job.requestId(), "RESERVED", seq.pageCount() + " pages");
+        lifecycle.record(job, "RESERVED", seq.pageCount() + " pages",
+                LifecycleEvent.of(LifecycleEventType.JOB_ADMITTED, job.requestId()).withPages(seq.pageCount()));
         job.emit(new DecodeEvent.Reserved(session.descriptor().encode()));
         log.info("requestId={} reserved {} pages ({} committed) for {} prompt tokens; awaiting KV",
                 job.requestId(), seq.pageCount(), need, request.promptTokens());
@@ -160,8 +172,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
     }
 
     private static SamplingParams sampling(DecodeRequest request) {
-        return new SamplingParams((float) request.sampling().temperature(), (float) request.sampling().topP(),
-                request.sampling().seed());
+        return WireSampling.toEngine(request.sampling());
     }
 
     /** The registry's abort handler: quick and non-blocking, on whatever thread delivered the cancel. */
@@ -187,8 +198,8 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
 
     private void onKv(DecodeJob job, byte[] metadata, Throwable error) {
         awaitingKv--;
-        context.journal().record(job.requestId(), error == null ? "KV_LANDED" : "KV_FAILED",
-                error == null ? "" : error.getMessage());
+        lifecycle.record(job, error == null ? "KV_LANDED" : "KV_FAILED", error == null ? "" : error.getMessage(),
+                error == null ? LifecycleEvent.of(LifecycleEventType.KV_LANDED, job.requestId()) : null);
         if (error != null) {
             // Prefill aborting the transfer for a cancel (it saw it first, e.g. from Kafka) is that cancel here,
             // delivered through the registry like any other; a cancel of decode's own already ended the job.
@@ -201,32 +212,48 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         if (!job.moveTo(JobState.WAITING, JobState.RUNNING)) {
             return; // cancelled as the KV landed; freed on release
         }
-        int first = TransferMetadata.decodeFirstToken(metadata);
-        engine.adopt(job.sequence, job.request.promptTokens(), first);
+        recordQueueTime(job);
+        job.firstTokenNanos = System.nanoTime();
+        TransferMetadata.FirstToken firstToken = TransferMetadata.decode(metadata);
+        int first = firstToken.token();
+        engine.adopt(job.sequence, job.request.promptTokens(), job.request.promptIds(), first,
+                WireSampling.toEngine(first, firstToken.logprobs()));
         engine.ensureCapacity(job.sequence,
                 Math.min(job.request.promptTokens() + job.request.maxTokens(), engine.config().contextLength()));
         log.info("requestId={} KV landed; joins the batch with first token {}", job.requestId(), first);
-        if (emitToken(job, first)) {
+        if (emitToken(job, first, -1)) {
             return;
         }
         ready.addLast(job);
     }
 
-    /** Emits the job's next token; returns true if that finished the job. */
-    private boolean emitToken(DecodeJob job, int token) {
+    /**
+     * Emits the job's next token; returns true if that finished the job. {@code step}: the decode step that produced
+     * it, or -1 for the first token (prefill's, emitted as the KV lands): the lifecycle log's JOB_FINISHED says which.
+     */
+    private boolean emitToken(DecodeJob job, int token, long step) {
         int index = job.generated++;
         String finish = null;
-        if (Arrays.binarySearch(stopTokens, token) >= 0 && !job.request.ignoreEos()) {
+        if (Arrays.binarySearch(stopTokens, token) >= 0 && !job.request.ignoreEos() || job.stopsOn(token)) {
             finish = "stop";
         } else if (job.generated >= job.request.maxTokens()) {
             finish = "length";
         }
-        DecodeEvent.Token event = new DecodeEvent.Token(index, token, finish);
+        DecodeEvent.Token event = new DecodeEvent.Token(index, token, finish,
+                WireSampling.toWire(job.sequence.lastLogprobs()));
         if (finish == null) {
             job.emit(event);
             return false;
         }
-        if (lifecycle.finish(job, JobState.RUNNING, event, "FINISHED", job.generated + " tokens, " + finish)) {
+        if (job.state() == JobState.RUNNING) {
+            // Before the last event goes out, so that whoever sees the generation end sees it counted. Only this loop
+            // ends a running job, so the finish below wins.
+            decodeTime.record(System.nanoTime() - job.firstTokenNanos, TimeUnit.NANOSECONDS);
+        }
+        String why = finish;
+        int generated = job.generated;
+        if (lifecycle.finish(job, JobState.RUNNING, event, "FINISHED", generated + " tokens, " + finish,
+                done -> (step < 0 ? done : done.withStep(step)).withTokens(generated).withDetail(why))) {
             log.info("requestId={} finished: {} tokens ({})", job.requestId(), job.generated, finish);
         }
         return true;
@@ -253,7 +280,8 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         for (DecodeJob job : leaving) {
             RequestLogging.with(job.requestId(), () -> {
                 if (lifecycle.cancel(job, JobState.RUNNING, "decode", "STOPPED",
-                        job.generated + " tokens step=" + step)) {
+                        job.generated + " tokens step=" + step, LifecycleEvent.of(LifecycleEventType.LEFT_BATCH,
+                                job.requestId()).withStep(step).withTokens(job.generated))) {
                     log.info("requestId={} left the batch after {} tokens", job.requestId(), job.generated);
                 }
             });
@@ -270,7 +298,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         for (int i = 0; i < tokens.length; i++) {
             DecodeJob job = batch.get(i);
             int token = tokens[i];
-            RequestLogging.with(job.requestId(), () -> emitToken(job, token));
+            RequestLogging.with(job.requestId(), () -> emitToken(job, token, step));
         }
         batch.removeIf(job -> job.state() != JobState.RUNNING);
         running = batch.size();

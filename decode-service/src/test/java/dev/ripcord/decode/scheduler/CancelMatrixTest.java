@@ -5,6 +5,11 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.ripcord.kv.testing.KvLeakCheck;
+import dev.ripcord.lifecycle.LifecycleEvent;
+import dev.ripcord.lifecycle.LifecycleEventType;
+import dev.ripcord.lifecycle.audit.AuditReport;
+import dev.ripcord.lifecycle.audit.Auditor;
+import dev.ripcord.lifecycle.audit.Invariant;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
@@ -12,6 +17,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Every phase × every cancel source × every propagation mode, through both workers in process (see
@@ -30,9 +37,24 @@ class CancelMatrixTest {
         workers = new TwoWorkers();
     }
 
+    /**
+     * The lifecycle log of the whole matrix, audited: every combination's events on both workers keep the invariants
+     * (`ripcord audit`'s, but the gateway's: there is no gateway here), and every cancelled job was aborted once.
+     */
     @AfterAll
     static void stop() {
-        workers.close();
+        try {
+            List<LifecycleEvent> events = workers.lifecycleEvents();
+            AuditReport report = Auditor.audit(events, List.of(),
+                    new Auditor.Options(null, null, java.time.Duration.ZERO));
+            assertThat(report.violations().stream()
+                    .filter(v -> v.invariant() != Invariant.ONE_TERMINAL_OUTCOME).toList()).isEmpty();
+            assertThat(report.losses()).isEmpty();
+            assertThat(events).filteredOn(e -> e.type() == LifecycleEventType.ABORTED).isNotEmpty();
+            assertThat(events).filteredOn(e -> e.type() == LifecycleEventType.KV_RELEASED).isNotEmpty();
+        } finally {
+            workers.close();
+        }
     }
 
     static List<Arguments> combinations() {

@@ -1,5 +1,6 @@
 package dev.ripcord.decode.scheduler;
 
+import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -17,6 +18,8 @@ import dev.ripcord.kv.Backend;
 import dev.ripcord.kv.KvRegion;
 import dev.ripcord.kv.TransferAgent;
 import dev.ripcord.kv.TransferAgentOptions;
+import dev.ripcord.lifecycle.LifecycleEvent;
+import dev.ripcord.lifecycle.LifecyclePublisher;
 import dev.ripcord.prefill.PrefillProperties;
 import dev.ripcord.prefill.scheduler.PrefillJob;
 import dev.ripcord.prefill.scheduler.PrefillScheduler;
@@ -28,6 +31,7 @@ import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.Sampling;
 import dev.ripcord.worker.EngineLoop;
 import dev.ripcord.worker.SchedulerJournal;
+import dev.ripcord.worker.SessionLifecycle;
 import dev.ripcord.worker.WorkerContext;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 
@@ -59,6 +63,12 @@ final class TwoWorkers implements AutoCloseable {
     final SimpleMeterRegistry decodeMeters = new SimpleMeterRegistry();
     final PrefillScheduler prefill;
     final DecodeScheduler decode;
+    /** Both workers' lifecycle logs, as the Kafka sink would receive them (see {@link #lifecycleEvents()}). */
+    private final List<LifecycleEvent> lifecycle = Collections.synchronizedList(new ArrayList<>());
+    private final LifecyclePublisher prefillLog = new LifecyclePublisher("prefill", "prefill-test", 1 << 20,
+            lifecycle::add, Clock.systemUTC());
+    private final LifecyclePublisher decodeLog = new LifecyclePublisher("decode", "decode-test", 1 << 20,
+            lifecycle::add, Clock.systemUTC());
 
     TwoWorkers() {
         this(1);
@@ -74,11 +84,14 @@ final class TwoWorkers implements AutoCloseable {
         decodeAgent = TransferAgent.start(TransferAgentOptions.defaults("decode-test").withBackend(Backend.TCP));
         prefillRegion = prefillAgent.registerRegion(prefillEngine.pagePool().segment());
         decodeRegion = decodeAgent.registerRegion(decodeEngine.pagePool().segment());
+        prefillAgent.onSession(new SessionLifecycle(prefillLog));
+        decodeAgent.onSession(new SessionLifecycle(decodeLog));
         prefill = new PrefillScheduler(new WorkerContext(prefillEngine, prefillAgent, prefillRegion, prefillRegistry,
-                prefillMeters, prefillJournal, EngineLoop.Mode.MANUAL),
+                prefillMeters, prefillJournal, EngineLoop.Mode.MANUAL, prefillLog),
                 new PrefillProperties(CHUNK_TOKENS, maxRunning, 256, Duration.ofSeconds(1)));
         decode = new DecodeScheduler(new WorkerContext(decodeEngine, decodeAgent, decodeRegion, decodeRegistry,
-                decodeMeters, decodeJournal, EngineLoop.Mode.MANUAL), new DecodeProperties(8, Duration.ofSeconds(1)));
+                decodeMeters, decodeJournal, EngineLoop.Mode.MANUAL, decodeLog),
+                new DecodeProperties(8, Duration.ofSeconds(1)));
     }
 
     /** One request's two legs, as the gateway would hold them. */
@@ -204,6 +217,24 @@ final class TwoWorkers implements AutoCloseable {
         return journal.since(0).stream().filter(e -> e.requestId().equals(id)).toList();
     }
 
+    /**
+     * Everything both workers published on their lifecycle logs so far: the publishers are closed first (they
+     * deliver what is queued), so call it once, when the workers are done.
+     */
+    List<LifecycleEvent> lifecycleEvents() {
+        prefillLog.close(HANG_GUARD);
+        decodeLog.close(HANG_GUARD);
+        assertNoDrops();
+        return List.copyOf(lifecycle);
+    }
+
+    private void assertNoDrops() {
+        if (prefillLog.dropped() + decodeLog.dropped() > 0) {
+            throw new AssertionError("the lifecycle publishers dropped events: " + prefillLog.dropped() + " + "
+                    + decodeLog.dropped());
+        }
+    }
+
     @Override
     public void close() {
         prefill.close();
@@ -214,5 +245,7 @@ final class TwoWorkers implements AutoCloseable {
         decodeAgent.close();
         prefillEngine.close();
         decodeEngine.close();
+        prefillLog.close(HANG_GUARD);
+        decodeLog.close(HANG_GUARD);
     }
 }

@@ -20,7 +20,7 @@ import org.springframework.web.server.WebFilterChain;
 import reactor.core.publisher.Mono;
 
 /**
- * The gate in front of {@code /v1/**}, in order:
+ * The gate in front of {@code /v1/**}, {@code /tokenize} and {@code /detokenize}, in order:
  *
  * <ol>
  *   <li><b>Authenticate</b>: {@code Authorization: Bearer <key>} must hash to a configured hash
@@ -35,7 +35,7 @@ import reactor.core.publisher.Mono;
  * </ol>
  *
  * Cancels ({@code POST /v1/requests/{id}/cancel}) are authenticated but never limited: a cancel frees capacity.
- * Everything else (actuator) passes untouched. Rejections are errors rendered by the OpenAI error handler, so they
+ * Everything else (actuator, vLLM's open {@code /health} and {@code /version}) passes untouched. Rejections are errors rendered by the OpenAI error handler, so they
  * carry the OpenAI body; their {@code X-Request-Id} is the one {@link RequestIdFilter} (which runs before this filter)
  * gave the request. Never blocks; never logs a key, only identities.
  */
@@ -74,7 +74,7 @@ public final class ApiKeyFilter implements WebFilter, Ordered {
     public Mono<Void> filter(ServerWebExchange exchange, WebFilterChain chain) {
         ServerHttpRequest request = exchange.getRequest();
         String path = request.getPath().pathWithinApplication().value();
-        if (!path.equals("/v1") && !path.startsWith("/v1/")) {
+        if (!isGated(path)) {
             return chain.filter(exchange);
         }
         String identity;
@@ -109,6 +109,11 @@ public final class ApiKeyFilter implements WebFilter, Ordered {
             // Subscribed in this same call, so doFinally is in place before anything can end the exchange.
             return chain.filter(exchange).doFinally(signal -> permit.release());
         });
+    }
+
+    /** The OpenAI surface and vLLM's tokenizer endpoints need a key; health, version and actuator do not. */
+    static boolean isGated(String path) {
+        return path.equals("/v1") || path.startsWith("/v1/") || path.equals("/tokenize") || path.equals("/detokenize");
     }
 
     private static boolean isCompletion(ServerHttpRequest request, String path) {

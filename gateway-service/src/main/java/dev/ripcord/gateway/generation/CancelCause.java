@@ -2,6 +2,7 @@ package dev.ripcord.gateway.generation;
 
 import java.util.concurrent.atomic.AtomicReference;
 
+import org.jspecify.annotations.Nullable;
 import reactor.util.context.ContextView;
 
 import dev.ripcord.protocol.CancelReason;
@@ -22,6 +23,7 @@ public final class CancelCause {
     public static final String CONTEXT_KEY = "ripcord.cancelCause";
 
     private final AtomicReference<CancelReason> reason = new AtomicReference<>();
+    private volatile @Nullable String finishReason;
 
     public CancelCause() {
     }
@@ -35,6 +37,19 @@ public final class CancelCause {
     public CancelReason reason() {
         CancelReason recorded = reason.get();
         return recorded == null ? CancelReason.CLIENT_DISCONNECT : recorded;
+    }
+
+    /**
+     * Records that the edge cancels the generation because the answer is complete ({@code stop}: a stop string
+     * matched), so the serving core can record how the request finished, not only that its legs were cancelled.
+     */
+    public void recordFinish(String finish) {
+        finishReason = finish;
+    }
+
+    /** The finish reason the edge recorded for the generation running under {@code context}, or null. */
+    public static @Nullable String finishOf(ContextView context) {
+        return context.<CancelCause>getOrEmpty(CONTEXT_KEY).map(cause -> cause.finishReason).orElse(null);
     }
 
     /** The reason recorded for the generation running under {@code context}, or {@code CLIENT_DISCONNECT}. */

@@ -10,8 +10,10 @@ import org.jspecify.annotations.Nullable;
  *                     detokenizer decides it renders as nothing
  * @param finishReason non-null only on the last token of a generation: {@link #STOP} (EOS) or {@link #LENGTH}
  *                     ({@code maxTokens} reached)
+ * @param logprobs     the token's logprobs when the request asked for them ({@link SamplingOptions#logprobs()}), else
+ *                     null
  */
-public record GeneratedToken(int index, int tokenId, @Nullable String finishReason) {
+public record GeneratedToken(int index, int tokenId, @Nullable String finishReason, @Nullable Logprobs logprobs) {
 
     /** The model emitted EOS (the gateway also reports this when a stop string matched). */
     public static final String STOP = "stop";
@@ -25,6 +27,11 @@ public record GeneratedToken(int index, int tokenId, @Nullable String finishReas
         if (finishReason != null && !STOP.equals(finishReason) && !LENGTH.equals(finishReason)) {
             throw new IllegalArgumentException("finishReason must be null, \"stop\" or \"length\", got " + finishReason);
         }
+    }
+
+    /** A token without logprobs. */
+    public GeneratedToken(int index, int tokenId, @Nullable String finishReason) {
+        this(index, tokenId, finishReason, null);
     }
 
     /** Whether this is the last token of its generation. */

@@ -30,11 +30,24 @@ import org.jspecify.annotations.Nullable;
  * @param timeout      the client's deadline for the whole request ({@code timeout} field or {@code X-Ripcord-Timeout}
  *                     header, the shorter of the two), or null for none; the serving core enforces it
  * @param kind         which endpoint the request came through
+ * @param sampling     the other sampling knobs, stop token ids and the logprobs asked for
+ * @param n            how many choices to generate, {@code >= 1}; each is its own generation of the prompt
+ * @param continuousUsage whether every streamed chunk carries the usage so far
+ *                     ({@code stream_options.continuous_usage_stats})
  */
 public record GenerationRequest(String requestId, String model, int[] promptTokens, int maxTokens,
         double temperature, double topP, OptionalLong seed, List<String> stop,
         boolean ignoreEos, boolean stream, boolean includeUsage, @Nullable String user, @Nullable Duration timeout,
-        Kind kind) {
+        Kind kind, SamplingOptions sampling, int n, boolean continuousUsage) {
+
+    /** One choice, no other sampling knobs, no continuous usage. */
+    public GenerationRequest(String requestId, String model, int[] promptTokens, int maxTokens,
+            double temperature, double topP, OptionalLong seed, List<String> stop,
+            boolean ignoreEos, boolean stream, boolean includeUsage, @Nullable String user,
+            @Nullable Duration timeout, Kind kind) {
+        this(requestId, model, promptTokens, maxTokens, temperature, topP, seed, stop, ignoreEos, stream,
+                includeUsage, user, timeout, kind, SamplingOptions.NONE, 1, false);
+    }
 
     /** The endpoint a request came through; decides the response shapes, not the generation. */
     public enum Kind {
@@ -49,6 +62,10 @@ public record GenerationRequest(String requestId, String model, int[] promptToke
         Objects.requireNonNull(model, "model");
         Objects.requireNonNull(seed, "seed");
         Objects.requireNonNull(kind, "kind");
+        Objects.requireNonNull(sampling, "sampling");
+        if (n < 1) {
+            throw new IllegalArgumentException("n must be >= 1, got " + n);
+        }
         stop = List.copyOf(stop);
         promptTokens = promptTokens.clone();
         if (promptTokens.length == 0) {
@@ -69,13 +86,14 @@ public record GenerationRequest(String requestId, String model, int[] promptToke
                 && Double.compare(temperature, r.temperature) == 0 && Double.compare(topP, r.topP) == 0
                 && seed.equals(r.seed) && stop.equals(r.stop) && ignoreEos == r.ignoreEos && stream == r.stream
                 && includeUsage == r.includeUsage && Objects.equals(user, r.user)
-                && Objects.equals(timeout, r.timeout) && kind == r.kind;
+                && Objects.equals(timeout, r.timeout) && kind == r.kind && sampling.equals(r.sampling) && n == r.n
+                && continuousUsage == r.continuousUsage;
     }
 
     @Override
     public int hashCode() {
         return Objects.hash(requestId, model, Arrays.hashCode(promptTokens), maxTokens, temperature, topP, seed, stop,
-                ignoreEos, stream, includeUsage, user, timeout, kind);
+                ignoreEos, stream, includeUsage, user, timeout, kind, sampling, n, continuousUsage);
     }
 
     /** Sizes only: prompts and stop strings are user content and stay out of logs. */
@@ -85,6 +103,11 @@ public record GenerationRequest(String requestId, String model, int[] promptToke
                 + ", promptTokens=" + promptTokens.length + ", maxTokens=" + maxTokens
                 + ", temperature=" + temperature + ", topP=" + topP + ", seed=" + seed
                 + ", stop=" + stop.size() + ", ignoreEos=" + ignoreEos + ", stream=" + stream
-                + ", includeUsage=" + includeUsage + ", timeout=" + timeout + "]";
+                + ", includeUsage=" + includeUsage + ", timeout=" + timeout + ", n=" + n
+                + ", topK=" + sampling.topK() + ", minP=" + sampling.minP()
+                + ", repetitionPenalty=" + sampling.repetitionPenalty()
+                + ", presencePenalty=" + sampling.presencePenalty() + ", frequencyPenalty=" + sampling.frequencyPenalty()
+                + ", logitBias=" + sampling.logitBias().size() + ", stopTokenIds=" + sampling.stopTokenIds().size()
+                + ", logprobs=" + sampling.logprobs() + ", continuousUsage=" + continuousUsage + "]";
     }
 }

@@ -29,6 +29,14 @@ public interface TextCodec {
         return encode(prompt);
     }
 
+    /**
+     * The beginning-of-sequence token {@link #encode} puts first, or -1 when it puts none: what
+     * {@code /tokenize}'s {@code add_special_tokens} adds or leaves out.
+     */
+    default int bosToken() {
+        return -1;
+    }
+
     /** Valid token ids are {@code 0 .. vocabularySize() - 1}. */
     int vocabularySize();
 
@@ -43,6 +51,15 @@ public interface TextCodec {
 
     /** A fresh incremental detokenizer for one generation; not shared between requests. */
     Detokenizer newDetokenizer();
+
+    /**
+     * The bytes {@code token} contributes to the text when it follows {@code previous} (-1 at the start), for the
+     * per-token strings of logprobs; may be part of a UTF-8 character. The default decodes the token alone.
+     */
+    default byte[] tokenBytes(int previous, int token) {
+        Detokenizer detokenizer = newDetokenizer();
+        return (detokenizer.accept(token) + detokenizer.flush()).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
 
     /**
      * Turns a token stream back into text, one token at a time, never splitting a UTF-8 sequence. Used by one

@@ -27,4 +27,34 @@ public interface TokenGenerator {
 
     /** Starts a generation lazily, on subscription. */
     Flux<GeneratedToken> generate(GenerationRequest request);
+
+    /**
+     * The {@link GenerationRequest#n()} choices of one request: one inner Flux per choice, in choice order, each
+     * under the contract of {@link #generate} for its own tokens. Cancelling one inner Flux stops that choice only
+     * (a stop string matched in it); cancelling the outer one, or cancelling the request by its ID, stops them all.
+     * The outer Flux completes once every inner one has ended; the caller must subscribe to each inner Flux as it
+     * is emitted (a {@code flatMap} with concurrency {@code n}).
+     *
+     * <p>This default runs {@code n} independent generations of {@code request} itself, sharing nothing: enough
+     * for generators without a lifecycle (test doubles). The serving core overrides it so that the choices share
+     * the request's context and sample with their own seeds ({@link #choiceSeed}).
+     */
+    default Flux<Flux<GeneratedToken>> generateChoices(GenerationRequest request) {
+        return Flux.range(0, request.n()).map(i -> generate(request));
+    }
+
+    /**
+     * The seed of choice {@code choice} of a request seeded with {@code seed}: choice 0 keeps it (so {@code n = 1}
+     * samples as before), the others get a mix of it and their index, so every choice has its own reproducible
+     * stream whichever worker serves it.
+     */
+    static long choiceSeed(long seed, int choice) {
+        if (choice == 0) {
+            return seed;
+        }
+        long z = seed ^ (0x9E3779B97F4A7C15L * choice);
+        z = (z ^ (z >>> 33)) * 0xFF51AFD7ED558CCDL;
+        z = (z ^ (z >>> 33)) * 0xC4CEB9FE1A85EC53L;
+        return z ^ (z >>> 33);
+    }
 }

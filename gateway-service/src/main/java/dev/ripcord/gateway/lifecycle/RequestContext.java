@@ -4,6 +4,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ripcord.protocol.CancelReason;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
@@ -22,6 +23,9 @@ import reactor.core.publisher.Sinks;
  *  ACTIVE               ✓           ✓        (first of complete() / cancel() wins)
  *  COMPLETED, CANCELLED: terminal
  * </pre>
+ *
+ * <p>It also records what its owner may ask about it ({@link #summary()}, {@code GET /v1/requests/{id}}): the model,
+ * the prompt's length, the {@linkplain RequestPhase phase} the legs' events show, and the tokens relayed so far.
  */
 public final class RequestContext {
 
@@ -29,14 +33,24 @@ public final class RequestContext {
 
     private final String requestId;
     private final String owner;
+    private final String model;
+    private final int promptTokens;
+    private final long created;
     private final AtomicReference<State> state = new AtomicReference<>(State.ACTIVE);
+    private final AtomicReference<RequestPhase> phase = new AtomicReference<>(RequestPhase.ADMISSION);
+    private final AtomicInteger completionTokens = new AtomicInteger();
+    private volatile @Nullable String finishReason;
     private final Sinks.One<CancelReason> cancelled = Sinks.one();
     private final AtomicInteger liveLinks;
     private volatile CancelReason reason;
 
-    RequestContext(String requestId, String owner, AtomicInteger liveLinks) {
+    RequestContext(String requestId, String owner, String model, int promptTokens, long created,
+                   AtomicInteger liveLinks) {
         this.requestId = requestId;
         this.owner = owner;
+        this.model = model;
+        this.promptTokens = promptTokens;
+        this.created = created;
         this.liveLinks = liveLinks;
     }
 
@@ -71,6 +85,64 @@ public final class RequestContext {
             return leg.takeUntilOther(cancelled.asMono())
                     .doFinally(signal -> liveLinks.decrementAndGet());
         });
+    }
+
+    /** The furthest phase the request reached. */
+    public RequestPhase phase() {
+        return phase.get();
+    }
+
+    /**
+     * Moves the request forward to {@code next}; returns whether it moved. A move back (events of the two legs
+     * arrive on two connections, in either order) or to the same phase changes nothing.
+     */
+    public boolean moveTo(RequestPhase next) {
+        RequestPhase current;
+        do {
+            current = phase.get();
+            if (!current.canMoveTo(next)) {
+                return false;
+            }
+        } while (!phase.compareAndSet(current, next));
+        return true;
+    }
+
+    /**
+     * Records one token relayed to the client (the request is then in {@link RequestPhase#DECODE}); {@code finish}
+     * is the last token's finish reason ({@code stop}, {@code length}), null for the others.
+     */
+    public void tokenRelayed(@Nullable String finish) {
+        completionTokens.incrementAndGet();
+        moveTo(RequestPhase.DECODE);
+        if (finish != null) {
+            finishReason = finish;
+        }
+    }
+
+    /**
+     * Records how the answer finished when the edge ended it early because it was complete (a stop string matched:
+     * {@code stop}); a finish reason recorded before stays.
+     */
+    public void finishedAtTheEdge(String finish) {
+        if (finishReason == null) {
+            finishReason = finish;
+        }
+    }
+
+    /** Tokens relayed to the client so far. */
+    public int completionTokens() {
+        return completionTokens.get();
+    }
+
+    /** What the owner may learn about the request now. */
+    public RequestSummary summary() {
+        State now = state.get();
+        String finish = finishReason;
+        if (finish == null && now == State.CANCELLED) {
+            finish = "abort";
+        }
+        return new RequestSummary(requestId, owner, model, created, now, phase.get(), promptTokens,
+                completionTokens.get(), finish, reason);
     }
 
     /** Emits the reason once the context is cancelled; never emits if it completes. */

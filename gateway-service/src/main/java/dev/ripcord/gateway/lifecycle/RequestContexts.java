@@ -1,8 +1,20 @@
 package dev.ripcord.gateway.lifecycle;
 
+import dev.ripcord.gateway.generation.DeadlineExceededException;
+import dev.ripcord.gateway.generation.RequestCancelledException;
+import dev.ripcord.lifecycle.LifecycleEvent;
+import dev.ripcord.lifecycle.LifecycleEventType;
+import dev.ripcord.lifecycle.LifecycleOutcome;
+import dev.ripcord.lifecycle.LifecyclePublisher;
+
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -26,19 +38,34 @@ import reactor.core.publisher.Mono;
  * cancel, deadline. A cancel cancels the request's context (the in-band path: its legs' internal exchanges are
  * disposed) and, when {@code ripcord.cancel.propagation} includes Kafka, publishes one {@link CancelEvent}
  * keyed by the request ID (the out-of-band path). Either path alone stops the workers.
+ *
+ * <p>It also answers the request API ({@code GET /v1/requests[/{id}]}): a caller's requests in flight here, and one
+ * request by ID, live or among the last {@value #RECENTLY_ENDED} that ended here (so an owner can still read how a
+ * request ended, and why, right after it did). Only the owner sees a request; for anyone else it does not exist.
  */
 public final class RequestContexts {
 
     private static final Logger log = LoggerFactory.getLogger(RequestContexts.class);
 
+    /** How many ended requests {@link #find} still answers for (the oldest is forgotten first). */
+    public static final int RECENTLY_ENDED = 1024;
+
     private final ConcurrentHashMap<String, RequestContext> live = new ConcurrentHashMap<>();
     private final AtomicInteger liveLinks = new AtomicInteger();
+    /** The last {@link #RECENTLY_ENDED} requests that ended here, oldest first; guarded by itself. */
+    private final Map<String, RequestSummary> ended = new LinkedHashMap<>(64, 0.75f, false) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, RequestSummary> eldest) {
+            return size() > RECENTLY_ENDED;
+        }
+    };
     private final CancelPublisher publisher;
     private final CancelProperties cancelProperties;
     private final Origin origin;
     private final Clock clock;
     private final MeterRegistry meters;
     private final Duration maxDeadline;
+    private final LifecyclePublisher lifecycle;
 
     /**
      * @param maxDeadline the server's maximum request time: the deadline of requests that give none, and the cap
@@ -46,6 +73,16 @@ public final class RequestContexts {
      */
     public RequestContexts(CancelPublisher publisher, CancelProperties cancelProperties, MeterRegistry meters,
                            Clock clock, Duration maxDeadline) {
+        this(publisher, cancelProperties, meters, clock, maxDeadline, LifecyclePublisher.disabled());
+    }
+
+    /**
+     * As above, recording each request on the lifecycle log: {@code ADMITTED} at {@link #open}, {@code ROUTED} for
+     * each worker a leg is sent to ({@link #routed}), {@code FINISHED} with its one outcome at {@link #close}.
+     */
+    public RequestContexts(CancelPublisher publisher, CancelProperties cancelProperties, MeterRegistry meters,
+                           Clock clock, Duration maxDeadline, LifecyclePublisher lifecycle) {
+        this.lifecycle = lifecycle;
         this.maxDeadline = maxDeadline;
         this.publisher = publisher;
         this.cancelProperties = cancelProperties;
@@ -77,10 +114,22 @@ public final class RequestContexts {
      * @throws DuplicateRequestException if a request with this ID is already in flight here
      */
     public RequestContext open(String requestId, String owner, Duration deadline) {
-        RequestContext ctx = new RequestContext(requestId, owner, liveLinks);
+        return open(requestId, owner, deadline, "", 0);
+    }
+
+    /**
+     * Opens the context of a new request owned by {@code owner} for {@code model} with a prompt of
+     * {@code promptTokens} tokens (both reported by {@link #find}); otherwise as {@link #open(String, String, Duration)}.
+     *
+     * @throws DuplicateRequestException if a request with this ID is already in flight here
+     */
+    public RequestContext open(String requestId, String owner, Duration deadline, String model, int promptTokens) {
+        RequestContext ctx = new RequestContext(requestId, owner, model, promptTokens, clock.instant().getEpochSecond(),
+                liveLinks);
         if (live.putIfAbsent(requestId, ctx) != null) {
             throw new DuplicateRequestException(requestId);
         }
+        lifecycle.emit(LifecycleEvent.of(LifecycleEventType.ADMITTED, requestId));
         Duration effective = deadline == null || deadline.compareTo(maxDeadline) > 0 ? maxDeadline : deadline;
         Disposable timer = Mono.delay(effective).subscribe(t -> cancel(ctx, CancelReason.DEADLINE));
         ctx.cancelled().doFinally(s -> timer.dispose()).subscribe();
@@ -89,8 +138,84 @@ public final class RequestContexts {
 
     /** The request ended (any way): it leaves the table; a cancel after this is a no-op. */
     public void close(RequestContext ctx) {
+        close(ctx, null, 0);
+    }
+
+    /**
+     * The request ended: it leaves the table, and the lifecycle log records its one terminal outcome
+     * ({@code FINISHED}): {@code CANCELLED} with the reason when its context was cancelled or {@code failure} is a
+     * worker's cancel (or the deadline), {@code FAILED} for any other {@code failure}, {@code COMPLETED} otherwise.
+     *
+     * @param failure how the generation ended, if it ended in error
+     * @param tokens  tokens the client was sent
+     */
+    public void close(RequestContext ctx, Throwable failure, int tokens) {
         ctx.complete();
-        live.remove(ctx.requestId(), ctx);
+        RequestSummary summary = ctx.summary();
+        synchronized (ended) {
+            ended.remove(summary.requestId()); // re-inserted last: the order is the order of ending
+            ended.put(summary.requestId(), summary);
+        }
+        if (live.remove(ctx.requestId(), ctx)) {
+            // One line per request, however it ended (a client that went away included): the record of what it got.
+            RequestMdc.with(ctx.requestId(), () -> log.info(
+                    "requestId={} ended state={} phase={} finishReason={} cancelReason={} promptTokens={} "
+                            + "completionTokens={}", summary.requestId(), summary.stateName(), summary.phase().wireName(),
+                    summary.finishReason(), summary.cancelReasonName(), summary.promptTokens(),
+                    summary.completionTokens()));
+            lifecycle.emit(finishedEvent(ctx, failure, tokens)); // once: only the close that removed it
+        }
+    }
+
+    private static LifecycleEvent finishedEvent(RequestContext ctx, Throwable failure, int tokens) {
+        LifecycleEvent finished = LifecycleEvent.of(LifecycleEventType.FINISHED, ctx.requestId()).withTokens(tokens);
+        CancelReason reason = ctx.cancelReason();
+        if (reason != null) {
+            return finished.withOutcome(LifecycleOutcome.CANCELLED).withCancel(reason, null);
+        } else if (failure instanceof DeadlineExceededException) {
+            return finished.withOutcome(LifecycleOutcome.CANCELLED).withCancel(CancelReason.DEADLINE, null);
+        } else if (failure instanceof RequestCancelledException cancelled) {
+            return finished.withOutcome(LifecycleOutcome.CANCELLED).withDetail(cancelled.getMessage());
+        } else if (failure != null) {
+            return finished.withOutcome(LifecycleOutcome.FAILED).withDetail(failure.getClass().getSimpleName());
+        }
+        return finished.withOutcome(LifecycleOutcome.COMPLETED);
+    }
+
+    /** A leg of the request was sent to a worker: {@code ROUTED} on the lifecycle log (one per attempt). */
+    public void routed(String requestId, String role, String instance) {
+        lifecycle.emit(LifecycleEvent.of(LifecycleEventType.ROUTED, requestId).withRoute(
+                "prefill".equals(role) ? instance : null, "decode".equals(role) ? instance : null));
+    }
+
+    /** {@code owner}'s requests in flight at this gateway, oldest first. */
+    public List<RequestSummary> inFlight(String owner) {
+        List<RequestSummary> mine = new ArrayList<>();
+        for (RequestContext ctx : live.values()) {
+            if (ctx.owner().equals(owner)) {
+                mine.add(ctx.summary());
+            }
+        }
+        mine.sort(Comparator.comparingLong(RequestSummary::created).thenComparing(RequestSummary::requestId));
+        return mine;
+    }
+
+    /**
+     * Request {@code requestId} as its owner {@code caller} may see it: in flight here, or among the last
+     * {@value #RECENTLY_ENDED} that ended here. Empty if it is neither <em>or belongs to someone else</em>: the two
+     * are deliberately indistinguishable.
+     */
+    public Optional<RequestSummary> find(String requestId, String caller) {
+        RequestContext ctx = live.get(requestId);
+        RequestSummary summary;
+        if (ctx != null) {
+            summary = ctx.summary();
+        } else {
+            synchronized (ended) {
+                summary = ended.get(requestId);
+            }
+        }
+        return summary != null && summary.owner().equals(caller) ? Optional.of(summary) : Optional.empty();
     }
 
     /** Cancels a live request of this gateway; empty if it is not (or no longer) in flight here. */

@@ -154,6 +154,11 @@ public final class EngineTextCodec implements TextCodec {
     }
 
     @Override
+    public int bosToken() {
+        return tokenizer.bos();
+    }
+
+    @Override
     public int vocabularySize() {
         return tokenizer.vocabSize();
     }
@@ -171,6 +176,11 @@ public final class EngineTextCodec implements TextCodec {
     @Override
     public int maxTokensLimit() {
         return maxTokens;
+    }
+
+    @Override
+    public byte[] tokenBytes(int previous, int token) {
+        return tokenizer.tokenBytes(previous, token);
     }
 
     @Override

@@ -1,7 +1,11 @@
 package dev.ripcord.gateway.observability;
 
+import dev.ripcord.gateway.generation.TextCodec;
 import dev.ripcord.gateway.serving.DisaggregatedGenerator;
+import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tag;
+import io.micrometer.core.instrument.config.MeterFilter;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.context.annotation.Bean;
@@ -18,21 +22,52 @@ import org.springframework.context.annotation.Configuration;
  *       and the observation customizer of the auto-configured {@code WebClient.Builder} from which the internal
  *       client is built, so each call to a worker carries {@code traceparent} (contract C3).</li>
  * </ul>
- * Here: the serving core's generator is wrapped in a {@link MeteredTokenGenerator} (TTFT and tokens). A post-processor
- * rather than an edit of the serving configuration, so test contexts with generators of their own are left alone.
+ * Here: the request metrics with vLLM's names ({@link ServingMetrics}), fed by the serving core's generator wrapped
+ * in a {@link MeteredTokenGenerator} (token timing) and by the OpenAI edge (each request's outcome: ServingMetrics is
+ * the edge's {@link dev.ripcord.gateway.generation.RequestOutcome.Listener}); and {@code model_name} on every
+ * {@code ripcord.*} meter. A post-processor rather than an edit of the serving configuration, so test contexts with
+ * generators of their own are left alone.
  */
 @Configuration(proxyBeanMethods = false)
 public class ObservabilityConfiguration {
 
     @Bean
-    static BeanPostProcessor meteredTokenGenerator(ObjectProvider<MeterRegistry> meters) {
+    ServingMetrics servingMetrics(MeterRegistry meters, TextCodec codec) {
+        return new ServingMetrics(meters, codec.contextLength());
+    }
+
+    @Bean
+    static BeanPostProcessor meteredTokenGenerator(ObjectProvider<ServingMetrics> metrics,
+            ObjectProvider<MeterRegistry> meters) {
         return new BeanPostProcessor() {
             @Override
             public Object postProcessAfterInitialization(Object bean, String beanName) {
                 if (bean instanceof DisaggregatedGenerator generator) {
-                    return new MeteredTokenGenerator(generator, meters.getObject());
+                    return new MeteredTokenGenerator(generator, metrics.getObject(), meters.getObject());
                 }
                 return bean;
+            }
+        };
+    }
+
+    /**
+     * {@code model_name} on every {@code ripcord.*} meter, as vLLM labels its metrics: the served model's id as
+     * clients send it (the gateway serves one model and refuses requests for others, so one value per process).
+     */
+    @Bean
+    static MeterFilter modelNameTag(ObjectProvider<TextCodec> codec) {
+        return modelNameTag(() -> codec.getObject().modelName());
+    }
+
+    /** See {@link #modelNameTag(ObjectProvider)}; the name is asked for when the first meter is registered. */
+    static MeterFilter modelNameTag(java.util.function.Supplier<String> modelName) {
+        return new MeterFilter() {
+            @Override
+            public Meter.Id map(Meter.Id id) {
+                if (id.getName().startsWith("ripcord.") && id.getTag("model_name") == null) {
+                    return id.withTag(Tag.of("model_name", modelName.get()));
+                }
+                return id;
             }
         };
     }

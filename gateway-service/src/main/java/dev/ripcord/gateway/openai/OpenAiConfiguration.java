@@ -5,6 +5,7 @@ import static org.springframework.web.reactive.function.server.RequestPredicates
 import java.time.Clock;
 import java.util.Set;
 
+import dev.ripcord.gateway.generation.RequestOutcome;
 import dev.ripcord.gateway.generation.TextCodec;
 import dev.ripcord.gateway.generation.TokenGenerator;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -56,9 +57,9 @@ public class OpenAiConfiguration {
 
     @Bean
     RouterFunction<ServerResponse> openAiRoutes(TokenGenerator generator, TextCodec codec, OpenAiProperties properties,
-            ObjectProvider<Clock> clock, StreamGuard streamGuard) {
+            ObjectProvider<Clock> clock, StreamGuard streamGuard, ObjectProvider<RequestOutcome.Listener> outcomes) {
         OpenAiHandler handler = new OpenAiHandler(generator, codec, properties, clock.getIfUnique(Clock::systemUTC),
-                streamGuard);
+                streamGuard, outcomes.getIfUnique(() -> RequestOutcome.Listener.NONE));
         return RouterFunctions.route()
                 .POST("/v1/completions", handler::completions)
                 .POST("/v1/chat/completions", handler::chatCompletions)

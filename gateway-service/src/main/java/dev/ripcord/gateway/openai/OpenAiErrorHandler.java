@@ -24,7 +24,7 @@ import reactor.core.publisher.Mono;
 import reactor.util.context.Context;
 
 /**
- * Renders every error under {@code /v1/} as an OpenAI error body: {@link ApiException}s from the routes and filters,
+ * Renders every error under {@code /v1/} (and of {@code /tokenize}, {@code /detokenize}) as an OpenAI error body: {@link ApiException}s from the routes and filters,
  * the serving core's {@link GenerationException}s (mapped by {@link #fromGeneration}, the one table), framework
  * errors (404 unknown path, 405, 406, 415, 413) and anything that escaped, which becomes a 500 whose message carries
  * the request id and never a stack trace. Other paths are left to the next handler. The request ID is the one
@@ -101,8 +101,9 @@ final class OpenAiErrorHandler implements WebExceptionHandler, Ordered {
         return false;
     }
 
+    /** {@code /v1/**} and vLLM's tokenizer endpoints, whose errors are OpenAI-shaped too. */
     static boolean isOpenAiPath(String path) {
-        return path.equals("/v1") || path.startsWith("/v1/");
+        return path.equals("/v1") || path.startsWith("/v1/") || path.equals("/tokenize") || path.equals("/detokenize");
     }
 
     /** What the client is told about {@code failure}: itself if it is an {@link ApiException}, else a translation. */

@@ -5,13 +5,16 @@ import java.nio.charset.StandardCharsets;
 import java.nio.charset.UnsupportedCharsetException;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ripcord.gateway.generation.CancelCause;
+import dev.ripcord.gateway.generation.GeneratedToken;
 import dev.ripcord.gateway.generation.GenerationRequest;
+import dev.ripcord.gateway.generation.RequestOutcome;
 import dev.ripcord.gateway.generation.TextCodec;
 import dev.ripcord.gateway.generation.TextDelta;
 import dev.ripcord.gateway.generation.TextDeltas;
@@ -75,16 +78,24 @@ final class OpenAiHandler {
     private final Clock clock;
     private final RequestParser parser;
     private final StreamGuard streamGuard;
+    private final RequestOutcome.Listener outcomes;
     private final long startedAt;
 
     OpenAiHandler(TokenGenerator generator, TextCodec codec, OpenAiProperties properties, Clock clock,
             StreamGuard streamGuard) {
+        this(generator, codec, properties, clock, streamGuard, RequestOutcome.Listener.NONE);
+    }
+
+    /** @param outcomes hears how each generation ended (the metrics), once per generation */
+    OpenAiHandler(TokenGenerator generator, TextCodec codec, OpenAiProperties properties, Clock clock,
+            StreamGuard streamGuard, RequestOutcome.Listener outcomes) {
+        this.outcomes = outcomes;
         this.generator = generator;
         this.codec = codec;
         this.properties = properties;
         this.clock = clock;
         this.streamGuard = streamGuard;
-        this.parser = new RequestParser(codec, properties.maxTimeout());
+        this.parser = new RequestParser(codec, properties.maxTimeout(), properties.maxN());
         this.startedAt = clock.instant().getEpochSecond();
     }
 
@@ -103,8 +114,9 @@ final class OpenAiHandler {
                         // parsing and tokenizing cost CPU in proportion to the body: keep them off the event loop
                         .publishOn(Schedulers.parallel())
                         .map(body -> parser.parse(kind, body, requestId, headerTimeout.orElse(null))))
-                .doOnNext(request -> log.debug("requestId={} accepted kind={} promptTokens={} maxTokens={} stream={}",
-                        requestId, kind, request.promptTokens().length, request.maxTokens(), request.stream()))
+                .doOnNext(request -> log.debug("requestId={} accepted kind={} promptTokens={} maxTokens={} stream={} n={}",
+                        requestId, kind, request.promptTokens().length, request.maxTokens(), request.stream(),
+                        request.n()))
                 .flatMap(request -> request.stream() ? stream(request, http) : complete(request));
     }
 
@@ -180,13 +192,33 @@ final class OpenAiHandler {
 
     // --- answers ------------------------------------------------------------------------------------------------
 
+    /**
+     * The request's text deltas. With {@code n > 1} the choices' deltas interleave, each tagged with its choice
+     * ({@link TextDelta#choice()}); each choice has its own detokenizer and stop strings, and a stop string that
+     * matches in one choice stops that choice only.
+     */
     private Flux<TextDelta> deltas(GenerationRequest request) {
-        return TextDeltas.decode(Flux.defer(() -> generator.generate(request)), codec::newDetokenizer, request.stop())
+        Flux<TextDelta> deltas = request.n() == 1
+                ? choiceDeltas(request, Flux.defer(() -> generator.generate(request)), 0)
+                : Flux.defer(() -> generator.generateChoices(request))
+                        .index()
+                        .flatMap(choice -> choiceDeltas(request, choice.getT2(), choice.getT1().intValue()),
+                                request.n());
+        // The end user the client names (OpenAI's 'user') is in the MDC of every line about the generation.
+        return deltas.contextWrite(context -> UserMdc.put(context, request.user()));
+    }
+
+    /** One choice's deltas; each choice's outcome is reported once, as each is metered as a generation of its own. */
+    private Flux<TextDelta> choiceDeltas(GenerationRequest request, Flux<GeneratedToken> tokens, int choice) {
+        Flux<TextDelta> decoded = TextDeltas.decode(tokens, codec::newDetokenizer, request.stop(),
+                        request.sampling().stopTokenIds(), request.sampling().wantsLogprobs());
+        return OutcomeReporting.observe(request, decoded, outcomes)
+                .map(delta -> choice == 0 ? delta : delta.withChoice(choice))
                 .doOnNext(delta -> {
                     if (delta.isLast()) {
-                        log.info("requestId={} finished reason={} promptTokens={} completionTokens={}",
+                        log.info("requestId={} finished reason={} promptTokens={} completionTokens={}{}",
                                 request.requestId(), delta.finishReason(), request.promptTokens().length,
-                                delta.completionTokens());
+                                delta.completionTokens(), request.n() == 1 ? "" : " choice=" + choice);
                     }
                 });
     }
@@ -197,7 +229,7 @@ final class OpenAiHandler {
         StreamGuard.Watch watch = streamGuard.watch(request.requestId(), cause, () -> closeConnection(http));
         AtomicBoolean cancelled = new AtomicBoolean();
         Flux<byte[]> events = Flux.defer(() -> {
-            ResponseShapes shapes = new ResponseShapes(request, created);
+            ResponseShapes shapes = new ResponseShapes(request, created, codec);
             return deltas(request)
                     .map(shapes::events)
                     .concatWith(Mono.fromSupplier(shapes::tail))
@@ -252,14 +284,27 @@ final class OpenAiHandler {
         return deltas(request)
                 .collectList()
                 .flatMap(deltas -> {
-                    StringBuilder text = new StringBuilder();
-                    deltas.forEach(delta -> text.append(delta.text()));
-                    TextDelta last = deltas.getLast();
-                    ObjectNode body = new ResponseShapes(request, created)
-                            .body(text.toString(), last.finishReason(), last.completionTokens());
+                    List<ResponseShapes.Ending> endings = new ArrayList<>(request.n());
+                    for (int choice = 0; choice < request.n(); choice++) {
+                        StringBuilder text = new StringBuilder();
+                        List<GeneratedToken> tokens = new ArrayList<>();
+                        TextDelta last = null;
+                        for (TextDelta delta : deltas) {
+                            if (delta.choice() == choice) {
+                                text.append(delta.text());
+                                tokens.addAll(delta.tokens());
+                                last = delta;
+                            }
+                        }
+                        endings.add(new ResponseShapes.Ending(text.toString(), last.finishReason(),
+                                last.completionTokens(), tokens));
+                    }
+                    ObjectNode body = new ResponseShapes(request, created, codec).body(endings);
                     return json(HttpStatus.OK, body);
                 })
-                .doOnCancel(() -> log.debug("requestId={} cancelled by the client", request.requestId()));
+                .doOnCancel(() -> log.debug("requestId={} cancelled by the client", request.requestId()))
+                // the serving core reads why it was cancelled, and whether a stop string had completed the answer
+                .contextWrite(Context.of(CancelCause.CONTEXT_KEY, new CancelCause()));
     }
 
     // --- models -------------------------------------------------------------------------------------------------

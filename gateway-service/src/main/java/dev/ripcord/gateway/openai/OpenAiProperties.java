@@ -19,6 +19,8 @@ import org.springframework.util.unit.DataSize;
  * @param socketSendBuffer the kernel send buffer ({@code SO_SNDBUF}) of every client connection; null (the default)
  *                    leaves the operating system's automatic sizing, which lets one connection whose client does not
  *                    read hold up to {@code net.ipv4.tcp_wmem}'s maximum (4 MiB on Linux) before the gateway sees it
+ * @param maxN        the largest {@code n} (choices per request) a client may ask for; each choice is its own
+ *                    prefill and decode, so it multiplies the request's cost (default 8)
  */
 @ConfigurationProperties("ripcord.gateway.openai")
 public record OpenAiProperties(
@@ -26,7 +28,11 @@ public record OpenAiProperties(
         @DefaultValue("1h") Duration maxTimeout,
         @DefaultValue("ripcord") String ownedBy,
         @DefaultValue("60s") Duration streamStallTimeout,
-        @Nullable DataSize socketSendBuffer) {
+        @Nullable DataSize socketSendBuffer,
+        @DefaultValue("8") int maxN) {
+
+    /** The default of {@code max-n}. */
+    public static final int DEFAULT_MAX_N = 8;
 
     public OpenAiProperties {
         if (maxBodySize.toBytes() < 1 || maxBodySize.toBytes() > Integer.MAX_VALUE - 8) {
@@ -44,6 +50,9 @@ public record OpenAiProperties(
             throw new IllegalArgumentException(
                     "ripcord.gateway.openai.socket-send-buffer must be between 1B and 2GB, got " + socketSendBuffer);
         }
+        if (maxN < 1 || maxN > 128) {
+            throw new IllegalArgumentException("ripcord.gateway.openai.max-n must be between 1 and 128, got " + maxN);
+        }
         if (ownedBy.isBlank()) {
             throw new IllegalArgumentException("ripcord.gateway.openai.owned-by must not be blank");
         }
@@ -51,7 +60,8 @@ public record OpenAiProperties(
 
     /** The defaults, for tests and for wiring without a binder. */
     public static OpenAiProperties defaults() {
-        return new OpenAiProperties(DataSize.ofMegabytes(1), Duration.ofHours(1), "ripcord", Duration.ofSeconds(60), null);
+        return new OpenAiProperties(DataSize.ofMegabytes(1), Duration.ofHours(1), "ripcord", Duration.ofSeconds(60), null,
+                DEFAULT_MAX_N);
     }
 
     int maxBodyBytes() {

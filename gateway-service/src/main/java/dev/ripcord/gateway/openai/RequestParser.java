@@ -10,6 +10,7 @@ import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalDouble;
@@ -18,6 +19,7 @@ import java.util.Set;
 import java.util.regex.Pattern;
 
 import dev.ripcord.gateway.generation.GenerationRequest;
+import dev.ripcord.gateway.generation.SamplingOptions;
 import dev.ripcord.gateway.generation.TextCodec;
 import org.jspecify.annotations.Nullable;
 import tools.jackson.core.JacksonException;
@@ -49,25 +51,38 @@ final class RequestParser {
 
     private static final Set<String> COMMON_FIELDS = Set.of("model", "stream", "stream_options", "max_tokens",
             "temperature", "top_p", "seed", "stop", "user", "n", "ignore_eos", "timeout",
-            // accepted only with their neutral values
-            "logprobs", "presence_penalty", "frequency_penalty", "logit_bias");
+            "logprobs", "presence_penalty", "frequency_penalty", "logit_bias",
+            // vLLM's sampling extensions
+            "top_k", "min_p", "repetition_penalty", "stop_token_ids");
     private static final Set<String> COMPLETION_FIELDS = Set.of("prompt", "echo", "suffix", "best_of");
-    private static final Set<String> CHAT_FIELDS = Set.of("messages", "max_completion_tokens",
+    private static final Set<String> CHAT_FIELDS = Set.of("messages", "max_completion_tokens", "top_logprobs",
             // accepted only with their neutral values, or ignored
             "response_format", "parallel_tool_calls", "metadata", "store");
     private static final Set<String> MESSAGE_FIELDS = Set.of("role", "content", "name");
-    private static final Set<String> CHAT_ROLES = Set.of("system", "user", "assistant");
-    private static final Set<String> UNSUPPORTED_ROLES = Set.of("developer", "tool", "function");
+    /** {@code developer} is OpenAI's newer name for {@code system}; it is rendered as {@code system}. */
+    private static final Set<String> CHAT_ROLES = Set.of("system", "developer", "user", "assistant");
+    private static final Set<String> UNSUPPORTED_ROLES = Set.of("tool", "function");
+    /** OpenAI's default {@code max_tokens} on completions (vLLM's too); chat defaults to the room left. */
+    static final int COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
+    static final int MAX_COMPLETION_LOGPROBS = 5;
+    static final int MAX_CHAT_TOP_LOGPROBS = 20;
+    static final double MAX_REPETITION_PENALTY = 100;
     private static final Pattern SECONDS = Pattern.compile("[0-9]{1,10}(\\.[0-9]{1,9})?");
     private static final BigInteger NANOS_PER_SECOND = BigInteger.valueOf(1_000_000_000L);
     private static final int MAX_ECHOED_VALUE = 40;
 
     private final TextCodec codec;
     private final Duration maxTimeout;
+    private final int maxN;
 
     RequestParser(TextCodec codec, Duration maxTimeout) {
+        this(codec, maxTimeout, OpenAiProperties.DEFAULT_MAX_N);
+    }
+
+    RequestParser(TextCodec codec, Duration maxTimeout, int maxN) {
         this.codec = codec;
         this.maxTimeout = maxTimeout;
+        this.maxN = maxN;
     }
 
     GenerationRequest parse(Kind kind, byte[] body, String requestId, @Nullable Duration headerTimeout) {
@@ -76,7 +91,8 @@ final class RequestParser {
 
         String model = model(root.get("model"));
         boolean stream = bool(root.get("stream"), "stream", false);
-        boolean includeUsage = includeUsage(root.get("stream_options"), stream);
+        boolean includeUsage = streamOption(root.get("stream_options"), stream, "include_usage");
+        boolean continuousUsage = streamOption(root.get("stream_options"), stream, "continuous_usage_stats");
         MaxTokens maxTokens = maxTokens(root, kind);
         double temperature = number(root.get("temperature"), "temperature").orElse(1.0);
         require(Double.isFinite(temperature) && temperature >= 0 && temperature <= 2, ErrorCode.INVALID_VALUE,
@@ -87,16 +103,24 @@ final class RequestParser {
         OptionalLong seed = integer(root.get("seed"), "seed");
         List<String> stop = stop(root.get("stop"));
         String user = string(root.get("user"), "user");
-        requireSingleChoice(root.get("n"));
+        int n = choices(root.get("n"), requestId);
         boolean ignoreEos = bool(root.get("ignore_eos"), "ignore_eos", false);
         Duration timeout = shorter(timeout(root.get("timeout")), headerTimeout);
+        SamplingOptions sampling = new SamplingOptions(topK(root.get("top_k")),
+                bounded(root.get("min_p"), "min_p", 0, 0, 1),
+                repetitionPenalty(root.get("repetition_penalty")),
+                bounded(root.get("presence_penalty"), "presence_penalty", 0, -2, 2),
+                bounded(root.get("frequency_penalty"), "frequency_penalty", 0, -2, 2),
+                logitBias(root.get("logit_bias")), stopTokenIds(root.get("stop_token_ids")),
+                kind == Kind.CHAT ? chatLogprobs(root) : completionLogprobs(root.get("logprobs")));
         checkNeutralFields(root, kind);
 
         String promptParam = kind == Kind.CHAT ? "messages" : "prompt";
         int[] promptTokens = kind == Kind.CHAT ? chatPrompt(root.get("messages")) : completionPrompt(root.get("prompt"));
-        int limit = checkContext(promptTokens.length, maxTokens, promptParam);
+        int limit = checkContext(promptTokens.length, maxTokens, promptParam,
+                kind == Kind.COMPLETION ? COMPLETIONS_DEFAULT_MAX_TOKENS : Integer.MAX_VALUE);
         return new GenerationRequest(requestId, model, promptTokens, limit, temperature, topP, seed, stop,
-                ignoreEos, stream, includeUsage, user, timeout, kind);
+                ignoreEos, stream, includeUsage, user, timeout, kind, sampling, n, continuousUsage);
     }
 
     /** Parses {@value #TIMEOUT_HEADER}: seconds, e.g. {@code 30} or {@code 2.5}; null when absent. */
@@ -169,7 +193,8 @@ final class RequestParser {
         return model;
     }
 
-    private static boolean includeUsage(@Nullable JsonNode options, boolean stream) {
+    /** A boolean of {@code stream_options} ({@code include_usage}, {@code continuous_usage_stats}). */
+    private static boolean streamOption(@Nullable JsonNode options, boolean stream, String key) {
         if (!present(options)) {
             return false;
         }
@@ -178,8 +203,8 @@ final class RequestParser {
         }
         require(stream, ErrorCode.INVALID_VALUE, "stream_options",
                 "'stream_options' is only allowed when 'stream' is true.");
-        // other keys (e.g. vLLM's continuous_usage_stats) are ignored on purpose
-        return bool(options.get("include_usage"), "stream_options.include_usage", false);
+        // other keys are ignored on purpose: clients send options of newer API versions
+        return bool(options.get(key), "stream_options." + key, false);
     }
 
     /** {@code max_tokens} (or chat's {@code max_completion_tokens}), checked against the server's limit. */
@@ -236,13 +261,153 @@ final class RequestParser {
         return stop;
     }
 
-    private static void requireSingleChoice(@Nullable JsonNode node) {
+    /**
+     * {@code n}, {@code 1..max-n}. Choice {@code i > 0} is known to the workers as {@code ID.i}, which must still be a
+     * valid request ID: a client ID too long for that is refused with {@code n > 1}.
+     */
+    private int choices(@Nullable JsonNode node, String requestId) {
         OptionalLong n = integer(node, "n");
-        if (n.isPresent()) {
-            require(n.getAsLong() >= 1, ErrorCode.INVALID_VALUE, "n", "'n' must be at least 1, got %d.", n.getAsLong());
-            require(n.getAsLong() == 1, ErrorCode.UNSUPPORTED_VALUE, "n", "Only n=1 is supported, got %d.",
-                    n.getAsLong());
+        if (n.isEmpty()) {
+            return 1;
         }
+        require(n.getAsLong() >= 1 && n.getAsLong() <= maxN, ErrorCode.INVALID_VALUE, "n",
+                "'n' must be between 1 and %d, got %d.", maxN, n.getAsLong());
+        int value = (int) n.getAsLong();
+        int longest = requestId.length() + 1 + String.valueOf(value - 1).length();
+        require(value == 1 || longest <= dev.ripcord.protocol.RequestIds.MAX_LENGTH, ErrorCode.INVALID_VALUE, "n",
+                "'n' > 1 needs an X-Request-Id of at most %d characters (each choice's ID is ID.index).",
+                dev.ripcord.protocol.RequestIds.MAX_LENGTH - 1 - String.valueOf(value - 1).length());
+        return value;
+    }
+
+    // --- sampling knobs (vLLM's names and ranges, OpenAI's where OpenAI has the field) ----------------------------
+
+    /** {@code top_k}: -1 or 0 is off (vLLM's -1 means "all tokens"), else at least 1. */
+    private static int topK(@Nullable JsonNode node) {
+        OptionalLong k = integer(node, "top_k");
+        if (k.isEmpty()) {
+            return 0;
+        }
+        require(k.getAsLong() >= -1 && k.getAsLong() <= Integer.MAX_VALUE, ErrorCode.INVALID_VALUE, "top_k",
+                "'top_k' must be -1 (off), 0 (off) or a positive integer, got %d.", k.getAsLong());
+        return (int) Math.max(0, k.getAsLong());
+    }
+
+    private static double bounded(@Nullable JsonNode node, String param, double absent, double min, double max) {
+        OptionalDouble value = number(node, param);
+        if (value.isEmpty()) {
+            return absent;
+        }
+        double v = value.getAsDouble();
+        require(Double.isFinite(v) && v >= min && v <= max, ErrorCode.INVALID_VALUE, param,
+                "'%s' must be between %s and %s, got %s.", param, plain(min), plain(max),
+                truncate(node.toString(), MAX_ECHOED_VALUE));
+        return v;
+    }
+
+    private static double repetitionPenalty(@Nullable JsonNode node) {
+        OptionalDouble value = number(node, "repetition_penalty");
+        if (value.isEmpty()) {
+            return 1;
+        }
+        double v = value.getAsDouble();
+        require(Double.isFinite(v) && v > 0 && v <= MAX_REPETITION_PENALTY, ErrorCode.INVALID_VALUE,
+                "repetition_penalty", "'repetition_penalty' must be greater than 0 and at most %s, got %s.",
+                plain(MAX_REPETITION_PENALTY), truncate(node.toString(), MAX_ECHOED_VALUE));
+        return v;
+    }
+
+    /** {@code logit_bias}: token id (a JSON object key, as OpenAI has it) → -100..100. */
+    private Map<Integer, Double> logitBias(@Nullable JsonNode node) {
+        if (!present(node)) {
+            return Map.of();
+        }
+        if (!node.isObject()) {
+            throw wrongType("logit_bias", "an object", node);
+        }
+        Map<Integer, Double> bias = new HashMap<>();
+        for (Map.Entry<String, JsonNode> entry : node.properties()) {
+            String key = entry.getKey();
+            String param = "logit_bias." + truncate(key, MAX_ECHOED_VALUE);
+            int token = tokenId(key);
+            require(token >= 0, ErrorCode.INVALID_VALUE, param,
+                    "'logit_bias' keys must be token ids between 0 and %d, got '%s'.", codec.vocabularySize() - 1,
+                    truncate(key, MAX_ECHOED_VALUE));
+            JsonNode value = entry.getValue();
+            if (!value.isNumber()) {
+                throw wrongType(param, "a number", value);
+            }
+            require(Double.isFinite(value.doubleValue()) && value.doubleValue() >= -100 && value.doubleValue() <= 100,
+                    ErrorCode.INVALID_VALUE, param, "'logit_bias' values must be between -100 and 100, got %s.",
+                    truncate(value.toString(), MAX_ECHOED_VALUE));
+            bias.put(token, value.doubleValue());
+        }
+        return bias;
+    }
+
+    /** A token id written as a JSON key: decimal digits only, within the vocabulary; else -1. */
+    private int tokenId(String key) {
+        if (key.isEmpty() || key.length() > 10 || !key.chars().allMatch(c -> c >= '0' && c <= '9')) {
+            return -1;
+        }
+        long id = Long.parseLong(key);
+        return id < codec.vocabularySize() ? (int) id : -1;
+    }
+
+    private List<Integer> stopTokenIds(@Nullable JsonNode node) {
+        if (!present(node)) {
+            return List.of();
+        }
+        if (!node.isArray()) {
+            throw wrongType("stop_token_ids", "an array of token ids", node);
+        }
+        List<Integer> ids = new ArrayList<>(node.size());
+        int vocabulary = codec.vocabularySize();
+        for (int i = 0; i < node.size(); i++) {
+            JsonNode id = node.get(i);
+            String param = "stop_token_ids[" + i + "]";
+            if (!id.isIntegralNumber()) {
+                throw wrongType(param, "an integer token id", id);
+            }
+            require(id.canConvertToInt() && id.intValue() >= 0 && id.intValue() < vocabulary, ErrorCode.INVALID_VALUE,
+                    param, "'%s' must be a token id between 0 and %d, got %s.", param, vocabulary - 1,
+                    truncate(id.toString(), MAX_ECHOED_VALUE));
+            ids.add(id.intValue());
+        }
+        return ids;
+    }
+
+    /** Completions: {@code logprobs} is how many top alternatives per token, 0..5; null is none. */
+    private static int completionLogprobs(@Nullable JsonNode node) {
+        if (!present(node)) {
+            return -1;
+        }
+        if (!node.isIntegralNumber()) {
+            throw wrongType("logprobs", "an integer", node);
+        }
+        require(node.canConvertToInt() && node.intValue() >= 0 && node.intValue() <= MAX_COMPLETION_LOGPROBS,
+                ErrorCode.INVALID_VALUE, "logprobs", "'logprobs' must be between 0 and %d, got %s.",
+                MAX_COMPLETION_LOGPROBS, truncate(node.toString(), MAX_ECHOED_VALUE));
+        return node.intValue();
+    }
+
+    /** Chat: boolean {@code logprobs}, and {@code top_logprobs} 0..20, which needs {@code logprobs: true}. */
+    private static int chatLogprobs(JsonNode root) {
+        boolean logprobs = bool(root.get("logprobs"), "logprobs", false);
+        OptionalLong top = integer(root.get("top_logprobs"), "top_logprobs");
+        if (top.isEmpty()) {
+            return logprobs ? 0 : -1;
+        }
+        require(top.getAsLong() >= 0 && top.getAsLong() <= MAX_CHAT_TOP_LOGPROBS, ErrorCode.INVALID_VALUE,
+                "top_logprobs", "'top_logprobs' must be between 0 and %d, got %d.", MAX_CHAT_TOP_LOGPROBS,
+                top.getAsLong());
+        require(logprobs, ErrorCode.INVALID_VALUE, "top_logprobs",
+                "'top_logprobs' needs 'logprobs' set to true.");
+        return (int) top.getAsLong();
+    }
+
+    private static String plain(double value) {
+        return BigDecimal.valueOf(value).stripTrailingZeros().toPlainString();
     }
 
     private @Nullable Duration timeout(@Nullable JsonNode node) {
@@ -274,29 +439,8 @@ final class RequestParser {
         return b == null || a.compareTo(b) <= 0 ? a : b;
     }
 
-    /** The common fields a client may send as long as they ask for nothing this server does not do. */
+    /** The fields a client may send as long as they ask for nothing this server does not do. */
     private static void checkNeutralFields(JsonNode root, Kind kind) {
-        JsonNode logprobs = root.get("logprobs");
-        if (present(logprobs)) {
-            if (!logprobs.isBoolean() && !logprobs.isIntegralNumber()) {
-                throw wrongType("logprobs", kind == Kind.CHAT ? "a boolean" : "an integer", logprobs);
-            }
-            require(logprobs.isBoolean() && !logprobs.booleanValue(), ErrorCode.UNSUPPORTED_VALUE, "logprobs",
-                    "'logprobs' is not supported; omit it or send false or null.");
-        }
-        for (String penalty : List.of("presence_penalty", "frequency_penalty")) {
-            OptionalDouble value = number(root.get(penalty), penalty);
-            require(value.isEmpty() || value.getAsDouble() == 0, ErrorCode.UNSUPPORTED_VALUE, penalty,
-                    "'%s' is not supported; omit it or send 0.", penalty);
-        }
-        JsonNode logitBias = root.get("logit_bias");
-        if (present(logitBias)) {
-            if (!logitBias.isObject()) {
-                throw wrongType("logit_bias", "an object", logitBias);
-            }
-            require(logitBias.isEmpty(), ErrorCode.UNSUPPORTED_VALUE, "logit_bias",
-                    "'logit_bias' is not supported; omit it or send an empty object.");
-        }
         if (kind == Kind.COMPLETION) {
             require(!bool(root.get("echo"), "echo", false), ErrorCode.UNSUPPORTED_VALUE, "echo",
                     "'echo' is not supported; omit it or send false.");
@@ -402,13 +546,14 @@ final class RequestParser {
         require(role != null, ErrorCode.MISSING_REQUIRED_PARAMETER, param + ".role",
                 "Missing required parameter: '%s.role'.", param);
         require(!UNSUPPORTED_ROLES.contains(role), ErrorCode.UNSUPPORTED_VALUE, param + ".role",
-                "Role '%s' is not supported; use system, user or assistant.", role);
+                "Role '%s' is not supported; use system, developer, user or assistant.", role);
         require(CHAT_ROLES.contains(role), ErrorCode.INVALID_VALUE, param + ".role",
-                "Invalid value for '%s.role': '%s'. Supported roles: system, user, assistant.", param,
+                "Invalid value for '%s.role': '%s'. Supported roles: system, developer, user, assistant.", param,
                 truncate(role, MAX_ECHOED_VALUE));
         string(node.get("name"), param + ".name"); // type-checked, then ignored: the template has no names
         String content = content(node.get("content"), param + ".content");
-        return new ChatTemplate.Message(role, content);
+        // developer is OpenAI's newer name for system: templates (and the fallback) know system
+        return new ChatTemplate.Message(role.equals("developer") ? "system" : role, content);
     }
 
     private static String content(@Nullable JsonNode node, String param) {
@@ -453,15 +598,18 @@ final class RequestParser {
         return tokens;
     }
 
-    /** Returns the effective {@code max_tokens} once the prompt's length is known. */
-    private int checkContext(int promptTokens, MaxTokens maxTokens, String promptParam) {
+    /**
+     * Returns the effective {@code max_tokens} once the prompt's length is known; without one it is
+     * {@code defaultMax} (completions: OpenAI's 16), capped by the server's limit and the room left.
+     */
+    private int checkContext(int promptTokens, MaxTokens maxTokens, String promptParam, int defaultMax) {
         int context = codec.contextLength();
         require(promptTokens < context, ErrorCode.CONTEXT_LENGTH_EXCEEDED, promptParam,
                 "This model's maximum context length is %d tokens, but the prompt is %d tokens, which leaves no room "
                         + "for a completion. Please shorten the prompt.", context, promptTokens);
         int room = context - promptTokens;
         if (maxTokens.value() == null) {
-            return Math.min(codec.maxTokensLimit(), room);
+            return Math.min(defaultMax, Math.min(codec.maxTokensLimit(), room));
         }
         int requested = maxTokens.value();
         require(requested <= room, ErrorCode.CONTEXT_LENGTH_EXCEEDED, maxTokens.param(),
@@ -576,5 +724,34 @@ final class RequestParser {
             return "";
         }
         return value.length() <= max ? value : value.substring(0, max) + "...";
+    }
+
+    // --- for /tokenize and /detokenize (RootRoutes): the same rules as the completion endpoints -----------------
+
+    /** A body read exactly as the completion endpoints read theirs: UTF-8, one JSON object. */
+    static JsonNode readJsonObject(byte[] body) {
+        return readObject(body);
+    }
+
+    /** An optional {@code model}: when given it must be the served model (404 {@code model_not_found}). */
+    void checkOptionalModel(@Nullable JsonNode node) {
+        if (present(node)) {
+            model(node);
+        }
+    }
+
+    /** The prompt's tokens exactly as {@code kind}'s endpoint would send them ({@code prompt} or {@code messages}). */
+    int[] promptTokens(Kind kind, @Nullable JsonNode node) {
+        return kind == Kind.CHAT ? chatPrompt(node) : completionPrompt(node);
+    }
+
+    /** An optional boolean field, type-checked. */
+    static boolean booleanField(@Nullable JsonNode node, String param, boolean absent) {
+        return bool(node, param, absent);
+    }
+
+    /** A field of the wrong JSON type: 400 {@code invalid_type}, naming the field and what it must be. */
+    static ApiException wrongTypeOf(String param, String expected, JsonNode actual) {
+        return wrongType(param, expected, actual);
     }
 }

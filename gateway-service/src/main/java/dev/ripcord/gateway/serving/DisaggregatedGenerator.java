@@ -1,12 +1,18 @@
 package dev.ripcord.gateway.serving;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.gateway.auth.ApiKeys;
 import dev.ripcord.gateway.lifecycle.RequestContext;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
+import dev.ripcord.gateway.lifecycle.RequestPhase;
 import dev.ripcord.gateway.generation.CancelCause;
 import dev.ripcord.gateway.generation.DeadlineExceededException;
 import dev.ripcord.gateway.generation.DuplicateRequestIdException;
@@ -15,9 +21,11 @@ import dev.ripcord.gateway.generation.GenerationException;
 import dev.ripcord.gateway.generation.GenerationFailedException;
 import dev.ripcord.gateway.generation.GenerationRequest;
 import dev.ripcord.gateway.generation.RequestCancelledException;
+import dev.ripcord.gateway.generation.SamplingOptions;
 import dev.ripcord.gateway.generation.TokenGenerator;
 import dev.ripcord.gateway.generation.WorkerUnavailableException;
 import dev.ripcord.gateway.resilience.WorkerResilience;
+import dev.ripcord.gateway.routing.WorkerInstance;
 import dev.ripcord.gateway.routing.WorkerPool;
 import dev.ripcord.protocol.Cancelled;
 import dev.ripcord.protocol.DecodeEvent;
@@ -28,6 +36,7 @@ import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.protocol.Sampling;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.http.HttpHeaders;
@@ -107,91 +116,201 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             String id = request.requestId();
             RequestContext ctx;
             try {
-                ctx = contexts.open(id, ApiKeys.identity(view), request.timeout()); // the caller owns it
+                ctx = contexts.open(id, ApiKeys.identity(view), request.timeout(), request.model(),
+                        request.promptTokens().length); // the caller owns it
             } catch (RequestContexts.DuplicateRequestException e) {
                 return Flux.error(new DuplicateRequestIdException(id));
             }
             // One seed for both legs: prefill samples the first token, decode the rest.
             long seed = request.seed().orElseGet(() -> ThreadLocalRandom.current().nextLong());
-            Sampling sampling = new Sampling(request.temperature(), request.topP(), seed);
             log.info("requestId={} accepted: promptTokens={} maxTokens={}", id, request.promptTokens().length,
                     request.maxTokens());
-            DecodeRequest decodeRequest = new DecodeRequest(id, request.promptTokens().length, request.maxTokens(),
-                    sampling, request.ignoreEos());
-            Flux<DecodeEvent> decodeEvents = ctx.link(decodeLeg.events(id, instance ->
-                    InBandCancel.tellWhyBeforeClosing(client, instance, id, ctx::cancelReason, client.post()
-                            .uri(instance.uri().resolve(InternalApi.DECODE))
-                            .header(RequestIds.HEADER, id)
-                            .contentType(MediaType.APPLICATION_JSON)
-                            .accept(NDJSON)
-                            .bodyValue(decodeRequest)
-                            .exchangeToFlux(response -> events(response, DecodeEvent.class)))));
-            return decodeEvents
-                    .switchOnFirst((first, events) -> {
-                        if (!first.hasValue() || !(first.get() instanceof DecodeEvent.Reserved reserved)) {
-                            return events.flatMap(e -> Flux.<GeneratedToken>error(workerEnded(id, "decode", e)));
-                        }
-                        Sinks.One<Boolean> decodeEnded = Sinks.one();
-                        Flux<GeneratedToken> tokens = events.skip(1).<GeneratedToken>handle((e, sink) -> {
-                            if (e instanceof DecodeEvent.Token t) {
-                                sink.next(new GeneratedToken(t.index(), t.token(), t.finishReason()));
-                            } else {
-                                sink.error(workerEnded(id, "decode", e));
-                            }
-                        })
-                                // After the final token the stream's end is due at once.
-                                .timeout(Mono.never(), token -> token.finishReason() == null ? Mono.never()
-                                        : Mono.delay(LEG_END_GRACE, timer), Flux.defer(() -> {
-                                            log.warn("requestId={} decode stream still open {} after its final "
-                                                    + "token; closing it", id, LEG_END_GRACE);
-                                            return Flux.empty();
-                                        }))
-                                .doOnComplete(() -> decodeEnded.tryEmitValue(Boolean.TRUE));
-                        Flux<GeneratedToken> prefill = prefill(ctx, request, sampling, reserved.transfer())
-                                .doOnComplete(() -> log.debug("requestId={} prefill leg ended", id))
-                                // Prefill's DONE precedes decode's first token: once decode is over, so is prefill.
-                                .takeUntilOther(decodeEnded.asMono().delayElement(LEG_END_GRACE, timer)
-                                        .doOnNext(ended -> log.warn("requestId={} prefill stream still open {} after "
-                                                + "decode ended; closing it", id, LEG_END_GRACE)));
-                        return Flux.merge(tokens, prefill);
-                    })
+            AtomicInteger sent = new AtomicInteger();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            return choice(ctx, request, id, sampling(request, seed))
                     .doFinally(signal -> log.debug("requestId={} decode leg ended: {}", id, signal))
                     // The legs end early when the context is cancelled; the client then learns why.
                     .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.empty()
                             : Flux.error(cancelled(id, ctx.cancelReason()))))
                     // Cancelled from downstream: the client went away (or a stop string matched, or it stalled).
+                    .doOnCancel(() -> {
+                        String finish = CancelCause.finishOf(view);
+                        if (finish != null) {
+                            ctx.finishedAtTheEdge(finish); // a stop string matched: the answer was complete
+                        }
+                        contexts.cancel(ctx, CancelCause.of(view));
+                    })
+                    .doOnNext(token -> sent.incrementAndGet())
+                    .doOnError(failure::set)
+                    .doFinally(signal -> contexts.close(ctx, failure.get(), sent.get()));
+        });
+    }
+
+    /**
+     * {@code n > 1}: one context for the request (its ID, its owner, its deadline: a cancel by ID, the deadline or
+     * the client going away stops every choice), and per choice its own pair of legs, as for {@code n = 1}, under
+     * the worker-facing ID {@link #choiceId} and the seed {@link TokenGenerator#choiceSeed}. Cancelling one choice's
+     * Flux (a stop string matched in it) closes that choice's legs only. Out-of-band cancels are published for every
+     * choice's ID, since each is registered under its own ID at the workers.
+     */
+    @Override
+    public Flux<Flux<GeneratedToken>> generateChoices(GenerationRequest request) {
+        if (request.n() == 1) {
+            return Flux.just(generate(request));
+        }
+        return Flux.deferContextual(view -> {
+            String id = request.requestId();
+            RequestContext ctx;
+            try {
+                ctx = contexts.open(id, ApiKeys.identity(view), request.timeout(), request.model(),
+                        request.promptTokens().length); // the caller owns it
+            } catch (RequestContexts.DuplicateRequestException e) {
+                return Flux.error(new DuplicateRequestIdException(id));
+            }
+            long seed = request.seed().orElseGet(() -> ThreadLocalRandom.current().nextLong());
+            log.info("requestId={} accepted: promptTokens={} maxTokens={} n={}", id, request.promptTokens().length,
+                    request.maxTokens(), request.n());
+            ctx.cancelled().subscribe(reason -> {
+                for (int i = 1; i < request.n(); i++) {
+                    contexts.publish(choiceId(id, i), reason);
+                }
+            });
+            Sinks.Empty<Void> allEnded = Sinks.empty();
+            AtomicInteger live = new AtomicInteger(request.n());
+            List<Flux<GeneratedToken>> choices = new ArrayList<>(request.n());
+            for (int i = 0; i < request.n(); i++) {
+                String wireId = choiceId(id, i);
+                choices.add(choice(ctx, request, wireId, sampling(request, TokenGenerator.choiceSeed(seed, i)))
+                        .doFinally(signal -> log.debug("requestId={} choice {} ended: {}", id, wireId, signal))
+                        .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.empty()
+                                : Flux.error(cancelled(id, ctx.cancelReason()))))
+                        .doFinally(signal -> {
+                            if (live.decrementAndGet() == 0) {
+                                allEnded.tryEmitEmpty();
+                            }
+                        }));
+            }
+            return Flux.fromIterable(choices)
+                    .concatWith(allEnded.asMono().then(Mono.empty()))
                     .doOnCancel(() -> contexts.cancel(ctx, CancelCause.of(view)))
                     .doFinally(signal -> contexts.close(ctx));
         });
     }
 
+    /** The ID the workers know choice {@code index} by: the request's own for choice 0, else {@code ID.index}. */
+    public static String choiceId(String requestId, int index) {
+        return index == 0 ? requestId : requestId + "." + index;
+    }
+
+    /** What the workers sample with: the request's knobs, off ones left out, and the choice's seed. */
+    static Sampling sampling(GenerationRequest request, long seed) {
+        SamplingOptions o = request.sampling();
+        Map<Integer, Double> bias = o.logitBias().isEmpty() ? null : o.logitBias();
+        return new Sampling(request.temperature(), request.topP(), seed,
+                o.topK() > 0 ? o.topK() : null,
+                o.minP() > 0 ? o.minP() : null,
+                o.repetitionPenalty() != 1 ? o.repetitionPenalty() : null,
+                o.presencePenalty() != 0 ? o.presencePenalty() : null,
+                o.frequencyPenalty() != 0 ? o.frequencyPenalty() : null,
+                bias,
+                o.wantsLogprobs() ? o.logprobs() : null);
+    }
+
+    /** One choice: the decode leg, then the prefill leg, relaying decode's tokens; linked to {@code ctx}. */
+    private Flux<GeneratedToken> choice(RequestContext ctx, GenerationRequest request, String id, Sampling sampling) {
+        int[] stopTokenIds = request.sampling().stopTokenIds().stream().mapToInt(Integer::intValue).toArray();
+        DecodeRequest decodeRequest = new DecodeRequest(id, request.promptTokens().length, request.maxTokens(),
+                sampling, request.ignoreEos(), stopTokenIds.length == 0 ? null : stopTokenIds,
+                sampling.readsPrompt() ? request.promptTokens() : null);
+        Flux<DecodeEvent> decodeEvents = ctx.link(decodeLeg.events(id, instance -> routed(id, "decode", instance,
+                InBandCancel.tellWhyBeforeClosing(client, instance, id, ctx::cancelReason, client.post()
+                        .uri(instance.uri().resolve(InternalApi.DECODE))
+                        .header(RequestIds.HEADER, id)
+                        .contentType(MediaType.APPLICATION_JSON)
+                        .accept(NDJSON)
+                        .bodyValue(decodeRequest)
+                        .exchangeToFlux(response -> events(response, DecodeEvent.class))))));
+        return decodeEvents
+                .switchOnFirst((first, events) -> {
+                    if (!first.hasValue() || !(first.get() instanceof DecodeEvent.Reserved reserved)) {
+                        return events.flatMap(e -> Flux.<GeneratedToken>error(workerEnded(id, "decode", e)));
+                    }
+                    Sinks.One<Boolean> decodeEnded = Sinks.one();
+                    Flux<GeneratedToken> tokens = events.skip(1).<GeneratedToken>handle((e, sink) -> {
+                        if (e instanceof DecodeEvent.Token t) {
+                            ctx.tokenRelayed(t.finishReason());
+                            sink.next(new GeneratedToken(t.index(), t.token(), t.finishReason(),
+                                    logprobs(t.logprobs())));
+                        } else {
+                            sink.error(workerEnded(id, "decode", e));
+                        }
+                    })
+                            // After the final token the stream's end is due at once.
+                            .timeout(Mono.never(), token -> token.finishReason() == null ? Mono.never()
+                                    : Mono.delay(LEG_END_GRACE, timer), Flux.defer(() -> {
+                                        log.warn("requestId={} decode stream still open {} after its final "
+                                                + "token; closing it", id, LEG_END_GRACE);
+                                        return Flux.empty();
+                                    }))
+                            .doOnComplete(() -> decodeEnded.tryEmitValue(Boolean.TRUE));
+                    Flux<GeneratedToken> prefill = prefill(ctx, id, request, sampling, reserved.transfer())
+                            .doOnComplete(() -> log.debug("requestId={} prefill leg ended", id))
+                            // Prefill's DONE precedes decode's first token: once decode is over, so is prefill.
+                            .takeUntilOther(decodeEnded.asMono().delayElement(LEG_END_GRACE, timer)
+                                    .doOnNext(ended -> log.warn("requestId={} prefill stream still open {} after "
+                                            + "decode ended; closing it", id, LEG_END_GRACE)));
+                    return Flux.merge(tokens, prefill);
+                });
+    }
+
+    private static dev.ripcord.gateway.generation.@Nullable Logprobs logprobs(dev.ripcord.protocol.@Nullable Logprobs wire) {
+        return wire == null ? null
+                : new dev.ripcord.gateway.generation.Logprobs(wire.logprob(), wire.topTokens(), wire.topLogprobs());
+    }
+
     /** The prefill leg: its events carry no tokens, only progress and errors, so it contributes no elements. */
-    private Flux<GeneratedToken> prefill(RequestContext ctx, GenerationRequest request, Sampling sampling,
+    private Flux<GeneratedToken> prefill(RequestContext ctx, String id, GenerationRequest request, Sampling sampling,
                                          String transfer) {
         return Flux.deferContextual(view -> {
-            String id = request.requestId();
             PrefillRequest prefillRequest = new PrefillRequest(id, request.promptTokens(), sampling, transfer);
-            return ctx.link(prefillLeg.events(id, instance ->
+            return ctx.link(prefillLeg.events(id, instance -> routed(id, "prefill", instance,
                     InBandCancel.tellWhyBeforeClosing(client, instance, id, ctx::cancelReason, client.post()
                             .uri(instance.uri().resolve(InternalApi.PREFILL))
                             .header(RequestIds.HEADER, id)
                             .contentType(MediaType.APPLICATION_JSON)
                             .accept(NDJSON)
                             .bodyValue(prefillRequest)
-                            .exchangeToFlux(response -> events(response, PrefillEvent.class)))))
+                            .exchangeToFlux(response -> events(response, PrefillEvent.class))))))
                     .<GeneratedToken>handle((e, sink) -> {
                         switch (e) {
-                            case PrefillEvent.Queued q -> log.debug("requestId={} prefill queued at position {}", id,
-                                    q.position());
-                            case PrefillEvent.Started s -> log.debug("requestId={} prefill started", id);
-                            case PrefillEvent.Chunk c -> log.trace("requestId={} prefill chunk {} ({} tokens)", id,
-                                    c.chunk(), c.tokensDone());
-                            case PrefillEvent.Done d -> log.debug("requestId={} prefill done, first token {}", id,
-                                    d.firstToken());
+                            case PrefillEvent.Queued q -> {
+                                ctx.moveTo(RequestPhase.QUEUED);
+                                log.debug("requestId={} prefill queued at position {}", id, q.position());
+                            }
+                            case PrefillEvent.Started s -> {
+                                ctx.moveTo(RequestPhase.PREFILL);
+                                log.debug("requestId={} prefill started", id);
+                            }
+                            case PrefillEvent.Chunk c -> {
+                                ctx.moveTo(RequestPhase.PREFILL);
+                                log.trace("requestId={} prefill chunk {} ({} tokens)", id, c.chunk(), c.tokensDone());
+                            }
+                            case PrefillEvent.Done d -> {
+                                ctx.moveTo(RequestPhase.TRANSFER);
+                                log.debug("requestId={} prefill done, first token {}", id, d.firstToken());
+                            }
                             case Cancelled c -> sink.error(workerEnded(id, "prefill", c));
                             case Failed f -> sink.error(workerEnded(id, "prefill", f));
                         }
                     });
+        });
+    }
+
+    /** Records the leg's route on the lifecycle log as its exchange starts (once per attempt). */
+    private <T> Flux<T> routed(String id, String role, WorkerInstance instance, Flux<T> exchange) {
+        return Flux.defer(() -> {
+            contexts.routed(id, role, instance.uri().getAuthority());
+            return exchange;
         });
     }
 

@@ -4,6 +4,7 @@ import java.time.Clock;
 
 import dev.ripcord.cancel.CancelPublisher;
 import dev.ripcord.cancel.kafka.CancelProperties;
+import dev.ripcord.lifecycle.LifecyclePublisher;
 import dev.ripcord.gateway.GatewayProperties;
 import dev.ripcord.gateway.auth.InternalTls;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
@@ -14,6 +15,7 @@ import dev.ripcord.gateway.generation.TokenGenerator;
 import dev.ripcord.gateway.routing.WorkerPool;
 import io.netty.channel.ChannelOption;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.http.client.reactive.ReactorClientHttpConnector;
@@ -63,8 +65,10 @@ public class ServingConfiguration {
 
     @Bean
     RequestContexts requestContexts(CancelPublisher publisher, CancelProperties cancelProperties,
-                                    MeterRegistry meters, OpenAiProperties openAi) {
-        return new RequestContexts(publisher, cancelProperties, meters, Clock.systemUTC(), openAi.maxTimeout());
+                                    MeterRegistry meters, OpenAiProperties openAi,
+                                    ObjectProvider<LifecyclePublisher> lifecycle) {
+        return new RequestContexts(publisher, cancelProperties, meters, Clock.systemUTC(), openAi.maxTimeout(),
+                lifecycle.getIfAvailable(LifecyclePublisher::disabled));
     }
 
     @Bean

@@ -22,7 +22,7 @@ import org.springframework.core.type.filter.TypeFilter;
 @EnableAutoConfiguration
 @ComponentScan(basePackageClasses = GatewayApplication.class,
         excludeFilters = @ComponentScan.Filter(type = FilterType.CUSTOM, classes = GatewayUnderTest.MainClassesOnly.class))
-class GatewayUnderTest {
+public class GatewayUnderTest {
 
     @Bean
     @Primary

@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.time.Duration;
 import java.util.List;
 
+import dev.ripcord.protocol.CancelReason;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;
@@ -36,6 +37,56 @@ class TextDeltasTest {
                 .verifyComplete();
 
         generation.assertCancelled();
+    }
+
+    @Test
+    void aCancelFromOutsideEndsWithAbortTheHeldBackTextAndTheTokensSoFar() {
+        TestPublisher<GeneratedToken> generation = TestPublisher.create();
+
+        StepVerifier.create(decode(generation.flux(), "END"))
+                .then(() -> unfinished("ab E").forEach(generation::next))
+                .expectNext(new TextDelta("a", null, 1), new TextDelta("b", null, 2), new TextDelta(" ", null, 3))
+                .then(() -> generation.error(RequestCancelledException.of("r-1", CancelReason.CLIENT_CANCEL)))
+                .as("the held-back 'E' (not a stop string after all) comes with the abort")
+                .expectNext(new TextDelta("E", TextDelta.ABORT, 4))
+                .verifyComplete();
+    }
+
+    @Test
+    void aDeadlineEndsWithAbortToo() {
+        TestPublisher<GeneratedToken> generation = TestPublisher.create();
+
+        StepVerifier.create(decode(generation.flux()))
+                .then(() -> generation.next(new GeneratedToken(0, 'x', null)))
+                .expectNext(new TextDelta("x", null, 1))
+                .then(() -> generation.error(new DeadlineExceededException("r-2")))
+                .expectNext(new TextDelta("", TextDelta.ABORT, 1))
+                .verifyComplete();
+    }
+
+    @Test
+    void aCancelBeforeAnyTokenIsAnEmptyAbortWithZeroTokens() {
+        StepVerifier.create(decode(Flux.error(new RequestCancelledException("r-3", "client_cancel via kafka"))))
+                .expectNext(new TextDelta("", TextDelta.ABORT, 0))
+                .verifyComplete();
+    }
+
+    @Test
+    void aCancelAfterTheLastTokenChangesNothing() {
+        Flux<GeneratedToken> lateCancel = Flux.fromIterable(tokens("ok", GeneratedToken.LENGTH))
+                .concatWith(Flux.error(RequestCancelledException.of("r-4", CancelReason.CLIENT_CANCEL)));
+
+        StepVerifier.create(decode(lateCancel))
+                .expectNext(new TextDelta("o", null, 1), new TextDelta("k", GeneratedToken.LENGTH, 2))
+                .verifyComplete();
+    }
+
+    @Test
+    void otherFailuresStayFailures() {
+        WorkerUnavailableException shutdown = new WorkerUnavailableException("the decode worker shut down",
+                Duration.ofSeconds(1), null);
+
+        StepVerifier.create(decode(Flux.error(shutdown))).verifyErrorSatisfies(e -> assertThat(e).isSameAs(shutdown));
     }
 
     @Test

@@ -168,18 +168,53 @@ class RequestObservabilityTest {
     }
 
     @Test
-    void timeToFirstTokenAndTokensAreMeasured() {
-        double tokensBefore = meters.counter("ripcord.gateway.tokens").count();
-        long ttftBefore = meters.timer("ripcord.gateway.ttft").count();
+    void aCompletionIsMeteredUnderVllmsNamesWithBucketsAndTheModelName() {
+        double tokensBefore = count("ripcord.generation.tokens");
+        double promptBefore = count("ripcord.prompt.tokens");
+        long ttftBefore = timerCount("ripcord.time.to.first.token");
+        long itlBefore = timerCount("ripcord.inter.token.latency");
+        long e2eBefore = timerCount("ripcord.e2e.request.latency");
+        double lengthBefore = outcomes("length", "none");
 
         complete("obs-metrics-1", Map.of());
 
-        assertThat(meters.counter("ripcord.gateway.tokens").count() - tokensBefore).isEqualTo(2.0);
-        assertThat(meters.timer("ripcord.gateway.ttft").count() - ttftBefore).isEqualTo(1);
-        // ... under the Prometheus names docs/metrics.md gives them.
+        assertThat(count("ripcord.generation.tokens") - tokensBefore).isEqualTo(2.0);
+        assertThat(timerCount("ripcord.time.to.first.token") - ttftBefore).isEqualTo(1);
+        assertThat(timerCount("ripcord.inter.token.latency") - itlBefore).as("2 tokens, 1 gap").isEqualTo(1);
+        assertThat(timerCount("ripcord.e2e.request.latency") - e2eBefore).isEqualTo(1);
+        assertThat(outcomes("length", "none") - lengthBefore).isEqualTo(1);
+        assertThat(count("ripcord.prompt.tokens") - promptBefore).as("the prompt, counted at the first token")
+                .isPositive();
+        assertThat(meters.get("ripcord.num.requests.running").gauge().value()).isZero();
+        assertThat(meters.get("ripcord.num.requests.waiting").gauge().value()).isZero();
+        // ... under the Prometheus names docs/metrics.md gives them, with buckets and the model's name.
         String scrape = WebClient.create("http://127.0.0.1:" + port).get().uri("/actuator/prometheus")
                 .retrieve().bodyToMono(String.class).block(Duration.ofSeconds(30));
-        assertThat(scrape).contains("ripcord_gateway_ttft_seconds_bucket{", "ripcord_gateway_tokens_total{");
+        for (String series : List.of("ripcord_time_to_first_token_seconds_bucket",
+                "ripcord_inter_token_latency_seconds_bucket", "ripcord_e2e_request_latency_seconds_bucket",
+                "ripcord_request_prompt_tokens_bucket", "ripcord_request_generation_tokens_bucket",
+                "ripcord_prompt_tokens_total", "ripcord_generation_tokens_total", "ripcord_request_success_total",
+                "ripcord_num_requests_running", "ripcord_num_requests_waiting")) {
+            assertThat(scrape.lines()).as(series).anyMatch(line -> line.startsWith(series + "{")
+                    && line.contains("model_name=\"ripcord-small\""));
+        }
+        assertThat(scrape.lines()).anyMatch(line -> line.startsWith("ripcord_request_success_total{")
+                && line.contains("finished_reason=\"length\"") && line.contains("error_code=\"none\""));
+        assertThat(scrape.lines()).anyMatch(line -> line.startsWith("ripcord_time_to_first_token_seconds_bucket{")
+                && line.contains("le=\"0.001\""));
+    }
+
+    private double count(String counter) {
+        return meters.find(counter).counters().stream().mapToDouble(c -> c.count()).sum();
+    }
+
+    private long timerCount(String timer) {
+        return meters.find(timer).timers().stream().mapToLong(t -> t.count()).sum();
+    }
+
+    private double outcomes(String reason, String code) {
+        return meters.find("ripcord.request.success").tag("finished_reason", reason).tag("error_code", code)
+                .counters().stream().mapToDouble(c -> c.count()).sum();
     }
 
     private void complete(String id, Map<String, String> headers) {

@@ -286,14 +286,19 @@ class CompletionsEndpointTest extends OpenAiEndpointTest {
     }
 
     @Test
-    void defaultsFillTheContextUpToTheServerLimit() {
+    void defaultsAreOpenAisSixteenTokensCutToTheRoomLeftInTheContext() {
+        generator.replay(tokensThenEos("ok"));
+        post("/v1/completions", """
+                {"model":"ripcord-small","prompt":"%s"}""".formatted("x".repeat(ByteTextCodec.CONTEXT_LENGTH - 10)))
+                .expectStatus().isOk();
+        assertThat(generator.lastRequest().maxTokens()).isEqualTo(10);
         generator.replay(tokensThenEos("ok"));
 
         post("/v1/completions", """
                 {"model":"ripcord-small","prompt":"%s"}""".formatted("x".repeat(200))).expectStatus().isOk();
 
         GenerationRequest request = generator.lastRequest();
-        assertThat(request.maxTokens()).isEqualTo(ByteTextCodec.CONTEXT_LENGTH - 200);
+        assertThat(request.maxTokens()).isEqualTo(16);
         assertThat(request.temperature()).isEqualTo(1.0);
         assertThat(request.topP()).isEqualTo(1.0);
         assertThat(request.seed()).isEmpty();

@@ -174,9 +174,12 @@ class HostileInputTest extends OpenAiEndpointTest {
                     new String[] {"stop", "{}"}, new String[] {"user", "{}"}, new String[] {"n", "true"},
                     new String[] {"ignore_eos", "\"no\""}, new String[] {"timeout", "\"30\""},
                     new String[] {"logprobs", "\"yes\""}, new String[] {"presence_penalty", "\"0\""},
-                    new String[] {"frequency_penalty", "false"}, new String[] {"logit_bias", "[]"}));
+                    new String[] {"frequency_penalty", "false"}, new String[] {"logit_bias", "[]"},
+                    new String[] {"top_k", "\"5\""}, new String[] {"top_k", "1.5"}, new String[] {"min_p", "\"0\""},
+                    new String[] {"repetition_penalty", "true"}, new String[] {"stop_token_ids", "5"}));
             if (chat) {
                 fields.addAll(List.of(new String[] {"messages", "\"hi\""}, new String[] {"max_completion_tokens", "\"3\""},
+                        new String[] {"top_logprobs", "\"3\""}, new String[] {"logprobs", "1"},
                         new String[] {"response_format", "\"text\""}, new String[] {"parallel_tool_calls", "1"},
                         new String[] {"metadata", "[]"}, new String[] {"store", "\"yes\""}));
             } else {
@@ -219,13 +222,45 @@ class HostileInputTest extends OpenAiEndpointTest {
             }
             t.json("n=0", valid + ",\"n\":0}", "invalid_value", "n");
             t.json("n=-5", valid + ",\"n\":-5}", "invalid_value", "n");
-            t.json("n=1000000", valid + ",\"n\":1000000}", "unsupported_value", "n");
-            t.json("logprobs=5", valid + ",\"logprobs\":" + (chat ? "true" : "5") + "}", "unsupported_value",
-                    "logprobs");
-            t.json("logprobs=-1", valid + ",\"logprobs\":-1}", "unsupported_value", "logprobs");
-            t.json("presence_penalty=-2", valid + ",\"presence_penalty\":-2}", "unsupported_value", "presence_penalty");
-            t.json("frequency_penalty=1e300", valid + ",\"frequency_penalty\":1e300}", "unsupported_value",
+            t.json("n=1000000", valid + ",\"n\":1000000}", "invalid_value", "n");
+            t.json("n=9 (over max-n)", valid + ",\"n\":9}", "invalid_value", "n");
+            if (chat) {
+                t.json("top_logprobs=21", valid + ",\"logprobs\":true,\"top_logprobs\":21}", "invalid_value",
+                        "top_logprobs");
+                t.json("top_logprobs=-1", valid + ",\"logprobs\":true,\"top_logprobs\":-1}", "invalid_value",
+                        "top_logprobs");
+                t.json("top_logprobs without logprobs", valid + ",\"top_logprobs\":2}", "invalid_value",
+                        "top_logprobs");
+            } else {
+                t.json("logprobs=6", valid + ",\"logprobs\":6}", "invalid_value", "logprobs");
+                t.json("logprobs=-1", valid + ",\"logprobs\":-1}", "invalid_value", "logprobs");
+                t.json("logprobs=2^31", valid + ",\"logprobs\":2147483648}", "invalid_value", "logprobs");
+            }
+            t.json("presence_penalty=-2.01", valid + ",\"presence_penalty\":-2.01}", "invalid_value",
+                    "presence_penalty");
+            t.json("frequency_penalty=1e300", valid + ",\"frequency_penalty\":1e300}", "invalid_value",
                     "frequency_penalty");
+            t.json("frequency_penalty=1e400", valid + ",\"frequency_penalty\":1e400}", "invalid_value",
+                    "frequency_penalty");
+            t.json("top_k=-2", valid + ",\"top_k\":-2}", "invalid_value", "top_k");
+            t.json("top_k=2^63", valid + ",\"top_k\":9223372036854775807}", "invalid_value", "top_k");
+            t.json("min_p=1.01", valid + ",\"min_p\":1.01}", "invalid_value", "min_p");
+            t.json("min_p=-0.1", valid + ",\"min_p\":-0.1}", "invalid_value", "min_p");
+            t.json("repetition_penalty=0", valid + ",\"repetition_penalty\":0}", "invalid_value",
+                    "repetition_penalty");
+            t.json("repetition_penalty=1e400", valid + ",\"repetition_penalty\":1e400}", "invalid_value",
+                    "repetition_penalty");
+            t.json("logit_bias key not a token id", valid + ",\"logit_bias\":{\"x\":1}}", "invalid_value",
+                    "logit_bias.x");
+            t.json("logit_bias key outside the vocabulary", valid + ",\"logit_bias\":{\"99999999999\":1}}",
+                    "invalid_value", "logit_bias.99999999999");
+            t.json("logit_bias value 100.5", valid + ",\"logit_bias\":{\"1\":100.5}}", "invalid_value",
+                    "logit_bias.1");
+            t.json("logit_bias value a string", valid + ",\"logit_bias\":{\"1\":\"5\"}}", "invalid_type",
+                    "logit_bias.1");
+            t.json("stop_token_ids -1", valid + ",\"stop_token_ids\":[-1]}", "invalid_value", "stop_token_ids[0]");
+            t.json("stop_token_ids a string", valid + ",\"stop_token_ids\":[1,\"2\"]}", "invalid_type",
+                    "stop_token_ids[1]");
             t.json("seed=2^63", valid + ",\"seed\":9223372036854775808}", "invalid_value", "seed");
             for (String v : List.of("-5", "0", "1e12", "1e400")) {
                 t.json("timeout=" + v, valid + ",\"timeout\":" + v + "}", "invalid_value", "timeout");

@@ -95,15 +95,17 @@ class RequestValidationTest extends OpenAiEndpointTest {
                 bad("{\"model\":\"ripcord-small\",\"prompt\":[300]}", "invalid_value", "prompt[0]"),
                 bad("{\"model\":\"ripcord-small\",\"prompt\":[-1]}", "invalid_value", "prompt[0]"),
                 // valid OpenAI, not supported here
-                bad("{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"n\":2}", "unsupported_value", "n"),
+                bad("{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"n\":9}", "invalid_value", "n"),
                 bad("{\"model\":\"ripcord-small\",\"prompt\":[\"a\",\"b\"]}", "unsupported_value", "prompt"),
                 bad("{\"model\":\"ripcord-small\",\"prompt\":[[1,2]]}", "unsupported_value", "prompt"),
-                bad("{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"logprobs\":1}", "unsupported_value", "logprobs"),
+                bad("{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"logprobs\":6}", "invalid_value", "logprobs"),
                 bad("{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"echo\":true}", "unsupported_value", "echo"),
-                bad("{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"presence_penalty\":0.5}", "unsupported_value",
+                bad("{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"presence_penalty\":2.5}", "invalid_value",
                         "presence_penalty"),
-                bad("{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"logit_bias\":{\"1\":5}}", "unsupported_value",
-                        "logit_bias"),
+                bad("{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"logit_bias\":{\"1\":101}}", "invalid_value",
+                        "logit_bias.1"),
+                bad("{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"top_logprobs\":2}", "unknown_parameter",
+                        "top_logprobs"),
                 bad("{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"suffix\":\"x\"}", "unsupported_value", "suffix"),
                 bad("{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"best_of\":2}", "unsupported_value", "best_of"),
                 // encoding inside JSON strings
@@ -151,8 +153,10 @@ class RequestValidationTest extends OpenAiEndpointTest {
                         "invalid_value", "max_completion_tokens"),
                 bad("{\"model\":\"ripcord-small\",\"messages\":" + user + ",\"response_format\":{\"type\":\"json_object\"}}",
                         "unsupported_value", "response_format.type"),
-                bad("{\"model\":\"ripcord-small\",\"messages\":" + user + ",\"logprobs\":true}", "unsupported_value",
+                bad("{\"model\":\"ripcord-small\",\"messages\":" + user + ",\"logprobs\":1}", "invalid_type",
                         "logprobs"),
+                bad("{\"model\":\"ripcord-small\",\"messages\":" + user + ",\"top_logprobs\":1}", "invalid_value",
+                        "top_logprobs"),
                 bad("{\"model\":\"ripcord-small\",\"messages\":[{\"role\":\"user\",\"content\":\""
                         + "x".repeat(ByteTextCodec.CONTEXT_LENGTH) + "\"}]}", "context_length_exceeded", "messages"));
     }

@@ -13,6 +13,7 @@ import dev.ripcord.stack.cancel.StreamingClient.Outcome;
 import org.awaitility.Awaitility;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
 
 import static dev.ripcord.stack.cancel.CancelStacks.BOTH;
 import static dev.ripcord.stack.cancel.CancelStacks.CHUNK_64;
@@ -68,8 +69,10 @@ class CancelPhasesIT {
         longCall.disconnect();
         stack.awaitWorkersIdle();
 
-        assertThat(outcome.status()).as("%s", outcome).isEqualTo(409);
-        assertThat(outcome.error()).contains("request_cancelled");
+        assertThat(outcome.aborted()).as("the caller gets what was produced: nothing, finish_reason abort, %s", outcome)
+                .isTrue();
+        assertThat(outcome.text()).isEmpty();
+        assertThat(outcome.completionTokens()).isZero();
         Journal p = prefillJournal();
         Journal d = decodeJournal();
         // In-band, a worker sees only its stream close, so it records CLIENT_DISCONNECT whatever the client's
@@ -98,9 +101,10 @@ class CancelPhasesIT {
         Outcome outcome = call.outcome().get(1, TimeUnit.MINUTES);
         stack.awaitWorkersIdle();
 
-        assertThat(outcome.status()).as("no byte was sent before the cancel: a plain error answer, %s", outcome)
-                .isEqualTo(409);
-        assertThat(outcome.error()).contains("request_cancelled");
+        assertThat(outcome.aborted()).as("no token before the cancel: a stream of one abort chunk, %s", outcome)
+                .isTrue();
+        assertThat(outcome.sawDone()).isTrue();
+        assertThat(outcome.text()).isEmpty();
         Journal p = prefillJournal();
         long observed = p.seq(longId, "CANCEL_OBSERVED");
         // Decode's typed abort of the transfer for the same cancel (UPSTREAM) may reach prefill first.
@@ -169,6 +173,68 @@ class CancelPhasesIT {
         assertThat(delta(Role.PREFILL)).isZero();
         assertThat(delta(Role.DECODE)).isEqualTo(1);
         assertThat(metricDelta(Role.DECODE, "ripcord_cancellations_total", "phase", "decode")).isEqualTo(1);
+    }
+
+    /**
+     * Issue #15's acceptance: an explicit cancel during decode answers the original caller with the partial text
+     * and its usage ({@code finish_reason: "abort"}), streamed (a final abort chunk, the usage chunk, {@code [DONE]})
+     * and not (200 with the partial choice), and the request API records why it ended.
+     */
+    @Test
+    void explicitCancelDuringDecodeAnswersTheCallerWithThePartialTextAndUsageStreamedAndNot() throws Exception {
+        int maxTokens = 400;
+        String streamedId = id("abort-stream");
+        Call streamed = client.start(StreamingClient.withUsage(
+                StreamingClient.completion(stack.model(), Texts.ofBytes(40, 3), maxTokens, true)), streamedId);
+        Awaitility.await("first tokens arrive").atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(5))
+                .until(() -> streamed.textEvents() >= 3 || streamed.outcome().isDone());
+        assertThat(streamed.outcome().isDone()).as("still generating when we cancel").isFalse();
+
+        assertThat(client.cancel(streamedId)).isEqualTo(200);
+        Outcome stream = streamed.outcome().get(1, TimeUnit.MINUTES);
+
+        assertThat(stream.aborted()).as("%s", stream).isTrue();
+        assertThat(stream.sawDone()).isTrue();
+        assertThat(stream.textEvents()).isGreaterThanOrEqualTo(3);
+        assertThat(stream.text()).isNotEmpty();
+        assertThat(stream.completionTokens()).as("the usage chunk counts what was generated before the cancel")
+                .isGreaterThanOrEqualTo(stream.textEvents()).isLessThan(maxTokens);
+        assertEndedAsCancelled(streamedId, stream);
+
+        String plainId = id("abort-plain");
+        Call plain = client.start(StreamingClient.completion(stack.model(), Texts.ofBytes(40, 3), maxTokens, false),
+                plainId);
+        Awaitility.await("tokens are generated").atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(5))
+                .until(() -> plain.outcome().isDone() || tokensSoFar(plainId) >= 3);
+        assertThat(plain.outcome().isDone()).as("still generating when we cancel").isFalse();
+
+        assertThat(client.cancel(plainId)).isEqualTo(200);
+        Outcome body = plain.outcome().get(1, TimeUnit.MINUTES);
+
+        assertThat(body.aborted()).as("200 with the partial choice, not an error: %s", body).isTrue();
+        assertThat(body.text()).isNotEmpty();
+        assertThat(body.completionTokens()).isGreaterThanOrEqualTo(3).isLessThan(maxTokens);
+        assertEndedAsCancelled(plainId, body);
+
+        stack.awaitWorkersIdle();
+        assertThat(delta(Role.DECODE)).as("decode aborted both, once each").isEqualTo(2);
+        assertThat(metricDelta(Role.DECODE, "ripcord_cancellations_total", "phase", "decode")).isEqualTo(2);
+    }
+
+    private int tokensSoFar(String requestId) {
+        JsonNode request = client.request(requestId);
+        return request == null ? 0 : request.path("completion_tokens").asInt();
+    }
+
+    private void assertEndedAsCancelled(String requestId, Outcome outcome) {
+        JsonNode ended = client.request(requestId);
+        assertThat(ended).as("the owner still finds %s after it ended", requestId).isNotNull();
+        assertThat(ended.path("state").asString()).isEqualTo("cancelled");
+        assertThat(ended.path("cancel_reason").asString()).isEqualTo("client_cancel");
+        assertThat(ended.path("finish_reason").asString()).isEqualTo("abort");
+        assertThat(ended.path("phase").asString()).isEqualTo("decode");
+        assertThat(ended.path("completion_tokens").asInt()).as("the gateway's record and the caller's usage agree")
+                .isEqualTo(outcome.completionTokens());
     }
 
     // ------------------------------------------------------------------------------------------------ helpers

@@ -72,6 +72,38 @@ public final class StreamingClient {
         return body;
     }
 
+    /** {@code body} asking a stream for its usage chunk ({@code stream_options.include_usage}). */
+    public static ObjectNode withUsage(ObjectNode body) {
+        body.putObject("stream_options").put("include_usage", true);
+        return body;
+    }
+
+    /**
+     * {@code GET /v1/requests/{id}}: the request object ({@code state}, {@code phase}, {@code completion_tokens},
+     * ...) as this client's key sees it, or null on 404.
+     */
+    public JsonNode request(String requestId) {
+        HttpRequest request = TestCredentials.withApiKey(
+                        HttpRequest.newBuilder(gateway.resolve("/v1/requests/" + requestId)), apiKey)
+                .timeout(Duration.ofSeconds(30)).GET().build();
+        try {
+            HttpResponse<String> response = http.send(request, HttpResponse.BodyHandlers.ofString());
+            if (response.statusCode() == 404) {
+                return null;
+            }
+            if (response.statusCode() != 200) {
+                throw new IllegalStateException("GET /v1/requests/" + requestId + ": " + response.statusCode() + " "
+                        + response.body());
+            }
+            return JSON.readTree(response.body());
+        } catch (IOException e) {
+            throw new UncheckedIOException("GET request " + requestId + " failed", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+
     /** Starts {@code POST /v1/completions} with {@code X-Request-Id: requestId}; returns at once. */
     public Call start(ObjectNode body, String requestId) {
         Call call = new Call(requestId, body.path("stream").asBoolean(false));
@@ -95,15 +127,24 @@ public final class StreamingClient {
         return call;
     }
 
-    /** {@code POST /v1/requests/{id}/cancel}; returns the status (200 cancelled here, 202 forwarded, 404 unknown). */
+    /** {@code POST /v1/requests/{id}/cancel}; returns the status (200 cancelled, 202 forwarded, 404 unknown). */
     public int cancel(String requestId) {
-        HttpRequest request = TestCredentials.withApiKey(
-                        HttpRequest.newBuilder(gateway.resolve("/v1/requests/" + requestId + "/cancel")), apiKey)
-                .timeout(Duration.ofSeconds(30)).POST(HttpRequest.BodyPublishers.noBody()).build();
+        return cancel(requestId, "POST");
+    }
+
+    /** {@code DELETE /v1/requests/{id}}, the alias of {@link #cancel(String)}; returns the status. */
+    public int delete(String requestId) {
+        return cancel(requestId, "DELETE");
+    }
+
+    private int cancel(String requestId, String method) {
+        String path = method.equals("DELETE") ? "/v1/requests/" + requestId : "/v1/requests/" + requestId + "/cancel";
+        HttpRequest request = TestCredentials.withApiKey(HttpRequest.newBuilder(gateway.resolve(path)), apiKey)
+                .timeout(Duration.ofSeconds(30)).method(method, HttpRequest.BodyPublishers.noBody()).build();
         try {
             return http.send(request, HttpResponse.BodyHandlers.discarding()).statusCode();
         } catch (IOException e) {
-            throw new UncheckedIOException("POST cancel " + requestId + " failed", e);
+            throw new UncheckedIOException(method + " cancel " + requestId + " failed", e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted", e);
@@ -132,6 +173,7 @@ public final class StreamingClient {
         private volatile long disconnectNanos = -1;
         private int textEvents;
         private String finishReason;
+        private int completionTokens = -1;
         private String error;
         private boolean sawDone;
         private final List<Waiter> waiters = new ArrayList<>();
@@ -217,6 +259,9 @@ public final class StreamingClient {
                 error = event.get("error").toString();
                 return;
             }
+            if (event.path("usage").isObject()) {
+                completionTokens = event.path("usage").path("completion_tokens").asInt(-1);
+            }
             JsonNode choice = event.path("choices").path(0);
             String piece = choice.path("text").asString("");
             if (!piece.isEmpty()) {
@@ -244,6 +289,7 @@ public final class StreamingClient {
                 JsonNode choice = body.path("choices").path(0);
                 text.append(choice.path("text").asString(""));
                 finishReason = choice.path("finish_reason").asString(null);
+                completionTokens = body.path("usage").path("completion_tokens").asInt(-1);
                 if (!text.isEmpty() && firstTextNanos < 0) {
                     firstTextNanos = System.nanoTime();
                     firstText.complete(null);
@@ -253,7 +299,7 @@ public final class StreamingClient {
                 error = rawBody.toString().strip();
             }
             outcome.complete(new Outcome(requestId, status, text.toString(), textEvents, finishReason, error,
-                    sawDone, disconnected.get(), failure == null ? null : failure.toString()));
+                    sawDone, disconnected.get(), failure == null ? null : failure.toString(), completionTokens));
         }
 
         private final class LineSubscriber implements Flow.Subscriber<String> {
@@ -295,13 +341,28 @@ public final class StreamingClient {
      * @param sawDone       whether a stream ended with {@code [DONE]}
      * @param disconnected  whether we disconnected before the answer ended
      * @param transportError what the connection failed with, if it failed (our own disconnect included)
+     * @param completionTokens {@code usage.completion_tokens} of the answer (a stream's usage chunk, when asked for
+     *                       with {@link #withUsage}), or -1 when there was none
      */
     public record Outcome(String requestId, int status, String text, int textEvents, String finishReason,
-                          String error, boolean sawDone, boolean disconnected, String transportError) {
+                          String error, boolean sawDone, boolean disconnected, String transportError,
+                          int completionTokens) {
 
-        /** Ended on its own with 200 and a finish reason (and, for a stream, {@code [DONE]}): a complete answer. */
+        /**
+         * Ended on its own with 200 and a finish reason other than {@code abort} (and, for a stream, {@code [DONE]}):
+         * a complete answer.
+         */
         public boolean completed() {
-            return !disconnected && status == 200 && finishReason != null && error == null;
+            return !disconnected && status == 200 && finishReason != null && !finishReason.equals("abort")
+                    && error == null;
+        }
+
+        /**
+         * Answered as a cancelled request is: 200, {@code finish_reason: "abort"}, no error (and, for a stream,
+         * {@code [DONE]}); {@link #text()} and {@link #completionTokens()} are what was produced before the cancel.
+         */
+        public boolean aborted() {
+            return !disconnected && status == 200 && "abort".equals(finishReason) && error == null;
         }
     }
 }

@@ -50,7 +50,7 @@ class GrafanaDashboardTest {
     @Test
     void itCoversWhatOperatorsWatch() {
         List<String> exprs = expressions();
-        for (String metric : List.of("ripcord_gateway_ttft_seconds_bucket", "ripcord_gateway_tokens_total",
+        for (String metric : List.of("ripcord_time_to_first_token_seconds_bucket", "ripcord_generation_tokens_total",
                 "ripcord_prefill_queue", "ripcord_decode_awaiting_kv", "ripcord_cancellations_total",
                 "ripcord_cancel_abort_latency_seconds_bucket", "ripcord_kv_cache_live_bytes",
                 "ripcord_kv_live_sessions", "resilience4j_circuitbreaker_state",
@@ -58,6 +58,24 @@ class GrafanaDashboardTest {
             assertThat(exprs).as("a panel querying %s", metric).anyMatch(expr -> expr.contains(metric));
         }
     }
+
+    /** Every metric of the vLLM-named serving set (docs/metrics.md's first table) has a panel. */
+    @Test
+    void itHasAPanelForEveryServingMetric() {
+        List<String> exprs = expressions();
+        for (String metric : SERVING_SERIES) {
+            assertThat(exprs).as("a panel querying %s", metric).anyMatch(expr -> expr.contains(metric));
+        }
+    }
+
+    /** The series of the serving table, as a dashboard queries them (histograms by their buckets). */
+    static final List<String> SERVING_SERIES = List.of("ripcord_num_requests_running", "ripcord_num_requests_waiting",
+            "ripcord_kv_cache_usage_perc", "ripcord_time_to_first_token_seconds_bucket",
+            "ripcord_inter_token_latency_seconds_bucket", "ripcord_e2e_request_latency_seconds_bucket",
+            "ripcord_request_queue_time_seconds_bucket", "ripcord_request_prefill_time_seconds_bucket",
+            "ripcord_request_decode_time_seconds_bucket", "ripcord_prompt_tokens_total",
+            "ripcord_generation_tokens_total", "ripcord_request_prompt_tokens_bucket",
+            "ripcord_request_generation_tokens_bucket", "ripcord_request_success_total");
 
     @Test
     void everyPanelUsesTheDatasourceVariable() {

@@ -102,8 +102,9 @@ class AuthenticationIT {
             Outcome outcome = call.outcome().get(1, TimeUnit.MINUTES);
             if (status == 200) {
                 cancelledByOwner = true;
-                assertThat(outcome.finishReason()).as("cancelled before the end: %s", outcome).isNull();
-                assertThat(outcome.error()).contains("request_cancelled");
+                assertThat(outcome.aborted()).as("cancelled before the end, answered with finish_reason abort: %s",
+                        outcome).isTrue();
+                assertThat(outcome.text()).as("what was generated before the cancel").isNotEmpty();
             } else {
                 assertThat(outcome.completed()).as("it had finished: %s", outcome).isTrue();
             }

@@ -32,6 +32,8 @@ public final class PrefillJob extends WorkerJob<PrefillEvent> {
 
     // Engine-loop state.
     Sequence sequence;
+    /** {@link System#nanoTime()} when its prefill started (the end of its queue time). */
+    long startedNanos;
     int tokensDone;
     int pagesSent;
     int chunks;

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingDeque;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import dev.ripcord.protocol.CancelSource;
@@ -12,20 +13,25 @@ import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveDescriptor;
 import dev.ripcord.kv.SendSession;
 import dev.ripcord.kv.Side;
+import dev.ripcord.lifecycle.LifecycleEvent;
+import dev.ripcord.lifecycle.LifecycleEventType;
 import dev.ripcord.prefill.PrefillProperties;
 import dev.ripcord.protocol.Failed;
 import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.TransferMetadata;
+import dev.ripcord.worker.WireSampling;
 import dev.ripcord.worker.JobCancel;
 import dev.ripcord.worker.RequestLogging;
 import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.job.JobLifecycle;
 import dev.ripcord.worker.job.JobState;
+import dev.ripcord.worker.job.LatencyBuckets;
 import dev.ripcord.worker.job.WorkerScheduler;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
 import org.slf4j.Logger;
 import org.springframework.stereotype.Component;
 import org.slf4j.LoggerFactory;
@@ -69,6 +75,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     private final Counter chunks;
     private final Counter chunksAfterCancelCounter;
     private final Counter tokensAfterCancel;
+    private final Timer prefillTime;
 
     /** A bean: closed, hence drained, before the {@link WorkerContext} it works with. */
     public PrefillScheduler(WorkerContext context, PrefillProperties properties) {
@@ -87,6 +94,9 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
                 .register(meters);
         this.tokensAfterCancel = Counter.builder("ripcord.prefill.tokens.after.cancel")
                 .description("prompt tokens computed after their request's cancel was observed").register(meters);
+        this.prefillTime = Timer.builder("ripcord.request.prefill.time")
+                .description("prefill started -> every chunk computed and the first token sampled")
+                .serviceLevelObjectives(LatencyBuckets.requestLatency()).register(meters);
         startLoop();
     }
 
@@ -110,8 +120,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             throw new QueueFullException("prefill queue is full (" + properties.queueCapacity() + ")");
         }
         ReceiveDescriptor descriptor = ReceiveDescriptor.parse(request.transfer());
-        SamplingParams sampling = new SamplingParams((float) request.sampling().temperature(),
-                (float) request.sampling().topP(), request.sampling().seed());
+        SamplingParams sampling = WireSampling.toEngine(request.sampling());
         PrefillJob job = new PrefillJob(request.requestId(), request.tokens(), descriptor, sampling);
         // Registered before the engine loop can see the job; a tombstone cancels it right here.
         lifecycle.register(job, this::onCancel);
@@ -135,7 +144,9 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             lifecycle.refuse(job);
             throw new QueueFullException("prefill queue is full (" + properties.queueCapacity() + ")");
         }
-        context.journal().record(job.requestId(), "QUEUED", queue.size() - 1 + runningCount);
+        lifecycle.record(job, "QUEUED", queue.size() - 1 + runningCount,
+                LifecycleEvent.of(LifecycleEventType.QUEUED, job.requestId())
+                        .withDetail(Integer.toString(queue.size() - 1 + runningCount)));
         job.emit(new PrefillEvent.Queued(queue.size() - 1 + runningCount));
         JobCancel.Request cancel = job.cancelRequest();
         if (cancel != null) {
@@ -221,10 +232,13 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             return;
         }
         job.sequence = sequence;
+        job.startedNanos = System.nanoTime();
+        recordQueueTime(job);
         lifecycle.freeWhenReleased(job, job.send.released(), () -> engine.free(sequence));
         running.add(job);
         runningCount = running.size();
-        context.journal().record(job.requestId(), "STARTED", job.tokens.length + " tokens");
+        lifecycle.record(job, "STARTED", job.tokens.length + " tokens",
+                LifecycleEvent.of(LifecycleEventType.STARTED, job.requestId()).withTokens(job.tokens.length));
         log.info("requestId={} prefill started: {} tokens in chunks of {}", job.requestId(), job.tokens.length,
                 properties.chunkTokens());
         job.emit(new PrefillEvent.Started());
@@ -241,7 +255,8 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         }
         job.tokensDone = to;
         job.chunks++;
-        context.journal().record(job.requestId(), "CHUNK", job.chunks - 1);
+        lifecycle.record(job, "CHUNK", job.chunks - 1, LifecycleEvent.of(LifecycleEventType.CHUNK_DONE,
+                job.requestId()).withChunk(job.chunks - 1).withTokens(to - from));
         chunksComputed.incrementAndGet();
         chunks.increment();
         if (job.isCancelRequested()) {
@@ -275,12 +290,15 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
 
     private void finish(PrefillJob job) {
         int first;
+        dev.ripcord.engine.TokenLogprobs firstLogprobs;
         try {
             first = engine.sample(job.sequence);
+            firstLogprobs = job.sequence.lastLogprobs();
         } catch (RuntimeException e) {
             fail(job, "sampling failed: " + e.getMessage(), e);
             return;
         }
+        prefillTime.record(System.nanoTime() - job.startedNanos, TimeUnit.NANOSECONDS);
         running.remove(job);
         runningCount = running.size();
         job.finishing = true;
@@ -288,7 +306,8 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             abortTransfer(job, job.cancelRequest()); // a cancel that looked before finishing was set
         }
         CompletableFuture.allOf(job.sends.toArray(CompletableFuture[]::new))
-                .thenCompose(v -> job.send.complete(TransferMetadata.encodeFirstToken(first)))
+                .thenCompose(v -> job.send.complete(TransferMetadata.encodeFirstToken(first,
+                        WireSampling.toWire(firstLogprobs))))
                 .whenComplete((v, error) -> RequestLogging.with(job.requestId(), () -> {
                     if (error == null) {
                         if (lifecycle.finish(job, JobState.RUNNING, new PrefillEvent.Done(first), "DONE",

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.stream.IntStream;
 
@@ -39,6 +40,8 @@ import dev.ripcord.worker.SchedulerJournal;
 import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.EngineLoop;
 import dev.ripcord.worker.job.JobState;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.distribution.CountAtBucket;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -155,6 +158,45 @@ class PrefillSchedulerTest {
         scheduler.engineLoop().runUntilIdle(10_000);
         assertThat(p.journal()).containsExactly("QUEUED", "STARTED", "CHUNK", "CHUNK", "CHUNK", "DONE", "FREED");
         assertThat(scheduler.aborts()).isZero();
+    }
+
+    @Test
+    void queueAndPrefillTimeAreRecordedOncePerPromptAndTheGaugesFollowIt() {
+        Prompt p = new Prompt(40);
+        assertThat(meters.get("ripcord.num.requests.waiting").gauge().value()).isEqualTo(1);
+        assertThat(meters.get("ripcord.num.requests.running").gauge().value()).isZero();
+        assertThat(meters.get("ripcord.request.queue.time").timer().count()).isZero();
+
+        runUntil("started", () -> p.journal().contains("STARTED"));
+        assertThat(meters.get("ripcord.num.requests.waiting").gauge().value()).isZero();
+        assertThat(meters.get("ripcord.num.requests.running").gauge().value()).isEqualTo(1);
+        assertThat(meters.get("ripcord.request.queue.time").timer().count()).isEqualTo(1);
+        assertThat(meters.get("ripcord.request.prefill.time").timer().count()).isZero();
+
+        runUntil("done", () -> p.job.state().isTerminal());
+        runUntil("freed", () -> p.journal().contains("FREED"));
+        scheduler.engineLoop().runUntilIdle(10_000);
+        assertThat(meters.get("ripcord.num.requests.running").gauge().value()).isZero();
+        Timer prefill = meters.get("ripcord.request.prefill.time").timer();
+        assertThat(prefill.count()).isEqualTo(1);
+        // one recording, in every cumulative bucket from the one that holds it up to vLLM's last (7680 s)
+        CountAtBucket[] buckets = prefill.takeSnapshot().histogramCounts();
+        assertThat(buckets).hasSize(29);
+        assertThat(buckets[buckets.length - 1].bucket(TimeUnit.SECONDS)).isEqualTo(7680.0);
+        assertThat(buckets[buckets.length - 1].count()).isEqualTo(1);
+        assertThat(meters.get("ripcord.request.queue.time").timer().count()).isEqualTo(1);
+    }
+
+    @Test
+    void aPromptCancelledWhileQueuedRecordsNoQueueOrPrefillTime() {
+        Prompt p = new Prompt(40);
+        registry.cancel(p.id, CancelReason.CLIENT_CANCEL, CancelSource.KAFKA);
+        runUntil("the transfer to end", () -> p.receive.released().isDone());
+        scheduler.engineLoop().runUntilIdle(10_000);
+        assertThat(p.job.state()).isEqualTo(JobState.CANCELLED);
+        assertThat(meters.get("ripcord.request.queue.time").timer().count()).isZero();
+        assertThat(meters.get("ripcord.request.prefill.time").timer().count()).isZero();
+        assertThat(meters.get("ripcord.num.requests.waiting").gauge().value()).isZero();
     }
 
     @Test

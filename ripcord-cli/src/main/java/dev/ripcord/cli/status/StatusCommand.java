@@ -1,15 +1,147 @@
 package dev.ripcord.cli.status;
 
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
-/** Placeholder: Lists every running instance of the local stack, its URL and health (issue #12). */
-@Command(name = "status", mixinStandardHelpOptions = true, description = "Lists every running instance of the local stack, its URL and health (issue #12).")
+/**
+ * {@code ./ripcord status}: every instance of the running local stack, its URL and its health.
+ *
+ * <p>Reads the state file {@code ./ripcord up} writes once the stack is healthy ({@code .ripcord/stack.json}, see
+ * local-stack's {@code StackStateFile}) and probes every instance's {@code /actuator/health} concurrently (2 s per
+ * probe, no credentials needed). An instance that does not answer is {@code DOWN}. Exit status: 0 when every
+ * instance is {@code UP}; 1 when one is not, or no stack is running (no state file); 2 on a usage error or an
+ * unreadable state file.
+ *
+ * <p>The state file is flat JSON that the launcher writes itself (no nesting but the instances array, no escapes but
+ * {@code \"} and {@code \\}), read here with a few patterns so that this command needs no JSON library.
+ */
+@Command(name = "status", mixinStandardHelpOptions = true,
+    description = "Lists every running instance of the local stack (./ripcord up), its URL and health.")
 public final class StatusCommand implements Callable<Integer> {
+
+  private static final Pattern INSTANCE = Pattern.compile("\\{[^{}]*\"id\"[^{}]*}");
+  private static final Pattern HEALTH = Pattern.compile("\"status\"\\s*:\\s*\"([A-Z_]+)\"");
+  private static final Duration PROBE_TIMEOUT = Duration.ofSeconds(2);
+
+  @Spec CommandSpec spec;
+
+  @Option(names = "--json", description = "Print JSON instead of a table.")
+  boolean json;
+
+  @Option(names = "--state", paramLabel = "FILE", defaultValue = ".ripcord/stack.json",
+      description = "The state file ./ripcord up writes (default: ${DEFAULT-VALUE}).")
+  Path stateFile;
+
+  /** One instance as the state file names it, with what the probe found. */
+  record Instance(String id, String role, String url, long pid, String health) {}
 
   @Override
   public Integer call() {
-    System.err.println("ripcord status: not implemented yet");
-    return 2;
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    String state;
+    try {
+      state = Files.readString(stateFile);
+    } catch (NoSuchFileException e) {
+      err.println("ripcord status: no local stack is running (no " + stateFile + "; start one with ./ripcord up)");
+      return 1;
+    } catch (IOException e) {
+      err.println("ripcord status: cannot read " + stateFile + ": " + e.getMessage());
+      return 2;
+    }
+    List<Instance> listed = new ArrayList<>();
+    Matcher m = INSTANCE.matcher(state);
+    while (m.find()) {
+      String object = m.group();
+      listed.add(new Instance(string(object, "id"), string(object, "role"), string(object, "url"),
+          Long.parseLong(number(object, "pid")), null));
+    }
+    if (!state.contains("\"instances\"")) {
+      err.println("ripcord status: " + stateFile + " is not a stack state file (no instances)");
+      return 2;
+    }
+    HttpClient http = HttpClient.newBuilder().connectTimeout(PROBE_TIMEOUT).build();
+    List<CompletableFuture<Instance>> probes = listed.stream().map(i -> probe(http, i)).toList();
+    List<Instance> instances = probes.stream().map(CompletableFuture::join).toList();
+    boolean allUp = !instances.isEmpty() && instances.stream().allMatch(i -> i.health().equals("UP"));
+    String kafka = string(state, "kafka");
+    String startedAt = string(state, "startedAt");
+    if (json) {
+      StringBuilder body = new StringBuilder("{\"kafka\":").append(quote(kafka))
+          .append(",\"startedAt\":").append(quote(startedAt))
+          .append(",\"healthy\":").append(allUp).append(",\"instances\":[");
+      String separator = "";
+      for (Instance i : instances) {
+        body.append(separator).append("{\"id\":").append(quote(i.id())).append(",\"role\":").append(quote(i.role()))
+            .append(",\"url\":").append(quote(i.url())).append(",\"pid\":").append(i.pid())
+            .append(",\"health\":").append(quote(i.health())).append('}');
+        separator = ",";
+      }
+      out.println(body.append("]}"));
+    } else {
+      out.printf("%-12s %-8s %-28s %-8s %s%n", "INSTANCE", "ROLE", "URL", "PID", "HEALTH");
+      for (Instance i : instances) {
+        out.printf("%-12s %-8s %-28s %-8d %s%n", i.id(), i.role(), i.url(), i.pid(), i.health());
+      }
+      out.println();
+      out.println("kafka " + kafka + "   started " + (startedAt.isEmpty() ? "?" : startedAt));
+    }
+    out.flush();
+    return allUp ? 0 : 1;
+  }
+
+  /** The string value of {@code "key":"..."} in {@code json}, or "" if absent. */
+  static String string(String json, String key) {
+    Matcher m = Pattern.compile("\"" + key + "\"\\s*:\\s*\"((?:[^\"\\\\]|\\\\.)*)\"").matcher(json);
+    return m.find() ? m.group(1).replace("\\\"", "\"").replace("\\\\", "\\") : "";
+  }
+
+  private static String number(String json, String key) {
+    Matcher m = Pattern.compile("\"" + key + "\"\\s*:\\s*(\\d+)").matcher(json);
+    return m.find() ? m.group(1) : "0";
+  }
+
+  private static String quote(String s) {
+    return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
+  }
+
+  private static CompletableFuture<Instance> probe(HttpClient http, Instance instance) {
+    HttpRequest request;
+    try {
+      request = HttpRequest.newBuilder(URI.create(instance.url() + "/actuator/health"))
+          .timeout(PROBE_TIMEOUT).GET().build();
+    } catch (IllegalArgumentException e) {
+      return CompletableFuture.completedFuture(with(instance, "INVALID_URL"));
+    }
+    return http.sendAsync(request, HttpResponse.BodyHandlers.ofString())
+        .thenApply(response -> with(instance, health(response)))
+        .exceptionally(e -> with(instance, "DOWN"));
+  }
+
+  private static String health(HttpResponse<String> response) {
+    Matcher m = HEALTH.matcher(response.body());
+    return m.find() ? m.group(1) : "HTTP_" + response.statusCode();
+  }
+
+  private static Instance with(Instance i, String health) {
+    return new Instance(i.id(), i.role(), i.url(), i.pid(), health);
   }
 }

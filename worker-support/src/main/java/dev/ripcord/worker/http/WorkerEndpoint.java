@@ -71,8 +71,15 @@ public abstract class WorkerEndpoint<R> {
 
     /** Whether sampling settings are usable: a finite temperature >= 0 and a top_p in (0, 1]. */
     protected static boolean validSampling(@Nullable Sampling sampling) {
-        return sampling != null && Double.isFinite(sampling.temperature()) && sampling.temperature() >= 0
-                && Double.isFinite(sampling.topP()) && sampling.topP() > 0 && sampling.topP() <= 1;
+        if (sampling == null) {
+            return false;
+        }
+        try {
+            dev.ripcord.worker.WireSampling.toEngine(sampling); // the engine's own range checks, every knob
+            return true;
+        } catch (IllegalArgumentException e) {
+            return false;
+        }
     }
 
     /** The worker's status: its scheduler's figures, and what every worker has ({@link WorkerRoutes#status}). */

@@ -8,6 +8,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
+import java.util.function.ToLongFunction;
+import java.util.function.UnaryOperator;
 
 import dev.ripcord.cancel.CancelOutcome;
 import dev.ripcord.protocol.CancelSource;
@@ -15,6 +17,10 @@ import dev.ripcord.cancel.Registration;
 import java.util.Optional;
 
 import dev.ripcord.kv.AbortReason;
+import dev.ripcord.lifecycle.LifecycleEvent;
+import dev.ripcord.lifecycle.LifecycleEventType;
+import dev.ripcord.lifecycle.LifecycleOutcome;
+import dev.ripcord.lifecycle.LifecyclePublisher;
 import dev.ripcord.kv.Side;
 import dev.ripcord.kv.TransferAbortedException;
 import dev.ripcord.protocol.Cancelled;
@@ -47,6 +53,10 @@ import org.slf4j.LoggerFactory;
  *   <li>Pages go back to the pool only when the job is terminal <em>and</em> its transfer is released
  *       ({@link #freeWhenReleased}): no write of the transfer can still read or land in them. Freed once, on the
  *       engine loop, journalled {@code FREED}.</li>
+ *   <li>The lifecycle log (docs/lifecycles.md): every journal entry this class writes, and every one a scheduler
+ *       writes through {@link #record}, is published as a {@code LifecycleEvent} under the journal's lock, so the
+ *       log's per-instance order is the journal's order (CANCEL_OBSERVED, ABORTED, JOB_FINISHED, PAGES_FREED here;
+ *       QUEUED, STARTED, CHUNK_DONE, JOB_ADMITTED, KV_LANDED from the schedulers). Publishing never blocks.</li>
  * </ul>
  *
  * @param <J> the worker's job type
@@ -71,6 +81,8 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
     private final AtomicLong aborts = new AtomicLong();
     private volatile boolean drained;
     private volatile Function<J, String> observedAt = job -> "";
+    private volatile ToLongFunction<J> observedStep;
+    private final LifecyclePublisher lifecycleLog;
 
     /**
      * @param service        {@code prefill} or {@code decode}: the {@code service} tag of the metrics
@@ -86,6 +98,7 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
                 : new EngineLoop(service + "-engine", step);
         this.cancelledEvent = cancelledEvent;
         this.failedEvent = failedEvent;
+        this.lifecycleLog = context.lifecycle();
         this.cancelToStop = Timer.builder("ripcord.cancel.abort.latency").tag("service", service)
                 .description("cancel observed by this worker -> its work stopped at a safe point")
                 .publishPercentileHistogram().register(context.meters());
@@ -99,6 +112,26 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
      */
     public void observedAt(Function<J, String> where) {
         this.observedAt = where;
+    }
+
+    /**
+     * The step number the lifecycle log's {@code CANCEL_OBSERVED} carries (decode: the last step started when the
+     * cancel was observed); evaluated right after {@link #observedAt}'s function, under the same monitor.
+     */
+    public void observedStep(ToLongFunction<J> step) {
+        this.observedStep = step;
+    }
+
+    /**
+     * Journals {@code event} for the job and publishes {@code draft} on the lifecycle log, in that order, under the
+     * journal's lock. For a scheduler's own steps (queued, started, a chunk, KV landed); never blocks.
+     */
+    public void record(J job, String event, Object detail, LifecycleEvent draft) {
+        context.journal().record(job.requestId(), event, detail, publishing(draft));
+    }
+
+    private Runnable publishing(LifecycleEvent draft) {
+        return draft == null || !lifecycleLog.isEnabled() ? null : () -> lifecycleLog.emit(draft);
     }
 
     public EngineLoop loop() {
@@ -140,8 +173,12 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
                 return;
             }
             cancel = job.cancelRequest();
-            context.journal().record(job.requestId(), "CANCEL_OBSERVED",
-                    reason + " via " + source + observedAt.apply(job));
+            String where = observedAt.apply(job);
+            ToLongFunction<J> step = observedStep;
+            LifecycleEvent observed = LifecycleEvent.of(LifecycleEventType.CANCEL_OBSERVED, job.requestId())
+                    .withCancel(reason, source);
+            context.journal().record(job.requestId(), "CANCEL_OBSERVED", reason + " via " + source + where,
+                    publishing(step == null ? observed : observed.withStep(step.applyAsLong(job))));
         }
         RequestLogging.with(job.requestId(), () -> onCancel.onCancel(job, cancel));
     }
@@ -180,13 +217,28 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
      * registration. False if the job was not in {@code from} (another ending won).
      */
     public boolean cancel(J job, JobState from, String phase, String event, Object detail) {
+        return cancel(job, from, phase, event, detail, null);
+    }
+
+    /**
+     * {@link #cancel(WorkerJob, JobState, String, String, Object)}, publishing {@code before} (decode's
+     * {@code LEFT_BATCH}) on the lifecycle log just before the abort.
+     */
+    public boolean cancel(J job, JobState from, String phase, String event, Object detail, LifecycleEvent before) {
         JobCancel.Request cancel = job.cancelRequest();
         Objects.requireNonNull(cancel, "cancel() without a cancel request");
         if (!job.moveTo(from, JobState.CANCELLED)) {
             return false;
         }
+        LifecycleEvent aborted = LifecycleEvent.of(LifecycleEventType.ABORTED, job.requestId())
+                .withCancel(cancel.reason(), cancel.source()).withDetail(phase);
         synchronized (job) { // after the canceller's CANCEL_OBSERVED (see observe)
-            context.journal().record(job.requestId(), event, detail);
+            context.journal().record(job.requestId(), event, detail, publishing(aborted) == null ? null : () -> {
+                if (before != null) {
+                    lifecycleLog.emit(before);
+                }
+                lifecycleLog.emit(aborted);
+            });
         }
         if (job.claimAbortCount()) {
             context.meters().counter("ripcord.cancellations", "service", service, "phase", phase,
@@ -205,7 +257,9 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
         if (from.isTerminal() || !job.moveTo(from, JobState.FAILED)) {
             return false;
         }
-        context.journal().record(job.requestId(), "FAILED", message);
+        context.journal().record(job.requestId(), "FAILED", message, publishing(
+                LifecycleEvent.of(LifecycleEventType.JOB_FINISHED, job.requestId())
+                        .withOutcome(LifecycleOutcome.FAILED).withDetail(code)));
         log.warn("requestId={} {} failed: {}", job.requestId(), service, message);
         end(job, failedEvent.apply(new Failed(code, message)));
         return true;
@@ -220,16 +274,29 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
         if (!job.moveTo(JobState.WAITING, JobState.FAILED)) {
             return false;
         }
+        lifecycleLog.emit(LifecycleEvent.of(LifecycleEventType.JOB_FINISHED, job.requestId())
+                .withOutcome(LifecycleOutcome.FAILED).withDetail("refused"));
         end(job, null);
         return true;
     }
 
     /** Ends a job whose work is done: {@code from -> DONE}, journal {@code event}, emit {@code last} (if any). */
     public boolean finish(J job, JobState from, E last, String event, Object detail) {
+        return finish(job, from, last, event, detail, UnaryOperator.identity());
+    }
+
+    /**
+     * {@link #finish(WorkerJob, JobState, Object, String, Object)}, with {@code fields} adding what the worker knows
+     * to the lifecycle log's {@code JOB_FINISHED} (decode: tokens and step).
+     */
+    public boolean finish(J job, JobState from, E last, String event, Object detail,
+                          UnaryOperator<LifecycleEvent> fields) {
         if (!job.moveTo(from, JobState.DONE)) {
             return false;
         }
-        context.journal().record(job.requestId(), event, detail);
+        context.journal().record(job.requestId(), event, detail, publishing(fields.apply(
+                LifecycleEvent.of(LifecycleEventType.JOB_FINISHED, job.requestId())
+                        .withOutcome(LifecycleOutcome.COMPLETED))));
         end(job, last);
         return true;
     }
@@ -268,7 +335,8 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
             return;
         }
         free.run();
-        context.journal().record(job.requestId(), "FREED", "");
+        context.journal().record(job.requestId(), "FREED", "",
+                publishing(LifecycleEvent.of(LifecycleEventType.PAGES_FREED, job.requestId())));
     }
 
     private void onLoop(Runnable task) {

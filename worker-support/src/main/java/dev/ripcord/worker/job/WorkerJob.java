@@ -29,9 +29,16 @@ public abstract class WorkerJob<E> {
     /** The transfer whose release lets the pages go, and how to let them go; set by the worker once it has both. */
     volatile CompletableFuture<?> transferReleased;
     volatile Runnable freePages;
+    /** {@link System#nanoTime()} when the worker admitted the job: the start of its queue time. */
+    private final long admittedNanos = System.nanoTime();
 
     protected WorkerJob(String requestId) {
         this.requestId = requestId;
+    }
+
+    /** {@link System#nanoTime()} when the job was admitted (constructed by its scheduler's admission). */
+    public final long admittedNanos() {
+        return admittedNanos;
     }
 
     public final String requestId() {

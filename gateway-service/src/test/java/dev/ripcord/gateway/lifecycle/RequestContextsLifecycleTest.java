@@ -1,0 +1,78 @@
+package dev.ripcord.gateway.lifecycle;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import dev.ripcord.cancel.CancelPropagation;
+import dev.ripcord.cancel.CancelPublisher;
+import dev.ripcord.cancel.kafka.CancelProperties;
+import dev.ripcord.gateway.generation.DeadlineExceededException;
+import dev.ripcord.lifecycle.LifecycleEvent;
+import dev.ripcord.lifecycle.LifecycleEventType;
+import dev.ripcord.lifecycle.LifecycleOutcome;
+import dev.ripcord.lifecycle.LifecyclePublisher;
+import dev.ripcord.protocol.CancelReason;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The gateway's part of the lifecycle log: admitted, routed, and exactly one FINISHED with the request's outcome. */
+class RequestContextsLifecycleTest {
+
+    private final List<LifecycleEvent> sent = new CopyOnWriteArrayList<>();
+    private final LifecyclePublisher log = new LifecyclePublisher("gateway", "g1", 100, sent::add, Clock.systemUTC());
+    private final RequestContexts contexts = new RequestContexts(CancelPublisher.discarding(), new CancelProperties(
+            CancelPropagation.IN_BAND, false, "ripcord.cancellations", "ripcord.cancellations.dlt", 3, 1,
+            Duration.ofHours(1), Duration.ofDays(7), Duration.ofMinutes(10), Duration.ofMinutes(10), 100_000, false,
+            Duration.ofSeconds(30), 10_000, 3, Duration.ofMillis(200), "g1"), new SimpleMeterRegistry(),
+            Clock.systemUTC(), Duration.ofHours(1), log);
+
+    private List<LifecycleEvent> events() {
+        log.close(Duration.ofSeconds(10));
+        return List.copyOf(sent);
+    }
+
+    @Test
+    void aServedRequestIsAdmittedRoutedAndFinishedCompletedWithItsTokens() {
+        RequestContext ctx = contexts.open("req-1", Duration.ofMinutes(1));
+        contexts.routed("req-1", "decode", "localhost:8082");
+        contexts.routed("req-1", "prefill", "localhost:8081");
+        contexts.close(ctx, null, 12);
+
+        assertThat(events()).extracting(LifecycleEvent::type).containsExactly(LifecycleEventType.ADMITTED,
+                LifecycleEventType.ROUTED, LifecycleEventType.ROUTED, LifecycleEventType.FINISHED);
+        LifecycleEvent finished = sent.getLast();
+        assertThat(finished.outcome()).isEqualTo(LifecycleOutcome.COMPLETED);
+        assertThat(finished.tokens()).isEqualTo(12);
+        assertThat(sent.get(1).decodeInstance()).isEqualTo("localhost:8082");
+        assertThat(sent.get(2).prefillInstance()).isEqualTo("localhost:8081");
+        assertThat(sent).allSatisfy(e -> assertThat(e.service()).isEqualTo("gateway"));
+    }
+
+    @Test
+    void aCancelledRequestFinishesCancelledWithTheCancelsReason() {
+        RequestContext ctx = contexts.open("req-2", Duration.ofMinutes(1));
+        contexts.cancel(ctx, CancelReason.CLIENT_CANCEL);
+        contexts.close(ctx, new RuntimeException("cancelled"), 3);
+
+        LifecycleEvent finished = events().getLast();
+        assertThat(finished.type()).isEqualTo(LifecycleEventType.FINISHED);
+        assertThat(finished.outcome()).isEqualTo(LifecycleOutcome.CANCELLED);
+        assertThat(finished.reason()).isEqualTo(CancelReason.CLIENT_CANCEL);
+    }
+
+    @Test
+    void aDeadlineIsACancelAndAnyOtherErrorAFailure() {
+        contexts.close(contexts.open("req-3", Duration.ofMinutes(1)), new DeadlineExceededException("req-3"), 0);
+        contexts.close(contexts.open("req-4", Duration.ofMinutes(1)), new IllegalStateException("boom"), 0);
+
+        List<LifecycleEvent> finished = events().stream().filter(e -> e.type() == LifecycleEventType.FINISHED)
+                .toList();
+        assertThat(finished).extracting(LifecycleEvent::outcome)
+                .containsExactly(LifecycleOutcome.CANCELLED, LifecycleOutcome.FAILED);
+        assertThat(finished.getFirst().reason()).isEqualTo(CancelReason.DEADLINE);
+    }
+}

@@ -1,0 +1,202 @@
+package dev.ripcord.lifecycle;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A service's one way onto the lifecycle log. {@link #emit} stamps a draft (service, instance, the next sequence
+ * number, the time) and offers it to a bounded queue; one daemon thread hands queued events to the
+ * {@link LifecycleSink}.
+ *
+ * <h2>Contract</h2>
+ * <ul>
+ *   <li>{@link #emit} never blocks and never throws: engine loops and event-loop threads call it. When the queue is
+ *       full the event is dropped and counted ({@link #dropped()}).</li>
+ *   <li>Sequence numbers are assigned in call order, from 1, without gaps; a dropped event keeps its number, so a
+ *       reader sees the gap. The first time the queue has room again, the publisher's thread emits one
+ *       {@link LifecycleEventType#DROPPED} marker with the number of events lost and the range of their sequence
+ *       numbers, so that the audit reports "N events lost on instance X between seq a and b" instead of violations
+ *       it cannot judge.</li>
+ *   <li>Callers that need the log's order to match an order they hold (a journal, a monitor) call {@link #emit}
+ *       while holding it: the sequence number is taken inside the call.</li>
+ *   <li>{@link #close} delivers what is queued, for at most the given time, then closes the sink.</li>
+ * </ul>
+ */
+public final class LifecyclePublisher implements AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(LifecyclePublisher.class);
+
+    private static final LifecyclePublisher DISABLED = new LifecyclePublisher();
+
+    private final String service;
+    private final String instance;
+    private final Clock clock;
+    private final BlockingQueue<LifecycleEvent> queue;
+    private final LifecycleSink sink;
+    private final Thread thread;
+    private final AtomicLong nextSeq = new AtomicLong(1);
+    private final AtomicLong droppedTotal = new AtomicLong();
+    private final AtomicLong emitted = new AtomicLong();
+    /** Drops not yet reported by a marker: count and seq range, guarded by {@code this}. */
+    private long pendingDrops;
+    private long pendingFrom;
+    private long pendingTo;
+    private volatile boolean closed;
+
+    private LifecyclePublisher() {
+        this.service = "none";
+        this.instance = "none";
+        this.clock = Clock.systemUTC();
+        this.queue = null;
+        this.sink = null;
+        this.thread = null;
+    }
+
+    /**
+     * @param service  {@code gateway}, {@code prefill} or {@code decode}
+     * @param instance this process's instance ID
+     * @param capacity events the queue holds before it drops
+     */
+    public LifecyclePublisher(String service, String instance, int capacity, LifecycleSink sink, Clock clock) {
+        if (capacity < 1) {
+            throw new IllegalArgumentException("capacity must be at least 1: " + capacity);
+        }
+        this.service = Objects.requireNonNull(service, "service");
+        this.instance = Objects.requireNonNull(instance, "instance");
+        this.clock = Objects.requireNonNull(clock, "clock");
+        this.sink = Objects.requireNonNull(sink, "sink");
+        this.queue = new ArrayBlockingQueue<>(capacity);
+        this.thread = Thread.ofPlatform().daemon().name("ripcord-lifecycle-" + service).unstarted(this::run);
+        thread.start();
+    }
+
+    /** A publisher that records nothing ({@code ripcord.lifecycle.enabled=false}). */
+    public static LifecyclePublisher disabled() {
+        return DISABLED;
+    }
+
+    public boolean isEnabled() {
+        return queue != null;
+    }
+
+    public String service() {
+        return service;
+    }
+
+    public String instance() {
+        return instance;
+    }
+
+    /** Stamps and queues {@code draft}; drops (and counts) it when the queue is full. Never blocks, never throws. */
+    public void emit(LifecycleEvent draft) {
+        if (queue == null || closed || draft == null) {
+            return;
+        }
+        LifecycleEvent event;
+        boolean offered;
+        synchronized (this) { // the seq and the offer together, so that the queue holds events in seq order
+            long seq = nextSeq.getAndIncrement();
+            event = draft.stamped(service, instance, seq, clock.instant());
+            offered = queue.offer(event);
+            if (!offered) {
+                if (pendingDrops == 0) {
+                    pendingFrom = seq;
+                }
+                pendingDrops++;
+                pendingTo = seq;
+            }
+        }
+        if (offered) {
+            emitted.incrementAndGet();
+        } else {
+            droppedTotal.incrementAndGet();
+        }
+    }
+
+    /** Events dropped because the queue was full, since start. */
+    public long dropped() {
+        return droppedTotal.get();
+    }
+
+    /** Events queued for the sink since start. */
+    public long emitted() {
+        return emitted.get();
+    }
+
+    /** Events waiting for the publisher's thread. */
+    public int queued() {
+        return queue == null ? 0 : queue.size();
+    }
+
+    private void run() {
+        while (!closed || !queue.isEmpty()) {
+            LifecycleEvent next;
+            try {
+                next = queue.poll(100, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                if (closed) {
+                    break;
+                }
+                continue;
+            }
+            if (next != null) {
+                deliver(next);
+            }
+            reportDrops();
+        }
+    }
+
+    /** Queues a DROPPED marker for drops not yet reported, when the queue has room for it. */
+    private void reportDrops() {
+        synchronized (this) {
+            if (pendingDrops == 0 || queue.remainingCapacity() == 0) {
+                return;
+            }
+            long seq = nextSeq.getAndIncrement();
+            LifecycleEvent marker = LifecycleEvent.of(LifecycleEventType.DROPPED, null)
+                    .withDropped(pendingDrops, pendingFrom, pendingTo)
+                    .stamped(service, instance, seq, clock.instant());
+            if (queue.offer(marker)) {
+                log.warn("lifecycle log: dropped {} events (seq {}..{}): the queue was full", pendingDrops,
+                        pendingFrom, pendingTo);
+                pendingDrops = 0;
+            }
+        }
+    }
+
+    private void deliver(LifecycleEvent event) {
+        try {
+            sink.send(event);
+        } catch (RuntimeException e) {
+            log.debug("lifecycle log: the sink refused {}: {}", event, e.toString());
+        }
+    }
+
+    /** Delivers what is queued (for at most {@code grace}), then closes the sink. Idempotent. */
+    public void close(Duration grace) {
+        if (queue == null || closed) {
+            return;
+        }
+        closed = true;
+        try {
+            thread.join(grace);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        thread.interrupt();
+        sink.close();
+    }
+
+    @Override
+    public void close() {
+        close(Duration.ofSeconds(5));
+    }
+}

@@ -1,0 +1,19 @@
+package dev.ripcord.lifecycle.audit;
+
+/** The cancellation invariants {@link Auditor} checks; each {@link Violation} names one. */
+public enum Invariant {
+    /** Every request reaches exactly one terminal outcome (the gateway's FINISHED). */
+    ONE_TERMINAL_OUTCOME,
+    /** A cancel leads to at most one abort per worker instance. */
+    AT_MOST_ONE_ABORT,
+    /** A job that finished normally is not aborted afterwards (and a job ends once). */
+    NO_ABORT_AFTER_FINISH,
+    /** Prefill starts no chunk after it observed the cancel (the one chunk computing when it arrived may finish). */
+    NO_CHUNK_AFTER_CANCEL,
+    /** Decode emits no token after it observed the cancel: the job leaves the batch at the next step. */
+    NO_TOKEN_AFTER_CANCEL,
+    /** Every KV session opened is released exactly once, and never before it drained. */
+    KV_SESSION_RELEASED_ONCE,
+    /** Every page reserved is freed, once. */
+    PAGES_FREED
+}

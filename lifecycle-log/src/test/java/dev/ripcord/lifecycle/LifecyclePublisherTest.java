@@ -1,0 +1,77 @@
+package dev.ripcord.lifecycle;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class LifecyclePublisherTest {
+
+    @Test
+    void eventsAreStampedWithServiceInstanceAndGapFreeSequenceNumbersInCallOrder() {
+        List<LifecycleEvent> sent = new CopyOnWriteArrayList<>();
+        try (LifecyclePublisher publisher = new LifecyclePublisher("prefill", "p1", 16, sent::add,
+                Clock.systemUTC())) {
+            for (int i = 0; i < 10; i++) {
+                publisher.emit(LifecycleEvent.of(LifecycleEventType.CHUNK_DONE, "req-" + i).withChunk(i));
+            }
+        }
+        assertThat(sent).hasSize(10);
+        assertThat(sent).extracting(LifecycleEvent::seq).containsExactly(1L, 2L, 3L, 4L, 5L, 6L, 7L, 8L, 9L, 10L);
+        assertThat(sent).allSatisfy(e -> {
+            assertThat(e.service()).isEqualTo("prefill");
+            assertThat(e.instance()).isEqualTo("p1");
+            assertThat(e.isStamped()).isTrue();
+        });
+    }
+
+    @Test
+    void aFullQueueDropsWithoutBlockingCountsTheDropsAndReportsThemWithAMarkerOnceThereIsRoom()
+            throws InterruptedException {
+        CountDownLatch sinkHeld = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        List<LifecycleEvent> sent = new CopyOnWriteArrayList<>();
+        LifecycleSink blocking = event -> {
+            sinkHeld.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            sent.add(event);
+        };
+        LifecyclePublisher publisher = new LifecyclePublisher("decode", "d1", 2, blocking, Clock.systemUTC());
+        publisher.emit(LifecycleEvent.of(LifecycleEventType.KV_LANDED, "req-0")); // seq 1: taken by the thread
+        assertThat(sinkHeld.await(10, TimeUnit.SECONDS)).isTrue();
+        for (int i = 1; i <= 6; i++) { // seq 2, 3 fit; 4..7 are dropped
+            publisher.emit(LifecycleEvent.of(LifecycleEventType.KV_LANDED, "req-" + i));
+        }
+        assertThat(publisher.dropped()).isEqualTo(4);
+        release.countDown();
+        publisher.close(Duration.ofSeconds(10));
+
+        assertThat(sent).extracting(LifecycleEvent::seq).startsWith(1L, 2L, 3L);
+        LifecycleEvent marker = sent.getLast();
+        assertThat(marker.type()).isEqualTo(LifecycleEventType.DROPPED);
+        assertThat(marker.requestId()).isNull();
+        assertThat(marker.dropped()).isEqualTo(4);
+        assertThat(marker.droppedFromSeq()).isEqualTo(4);
+        assertThat(marker.droppedToSeq()).isEqualTo(7);
+        assertThat(marker.seq()).isEqualTo(8);
+        assertThat(marker.key()).isEqualTo("instance:d1");
+    }
+
+    @Test
+    void theDisabledPublisherRecordsNothing() {
+        LifecyclePublisher off = LifecyclePublisher.disabled();
+        off.emit(LifecycleEvent.of(LifecycleEventType.ADMITTED, "req-1"));
+        assertThat(off.isEnabled()).isFalse();
+        assertThat(off.emitted()).isZero();
+    }
+}

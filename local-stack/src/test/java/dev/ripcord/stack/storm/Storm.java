@@ -1,0 +1,369 @@
+package dev.ripcord.stack.storm;
+
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+
+import dev.ripcord.engine.SamplingParams;
+import dev.ripcord.protocol.WorkerStatus;
+import dev.ripcord.stack.ReferenceEngine;
+import dev.ripcord.stack.Role;
+import dev.ripcord.stack.TestStack;
+import dev.ripcord.stack.TestStacks;
+import dev.ripcord.stack.cancel.Prometheus;
+import dev.ripcord.stack.cancel.StreamingClient;
+import dev.ripcord.stack.cancel.StreamingClient.Call;
+import dev.ripcord.stack.cancel.StreamingClient.Outcome;
+import dev.ripcord.stack.storm.StormPlan.Entry;
+import dev.ripcord.stack.storm.StormPlan.Phase;
+import dev.ripcord.stack.storm.StormPlan.Source;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.StringSerializer;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * The random-phase cancel storm (issue #12 item 6): many requests across every gateway of a stack, a share of them
+ * cancelled at a phase, by a source and at a gateway drawn from a seed ({@link StormPlan}); then the checks:
+ * every request that completed carries exactly the single-process reference engine's text, every cancelled stream's
+ * partial text is a prefix of it, every worker is back to idle (no page, session, registration or extra region
+ * left), the gateways hold no request or leg, and the lifecycle audit ({@link LifecycleOracle}) finds no violation.
+ *
+ * <p>Used by {@code StormIT} (a few hundred requests, in CI) and {@code StormBench} ({@code ./ripcord bench storm},
+ * 10,000 by default). The propagation mode is the stack's ({@code ripcord.cancel.propagation}): one storm runs on one
+ * mode; the bench's {@code --propagation} picks it.
+ */
+final class Storm {
+
+    private static final Duration REQUEST_LIMIT = Duration.ofMinutes(3);
+    private static final Duration IDLE_LIMIT = Duration.ofSeconds(120);
+    private static final Duration AUDIT_SETTLE = Duration.ofSeconds(5);
+
+    private final TestStack stack;
+    private final int concurrency;
+    private final List<StreamingClient> gateways = new ArrayList<>();
+    private final List<String> prompts = new ArrayList<>();
+    private final Map<String, ReferenceEngine.Generation> references = new ConcurrentHashMap<>();
+    /** Explicit cancels still waiting for their answer: joined before the report. */
+    private final java.util.Queue<Thread> explicitCancels = new java.util.concurrent.ConcurrentLinkedQueue<>();
+
+    Storm(TestStack stack, int concurrency) {
+        this.stack = stack;
+        this.concurrency = concurrency;
+        for (int i = 0; i < stack.instances().gateways(); i++) {
+            gateways.add(new StreamingClient(stack.url(Role.GATEWAY, i)));
+        }
+        for (int bytes : StormPlan.PROMPT_BYTES) {
+            prompts.add(ofBytes(bytes));
+        }
+    }
+
+    /** What one request came to. */
+    enum Result { COMPLETED, CANCELLED, FAILED }
+
+    /** Everything a storm measured; {@link #print} writes it, {@link #clean()} says whether every check passed. */
+    record Report(int requests, long seed, int concurrency, String topology, String propagation,
+                  Map<Phase, Long> planned, Map<Source, Long> plannedSources, Map<String, Long> results,
+                  Map<String, Long> failures, Map<Integer, Long> explicitAnswers, long completedAfterCancel,
+                  long wrongOutputs, List<String> wrongExamples, long partialNotPrefix, long uncancelledNotCompleted,
+                  Map<String, WorkerStatus> workers, boolean workersIdle, double gatewayActive, double gatewayLegs,
+                  LifecycleOracle.Verdict audit, double wallSeconds, long completedTokens) {
+
+        long leaks() {
+            long leaks = 0;
+            for (WorkerStatus s : workers.values()) {
+                leaks += s.livePages() + s.liveSessions() + s.liveRegistrations() + Math.max(0, s.liveRegions() - 1);
+            }
+            return leaks + (long) gatewayActive + (long) gatewayLegs;
+        }
+
+        boolean clean() {
+            return wrongOutputs == 0 && partialNotPrefix == 0 && uncancelledNotCompleted == 0 && failures.isEmpty()
+                    && workersIdle && leaks() == 0 && audit.ran() && audit.violations() == 0;
+        }
+
+        void print(PrintStream out) {
+            out.printf("storm: %d requests, seed %d, concurrency %d, %s, propagation %s%n", requests, seed, concurrency,
+                    topology, propagation);
+            out.println("  cancels aimed, by phase:  " + planned);
+            out.println("  cancels aimed, by source: " + plannedSources);
+            out.println("  outcomes: " + results + " (completed although a cancel was aimed at them: "
+                    + completedAfterCancel + ")");
+            out.println("  explicit cancel answers (HTTP status: count): " + explicitAnswers);
+            out.println("  failures (neither completed nor cancelled): " + (failures.isEmpty() ? "0" : failures));
+            out.println("  uncancelled requests that did not complete: " + uncancelledNotCompleted);
+            out.println("  wrong outputs (completed text != reference): " + wrongOutputs
+                    + (wrongExamples.isEmpty() ? "" : " e.g. " + wrongExamples));
+            out.println("  cancelled requests whose partial text is not a prefix of the reference: " + partialNotPrefix);
+            workers.forEach((name, s) -> out.printf(
+                    "  %-10s livePages %d, liveSessions %d, liveRegistrations %d, liveRegions %d (1 = the page pool), "
+                            + "queued %d, running %d%n", name, s.livePages(), s.liveSessions(),
+                    s.liveRegistrations(), s.liveRegions(), s.queued(), s.running()));
+            out.println("  workers back to idle: " + (workersIdle ? "yes" : "NO"));
+            out.printf("  gateways: requests active %.0f, legs linked %.0f%n", gatewayActive, gatewayLegs);
+            out.println("  leaks (pages + sessions + registrations + extra regions + gateway requests/legs): "
+                    + leaks());
+            out.println("  audit (ripcord audit over the storm's window): " + (audit.ran() ? audit.requests()
+                    + " requests, " + audit.violations() + " violations; " + audit.summary()
+                    : "NOT RUN: " + audit.summary()));
+            out.printf("  throughput: %.1f requests/s, %.0f completion tokens/s of completed requests (%.1f s wall)%n",
+                    requests / wallSeconds, completedTokens / wallSeconds, wallSeconds);
+            out.println("  verdict: " + (clean() ? "CLEAN" : "NOT CLEAN"));
+        }
+    }
+
+    /** Runs {@code plan} to the end, then the checks. */
+    Report run(StormPlan plan, long seed) throws InterruptedException {
+        // References first (in this JVM, outside the timed part): one per prompt and length.
+        for (int p = 0; p < prompts.size(); p++) {
+            for (int maxTokens : StormPlan.MAX_TOKENS) {
+                reference(p, maxTokens);
+            }
+        }
+        Map<String, Long> results = new ConcurrentHashMap<>();
+        Map<String, Long> failures = new ConcurrentHashMap<>();
+        Map<Integer, Long> explicitAnswers = new ConcurrentHashMap<>();
+        LongAdder completedAfterCancel = new LongAdder();
+        LongAdder wrong = new LongAdder();
+        LongAdder partialNotPrefix = new LongAdder();
+        LongAdder uncancelledNotCompleted = new LongAdder();
+        AtomicLong completedTokens = new AtomicLong();
+        List<String> wrongExamples = java.util.Collections.synchronizedList(new ArrayList<>());
+        Semaphore slots = new Semaphore(concurrency);
+        Instant from = Instant.now();
+        long start = System.nanoTime();
+        try (KafkaProducer<String, String> operator = operatorProducer(stack.bootstrapServers());
+             ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            for (Entry entry : plan.entries()) {
+                slots.acquire();
+                threads.submit(() -> {
+                    try {
+                        Outcome outcome = one(entry, operator, explicitAnswers);
+                        ReferenceEngine.Generation expected = reference(entry.promptIndex(), entry.maxTokens());
+                        Result result = classify(outcome);
+                        results.merge(result.name(), 1L, Long::sum);
+                        switch (result) {
+                            case COMPLETED -> {
+                                completedTokens.addAndGet(expected.completionTokens());
+                                if (entry.phase() != Phase.NONE) {
+                                    completedAfterCancel.increment();
+                                }
+                                if (!outcome.text().equals(expected.text())) {
+                                    wrong.increment();
+                                    if (wrongExamples.size() < 3) {
+                                        wrongExamples.add(entry.id());
+                                    }
+                                }
+                            }
+                            case CANCELLED -> {
+                                // The partial answer of an abort (streamed or not) is what was generated so far; an
+                                // abort flushes the start of a multi-byte character it held back, which decodes as
+                                // U+FFFD where the full text has the whole character.
+                                String partial = outcome.text().replaceAll("\uFFFD+$", "");
+                                if (!expected.text().startsWith(partial)) {
+                                    partialNotPrefix.increment();
+                                }
+                            }
+                            case FAILED -> failures.merge(outcome.status() + " " + abbreviate(outcome.error()), 1L,
+                                    Long::sum);
+                        }
+                        if (entry.phase() == Phase.NONE && result != Result.COMPLETED) {
+                            uncancelledNotCompleted.increment();
+                        }
+                    } catch (Exception e) {
+                        failures.merge("client: " + e, 1L, Long::sum);
+                    } finally {
+                        slots.release();
+                    }
+                });
+            }
+        }
+        double wall = (System.nanoTime() - start) / 1e9;
+        for (Thread cancel : explicitCancels) {
+            cancel.join(Duration.ofMinutes(1));
+        }
+        Map<String, WorkerStatus> workers = new TreeMap<>();
+        boolean idle = awaitIdle(workers);
+        // The audit window ends a moment after the workers went idle, and is read once that moment has passed: the
+        // last lifecycle events (pages freed, sessions released) leave each service's publisher queue after the
+        // state they describe, and a record stamped after the window's end would not be read.
+        Instant to = Instant.now().plus(AUDIT_SETTLE);
+        Thread.sleep(AUDIT_SETTLE.plusSeconds(1));
+        double active = 0;
+        double legs = 0;
+        for (int i = 0; i < gateways.size(); i++) {
+            Prometheus metrics = Prometheus.scrape(stack.url(Role.GATEWAY, i));
+            active += metrics.sum("ripcord_gateway_requests_active");
+            legs += metrics.sum("ripcord_gateway_legs_linked");
+        }
+        Map<Phase, Long> planned = new EnumMap<>(Phase.class);
+        Map<Source, Long> sources = new EnumMap<>(Source.class);
+        for (Entry e : plan.entries()) {
+            planned.merge(e.phase(), 1L, Long::sum);
+            if (e.phase() != Phase.NONE) {
+                sources.merge(e.source(), 1L, Long::sum);
+            }
+        }
+        String topology = "%d gateways, %d prefill, %d decode, preset %s".formatted(stack.instances().gateways(),
+                stack.instances().prefills(), stack.instances().decodes(), stack.preset().id());
+        return new Report(plan.entries().size(), seed, concurrency, topology,
+                stack.properties().getOrDefault("ripcord.cancel.propagation", "both"), planned, sources,
+                new TreeMap<>(results), new TreeMap<>(failures), new TreeMap<>(explicitAnswers),
+                completedAfterCancel.sum(), wrong.sum(), List.copyOf(wrongExamples), partialNotPrefix.sum(),
+                uncancelledNotCompleted.sum(), workers, idle, active, legs,
+                LifecycleOracle.audit(stack.bootstrapServers(), from, to, TestStacks.repositoryRoot()
+                        .resolve("local-stack/target/storm-" + seed + "-audit.dump")), wall, completedTokens.get());
+    }
+
+    /** One request, its cancel, and its outcome. */
+    private Outcome one(Entry entry, KafkaProducer<String, String> operator, Map<Integer, Long> explicitAnswers)
+            throws Exception {
+        ObjectNode body = StreamingClient.completion(stack.modelName(), prompts.get(entry.promptIndex()),
+                entry.maxTokens(), entry.stream());
+        if (entry.phase() != Phase.NONE && entry.source() == Source.DEADLINE) {
+            double seconds = switch (entry.phase()) {
+                case QUEUED -> 0.001;
+                case AFTER_COMPLETION -> 600; // a deadline after the end is no deadline
+                default -> entry.delayMicros() / 1e6;
+            };
+            body.put("timeout", seconds);
+        }
+        Call call = gateways.get(entry.gateway()).start(body, entry.id());
+        if (entry.phase() == Phase.NONE || entry.source() == Source.DEADLINE) {
+            return call.outcome().get(REQUEST_LIMIT.toSeconds(), TimeUnit.SECONDS);
+        }
+        switch (entry.phase()) {
+            case QUEUED -> { }
+            case MID_CHUNK, MID_TRANSFER, AWAITING_KV -> sleepMicros(entry.delayMicros());
+            case DECODING -> {
+                if (entry.stream()) {
+                    // Never more than the request streams: a request that ends first releases the wait.
+                    java.util.concurrent.CompletableFuture.anyOf(call.textEvents(entry.afterTokens()), call.outcome())
+                            .get(REQUEST_LIMIT.toSeconds(), TimeUnit.SECONDS);
+                } else {
+                    sleepMicros(entry.delayMicros());
+                }
+            }
+            case AFTER_COMPLETION -> call.outcome().get(REQUEST_LIMIT.toSeconds(), TimeUnit.SECONDS);
+            case NONE -> throw new IllegalStateException("no cancel");
+        }
+        switch (entry.source()) {
+            case DISCONNECT -> call.disconnect();
+            case EXPLICIT -> {
+                // Its answer may take the relay's answer timeout (404 from a gateway that does not hold it): off the
+                // request's thread, so that the request's own outcome is not held up.
+                StreamingClient at = gateways.get(entry.cancelGateway());
+                explicitCancels.add(Thread.ofVirtual().start(() -> {
+                    int status = entry.delete() ? at.delete(entry.id()) : at.cancel(entry.id());
+                    explicitAnswers.merge(status, 1L, Long::sum);
+                }));
+            }
+            case OPERATOR -> operator.send(new ProducerRecord<>("ripcord.cancellations", entry.id(),
+                    operatorCancel(entry.id())));
+            case DEADLINE -> throw new IllegalStateException("handled above");
+        }
+        return call.outcome().get(REQUEST_LIMIT.toSeconds(), TimeUnit.SECONDS);
+    }
+
+    /**
+     * Completed: ended on its own ({@code stop}/{@code length}). Cancelled: answered as a cancelled request is
+     * ({@code finish_reason: "abort"} with the partial text), or we closed the connection, or the older error answers
+     * of a cancel (409 {@code request_cancelled}, 504 {@code timeout}). Anything else is a failure.
+     */
+    static Result classify(Outcome outcome) {
+        if (outcome.completed()) {
+            return Result.COMPLETED;
+        }
+        String error = outcome.error() == null ? "" : outcome.error();
+        if (outcome.aborted() || outcome.disconnected() || outcome.status() == 409 || outcome.status() == 504
+                || error.contains("request_cancelled") || error.contains("\"timeout\"")) {
+            return Result.CANCELLED;
+        }
+        return Result.FAILED;
+    }
+
+    private ReferenceEngine.Generation reference(int promptIndex, int maxTokens) {
+        return references.computeIfAbsent(promptIndex + "/" + maxTokens, k ->
+                stack.reference().generate(prompts.get(promptIndex), maxTokens, true, SamplingParams.greedy()));
+    }
+
+    /**
+     * Waits until every worker holds nothing (what {@link TestStack#awaitWorkersIdle()} checks), recording each
+     * one's last status; false if one still holds something after {@link #IDLE_LIMIT}.
+     */
+    private boolean awaitIdle(Map<String, WorkerStatus> last) throws InterruptedException {
+        long deadline = System.nanoTime() + IDLE_LIMIT.toNanos();
+        while (true) {
+            boolean idle = true;
+            for (Role role : new Role[] {Role.PREFILL, Role.DECODE}) {
+                int n = role == Role.PREFILL ? stack.instances().prefills() : stack.instances().decodes();
+                for (int i = 0; i < n; i++) {
+                    WorkerStatus s = (role == Role.PREFILL ? stack.workers(i, 0) : stack.workers(0, i)).status(role);
+                    last.put(role.shortName() + "-" + (i + 1), s);
+                    idle &= s.livePages() == 0 && s.liveSessions() == 0 && s.liveRegistrations() == 0
+                            && s.liveRegions() == 1 && s.queued() == 0 && s.running() == 0;
+                }
+            }
+            if (idle) {
+                return true;
+            }
+            if (System.nanoTime() > deadline) {
+                return false;
+            }
+            Thread.sleep(100);
+        }
+    }
+
+    private static KafkaProducer<String, String> operatorProducer(String bootstrap) {
+        Properties config = new Properties();
+        config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        config.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+        config.put(ProducerConfig.CLIENT_ID_CONFIG, "ripcord-storm-operator");
+        return new KafkaProducer<>(config, new StringSerializer(), new StringSerializer());
+    }
+
+    /** The cancellations topic's wire format (docs/architecture.md), as an operator's tool writes it. */
+    private static String operatorCancel(String requestId) {
+        return "{\"schemaVersion\":1,\"requestId\":\"" + requestId + "\",\"reason\":\"CLIENT_CANCEL\","
+                + "\"origin\":{\"service\":\"operator\",\"instance\":\"storm\"},\"timestamp\":\"" + Instant.now()
+                + "\"}";
+    }
+
+    private static void sleepMicros(long micros) throws InterruptedException {
+        Thread.sleep(Duration.ofNanos(micros * 1000));
+    }
+
+    private static String abbreviate(String s) {
+        if (s == null) {
+            return "";
+        }
+        return s.length() > 160 ? s.substring(0, 160) + "..." : s;
+    }
+
+    /** ASCII text of exactly {@code bytes} bytes (one token per byte on the byte tokenizer, plus BOS). */
+    static String ofBytes(int bytes) {
+        String text = "The quick brown fox jumps over the lazy dog while the cat watches. ";
+        StringBuilder s = new StringBuilder(bytes);
+        while (s.length() < bytes) {
+            s.append(text);
+        }
+        String prompt = s.substring(0, bytes);
+        assert prompt.getBytes(StandardCharsets.UTF_8).length == bytes;
+        return prompt;
+    }
+}

@@ -1,0 +1,100 @@
+package dev.ripcord.cli.status;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.sun.net.httpserver.HttpServer;
+import dev.ripcord.cli.RipcordCli;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+class StatusCommandTest {
+
+  @TempDir Path dir;
+  private HttpServer healthy;
+  private final StringWriter out = new StringWriter();
+  private final StringWriter err = new StringWriter();
+
+  @BeforeEach
+  void startAHealthyInstance() throws IOException {
+    healthy = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    healthy.createContext("/actuator/health", exchange -> {
+      byte[] body = "{\"status\":\"UP\",\"groups\":[\"liveness\",\"readiness\"]}".getBytes(StandardCharsets.UTF_8);
+      exchange.sendResponseHeaders(200, body.length);
+      exchange.getResponseBody().write(body);
+      exchange.close();
+    });
+    healthy.start();
+  }
+
+  @AfterEach
+  void stop() {
+    healthy.stop(0);
+  }
+
+  private int run(String... args) {
+    CommandLine cli = new CommandLine(new RipcordCli());
+    cli.setOut(new PrintWriter(out, true));
+    cli.setErr(new PrintWriter(err, true));
+    return cli.execute(args);
+  }
+
+  private Path stateFile(int upPort, int downPort) throws IOException {
+    Path file = dir.resolve("stack.json");
+    Files.writeString(file, """
+        {"schemaVersion":1,"pid":1,"startedAt":"2026-12-01T12:00:00Z","kafka":"localhost:9092","logDir":"/tmp",
+         "instances":[{"id":"gateway-1","role":"gateway","url":"http://127.0.0.1:%d","pid":11},
+                      {"id":"gateway-2","role":"gateway","url":"http://127.0.0.1:%d","pid":12}]}
+        """.formatted(upPort, downPort));
+    return file;
+  }
+
+  private static int closedPort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  @Test
+  void listsEveryInstanceWithItsHealthAndFailsWhenOneIsDown() throws IOException {
+    Path file = stateFile(healthy.getAddress().getPort(), closedPort());
+
+    int status = run("status", "--state", file.toString());
+
+    assertThat(status).isEqualTo(1);
+    assertThat(out.toString())
+        .containsPattern("gateway-1\\s+gateway\\s+http://127\\.0\\.0\\.1:\\d+\\s+11\\s+UP")
+        .containsPattern("gateway-2\\s+gateway\\s+http://127\\.0\\.0\\.1:\\d+\\s+12\\s+DOWN")
+        .contains("kafka localhost:9092");
+  }
+
+  @Test
+  void jsonNamesEveryInstanceAndExitsZeroWhenAllAreUp() throws IOException {
+    int port = healthy.getAddress().getPort();
+    Path file = stateFile(port, port);
+
+    int status = run("status", "--json", "--state", file.toString());
+
+    assertThat(status).isZero();
+    assertThat(out.toString()).contains("\"healthy\":true", "\"id\":\"gateway-1\"", "\"id\":\"gateway-2\"",
+        "\"health\":\"UP\"", "\"url\":\"http://127.0.0.1:" + port + "\"");
+  }
+
+  @Test
+  void withoutAStateFileItSaysNoStackIsRunning() {
+    int status = run("status", "--state", dir.resolve("absent.json").toString());
+
+    assertThat(status).isEqualTo(1);
+    assertThat(err.toString()).contains("no local stack is running");
+  }
+}
