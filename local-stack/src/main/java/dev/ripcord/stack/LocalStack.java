@@ -103,6 +103,14 @@ public final class LocalStack implements AutoCloseable {
             StackCredentials.withoutSecrets(options.properties()).forEach((k, v) -> common.add("--" + k + "=" + v));
             List<String> jvmFlags = new ArrayList<>(JVM_FLAGS);
             jvmFlags.addAll(options.jvmFlags());
+            // The services' classes, loaded and linked ahead of time for this start and later ones (AotCache):
+            // the first start of a freshly built jar makes the cache, later ones use it.
+            Map<Role, AotCache.Service> trainees = new EnumMap<>(Role.class);
+            for (Role role : Role.values()) {
+                trainees.put(role, new AotCache.Service(jar(options.root(), role), common,
+                        credentials.environment(role)));
+            }
+            AotCache.train(trainees, jvmFlags, options.logDir());
             // Instance IDs name consumer groups: against a shared external broker, another stack's "gateway-1" must
             // not join ours (two members of one group would split the broadcast topics between them).
             String suffix = options.externalKafka() == null ? ""

@@ -96,8 +96,7 @@ final class ServiceProcess implements AutoCloseable {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(launch.jvmFlags());
-        command.add("-jar");
-        command.add(jar.toString());
+        command.addAll(AotCache.of(jar, launch.jvmFlags()).launch()); // -jar, with the classes cached when they are
         command.add("--server.port=" + port);
         command.addAll(launch.args());
         Path logFile = logDir.resolve(name + ".log");

@@ -8,7 +8,7 @@ import java.util.Optional;
  * adjacent transpositions, so {@code modle} is one edit from {@code model}), if it is near enough to be a typo.
  *
  * <p>The {@code ripcord} script has an awk twin of this (its {@code suggest} function); both must suggest the same
- * thing, which {@code RipcordScriptTest} in deployment-tests checks for the examples there.
+ * thing, which {@code RipcordScriptIT} (local-stack) checks for the examples there.
  */
 final class Suggestions {
 

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
  * or Maven build (a build would show in this test's output and take minutes; none of these paths has one), and they
  * agree with {@link StackOptions}, whose option list they read from the same file.
  */
-class RipcordScriptTest {
+class RipcordScriptIT {
 
     private static final Path ROOT = root();
 
