@@ -65,11 +65,12 @@ class TwoGatewayCancelIT {
     }
 
     @Test
-    void anIdNoGatewayHoldsIsForwardedOnlyWhereForwardingIsOnAndNeverAnswered200(TestStack stack) {
-        // Test stacks forward unknown cancels (TestStacks.DEFAULT_PROPERTIES): 202, never 200, from either gateway.
+    void anIdNoGatewayConfirmsIsA404AndNeverForwardedWhileTheRelayIsOn(TestStack stack) {
+        // Test stacks turn forwarding of unknown cancels on (TestStacks.DEFAULT_PROPERTIES); with the relay an
+        // unconfirmed cancel is still a 404 from either gateway, never a forward: it might be another key's request.
         String id = "two-gw-unknown-" + UUID.randomUUID();
-        assertThat(new StreamingClient(stack.url(Role.GATEWAY, 1)).cancel(id)).isEqualTo(202);
-        assertThat(new StreamingClient(stack.url(Role.GATEWAY, 0)).delete(id + "-b")).isEqualTo(202);
+        assertThat(new StreamingClient(stack.url(Role.GATEWAY, 1)).cancel(id)).isEqualTo(404);
+        assertThat(new StreamingClient(stack.url(Role.GATEWAY, 0)).delete(id + "-b")).isEqualTo(404);
     }
 
     /**

@@ -64,8 +64,8 @@ final class LifecycleOracle {
                         + v.path("message").asString());
             }
         }
-        String summary = "exit %d; %d events; outcomes %s; cancels %d by reason %s; aborts by phase %s; "
-                + "in flight at the end %d; event losses %s; wasted prefill tokens %d; dump %s%s".formatted(status,
+        String summary = ("exit %d; %d events; outcomes %s; cancels %d by reason %s; aborts by phase %s; "
+                + "in flight at the end %d; event losses %s; wasted prefill tokens %d; dump %s%s").formatted(status,
                 report.path("events").asLong(), report.path("outcomes"), report.path("cancels").asLong(),
                 report.path("cancelsByReason"), report.path("abortsByPhase"), report.path("inFlight").asLong(),
                 report.path("losses"), report.path("wastedPrefillTokens").asLong(), dump,
