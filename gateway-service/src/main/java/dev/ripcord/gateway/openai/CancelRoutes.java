@@ -30,12 +30,9 @@ import reactor.core.publisher.Mono;
  *   <li>Nobody cancelled it (unknown, finished, or another key's, here or elsewhere): 404, exactly as for an unknown
  *       ID. With the relay, every such answer is given a fixed delay (the relay's answer timeout) after the cancel
  *       arrived, whether or not the ID exists anywhere, so a caller learns nothing about other keys' requests from the
- *       status or the timing. With the relay, such a cancel is never forwarded on the cancellations topic: "no
- *       gateway confirmed it in time" cannot be told from "another key's request at a gateway that answered late",
- *       and forwarding the latter would cancel a request the caller does not own. Without the relay (it is off, or
- *       Kafka propagation is), {@code ripcord.gateway.auth.forward-unknown-cancels} forwards an ID this gateway does
- *       not hold on the cancellations topic (202, {@code "status":"forwarded"}); one it holds for another key never
- *       is.</li>
+ *       status or the timing. With {@code ripcord.gateway.auth.forward-unknown-cancels} (and Kafka), an ID that no
+ *       gateway holds is forwarded on the cancellations topic instead (202, {@code "status":"forwarded"}); one that
+ *       a gateway holds for another key never is.</li>
  * </ul>
  */
 @Configuration(proxyBeanMethods = false)
@@ -71,10 +68,8 @@ public class CancelRoutes {
         }
         return relay.ask(id, caller).flatMap(answer -> switch (answer) {
             case CANCELLED -> ServerResponse.ok().bodyValue(body(id, "cancelled"));
-            // No gateway confirmed it within the answer timeout. It may still be another key's request at a gateway
-            // that answered late (a loaded machine, a slow broker): forwarding it on the cancellations topic could then
-            // cancel a request the caller does not own, so with the relay an unconfirmed cancel is never forwarded.
-            case REFUSED, NO_ANSWER -> notFound(id);
+            case REFUSED -> notFound(id);
+            case NO_ANSWER -> forwardOrNotFound(id, contexts, auth);
         });
     }
 

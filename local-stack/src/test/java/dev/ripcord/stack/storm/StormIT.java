@@ -11,7 +11,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * docs/benchmarks.md): 300 requests over two gateways, two prefill and two decode workers, 70 % of them cancelled
  * at a phase, by a source and at a gateway drawn from a fixed seed. Same stack as {@code TwoGatewayCancelIT}.
  */
-@LocalStackTest(gateways = 2, prefills = 2, decodes = 2)
+@LocalStackTest(gateways = 2, prefills = 2, decodes = 2,
+        properties = "ripcord.gateway.auth.forward-unknown-cancels=false")
 class StormIT {
 
     static final int REQUESTS = 300;
