@@ -24,7 +24,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * try again when the answer says it had finished (each try still checks everything it asserts).
  */
 @LocalStackTest(gateways = 2, prefills = 2, decodes = 2,
-        properties = "ripcord.gateway.auth.forward-unknown-cancels=false")
+        properties = {"ripcord.gateway.auth.forward-unknown-cancels=false",
+                "ripcord.gateway.cancel-relay.answer-timeout=10s"})
 class TwoGatewayCancelIT {
 
     private static final int TRIES = 20;
