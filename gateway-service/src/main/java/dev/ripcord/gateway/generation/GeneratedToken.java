@@ -1,5 +1,6 @@
 package dev.ripcord.gateway.generation;
 
+import dev.ripcord.protocol.Logprobs;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -9,7 +9,7 @@ import java.util.List;
 
 import dev.ripcord.gateway.generation.GeneratedToken;
 import dev.ripcord.gateway.generation.GenerationRequest;
-import dev.ripcord.gateway.generation.Logprobs;
+import dev.ripcord.protocol.Logprobs;
 import dev.ripcord.gateway.generation.TextCodec;
 import dev.ripcord.gateway.generation.TextDelta;
 import org.jspecify.annotations.Nullable;

@@ -36,7 +36,6 @@ import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.protocol.Sampling;
-import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.http.HttpHeaders;
@@ -240,7 +239,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                         if (e instanceof DecodeEvent.Token t) {
                             ctx.tokenRelayed(t.finishReason());
                             sink.next(new GeneratedToken(t.index(), t.token(), t.finishReason(),
-                                    logprobs(t.logprobs())));
+                                    t.logprobs()));
                         } else {
                             sink.error(workerEnded(id, "decode", e));
                         }
@@ -261,11 +260,6 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                                             + "decode ended; closing it", id, LEG_END_GRACE)));
                     return Flux.merge(tokens, prefill);
                 });
-    }
-
-    private static dev.ripcord.gateway.generation.@Nullable Logprobs logprobs(dev.ripcord.protocol.@Nullable Logprobs wire) {
-        return wire == null ? null
-                : new dev.ripcord.gateway.generation.Logprobs(wire.logprob(), wire.topTokens(), wire.topLogprobs());
     }
 
     /** The prefill leg: its events carry no tokens, only progress and errors, so it contributes no elements. */

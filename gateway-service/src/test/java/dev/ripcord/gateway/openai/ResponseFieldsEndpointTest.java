@@ -7,7 +7,7 @@ import java.util.List;
 
 import dev.ripcord.gateway.generation.ByteTextCodec;
 import dev.ripcord.gateway.generation.GeneratedToken;
-import dev.ripcord.gateway.generation.Logprobs;
+import dev.ripcord.protocol.Logprobs;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 
