@@ -1,6 +1,7 @@
 package dev.ripcord.gateway.observability;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -185,8 +186,12 @@ class RequestObservabilityTest {
         assertThat(outcomes("length", "none") - lengthBefore).isEqualTo(1);
         assertThat(count("ripcord.prompt.tokens") - promptBefore).as("the prompt, counted at the first token")
                 .isPositive();
-        assertThat(meters.get("ripcord.num.requests.running").gauge().value()).isZero();
-        assertThat(meters.get("ripcord.num.requests.waiting").gauge().value()).isZero();
+        // The generation leaves the gauges when its Flux terminates, which may come just after the client has read
+        // the last byte: wait for that state (a count), not for a time.
+        await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> {
+            assertThat(meters.get("ripcord.num.requests.running").gauge().value()).isZero();
+            assertThat(meters.get("ripcord.num.requests.waiting").gauge().value()).isZero();
+        });
         // ... under the Prometheus names docs/metrics.md gives them, with buckets and the model's name.
         String scrape = WebClient.create("http://127.0.0.1:" + port).get().uri("/actuator/prometheus")
                 .retrieve().bodyToMono(String.class).block(Duration.ofSeconds(30));
