@@ -48,6 +48,7 @@ import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
+import reactor.util.context.ContextView;
 
 /**
  * The gateway's side of one disaggregated request: decode leg first (to reserve KV and learn where to push it),
@@ -113,15 +114,9 @@ public final class DisaggregatedGenerator implements TokenGenerator {
     public Flux<GeneratedToken> generate(GenerationRequest request) {
         return Flux.deferContextual(view -> {
             String id = request.requestId();
-            RequestContext ctx;
-            try {
-                ctx = contexts.open(id, ApiKeys.identity(view), request.timeout(), request.model(),
-                        request.promptTokens().length); // the caller owns it
-            } catch (RequestContexts.DuplicateRequestException e) {
-                return Flux.error(new DuplicateRequestIdException(id));
-            }
+            RequestContext ctx = open(request, view); // thrown, it errors the Flux (deferContextual)
             // One seed for both legs: prefill samples the first token, decode the rest.
-            long seed = request.seed().orElseGet(() -> ThreadLocalRandom.current().nextLong());
+            long seed = seedOf(request);
             log.info("requestId={} accepted: promptTokens={} maxTokens={}", id, request.promptTokens().length,
                     request.maxTokens());
             AtomicInteger sent = new AtomicInteger();
@@ -159,14 +154,8 @@ public final class DisaggregatedGenerator implements TokenGenerator {
         }
         return Flux.deferContextual(view -> {
             String id = request.requestId();
-            RequestContext ctx;
-            try {
-                ctx = contexts.open(id, ApiKeys.identity(view), request.timeout(), request.model(),
-                        request.promptTokens().length); // the caller owns it
-            } catch (RequestContexts.DuplicateRequestException e) {
-                return Flux.error(new DuplicateRequestIdException(id));
-            }
-            long seed = request.seed().orElseGet(() -> ThreadLocalRandom.current().nextLong());
+            RequestContext ctx = open(request, view); // thrown, it errors the Flux (deferContextual)
+            long seed = seedOf(request);
             log.info("requestId={} accepted: promptTokens={} maxTokens={} n={}", id, request.promptTokens().length,
                     request.maxTokens(), request.n());
             ctx.cancelled().subscribe(reason -> {
@@ -194,6 +183,25 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                     .doOnCancel(() -> contexts.cancel(ctx, CancelCause.of(view)))
                     .doFinally(signal -> contexts.close(ctx));
         });
+    }
+
+    /**
+     * Opens the request's context, owned by the caller ({@link ApiKeys#identity}).
+     *
+     * @throws DuplicateRequestIdException if a request with its ID is in flight here
+     */
+    private RequestContext open(GenerationRequest request, ContextView view) {
+        try {
+            return contexts.open(request.requestId(), ApiKeys.identity(view), request.timeout(), request.model(),
+                    request.promptTokens().length);
+        } catch (RequestContexts.DuplicateRequestException e) {
+            throw new DuplicateRequestIdException(request.requestId());
+        }
+    }
+
+    /** The request's seed, or a random one: one per request, shared by its legs (and choices derive theirs). */
+    private static long seedOf(GenerationRequest request) {
+        return request.seed().orElseGet(() -> ThreadLocalRandom.current().nextLong());
     }
 
     /** The ID the workers know choice {@code index} by: the request's own for choice 0, else {@code ID.index}. */
