@@ -93,7 +93,10 @@ public final class InferenceEngine implements AutoCloseable {
     /** The batch of the decode step in progress, for its safe point (engine-loop state, like the arrays above). */
     private List<Sequence> stepBatch = List.of();
     private volatile LayerBoundaryListener layerListener;
+    /** The layer boundary the forward in progress last reached, or -1; written (release) at each boundary. */
+    private final java.util.concurrent.atomic.AtomicInteger boundary = new java.util.concurrent.atomic.AtomicInteger(-1);
     private final Transformer.SafePoint decodeSafePoint = layer -> {
+        boundary.setRelease(layer);
         LayerBoundaryListener listener = this.layerListener;
         if (listener != null) {
             listener.beforeLayer(layer);
@@ -441,12 +444,21 @@ public final class InferenceEngine implements AutoCloseable {
             long start = System.nanoTime();
             LayerBoundaryListener listener = layerListener;
             Transformer.SafePoint safePoint = !options.safePoints() ? Transformer.SafePoint.NEVER
-                    : listener == null ? layer -> seq.stopRequested()
+                    : listener == null ? layer -> {
+                        boundary.setRelease(layer);
+                        return seq.stopRequested();
+                    }
                     : layer -> {
+                        boundary.setRelease(layer);
                         listener.beforeLayer(layer);
                         return seq.stopRequested();
                     };
-            int stoppedAt = transformer.prefill(tokens, from, to, seq.pageTable, safePoint);
+            int stoppedAt;
+            try {
+                stoppedAt = transformer.prefill(tokens, from, to, seq.pageTable, safePoint);
+            } finally {
+                boundary.setRelease(-1);
+            }
             if (stoppedAt != Transformer.COMPLETED) {
                 prefillNanos.addAndGet(System.nanoTime() - start);
                 prefillStops.incrementAndGet();
@@ -543,6 +555,7 @@ public final class InferenceEngine implements AutoCloseable {
                     stoppedAt = transformer.decode(n, batchTokens, batchPositions, batchTables, decodeSafePoint);
                 } finally {
                     stepBatch = List.of();
+                    boundary.setRelease(-1);
                 }
             } else {
                 stoppedAt = transformer.decode(n, batchTokens, batchPositions, batchTables,
@@ -592,6 +605,16 @@ public final class InferenceEngine implements AutoCloseable {
      */
     public void onLayerBoundary(LayerBoundaryListener listener) {
         this.layerListener = listener;
+    }
+
+    /**
+     * The layer boundary the forward in progress last reached (before layer {@code b}: {@code b}; before the output
+     * head: {@code layers}), or -1 when none is running. Any thread; a snapshot for journals and diagnostics (a
+     * cancel observed at boundary {@code b} and stopped at {@code m} cost {@code m - b} layers at most). Always -1
+     * when {@link EngineOptions#safePoints()} is off.
+     */
+    public int forwardBoundary() {
+        return boundary.getAcquire();
     }
 
     private static boolean allStopRequested(List<Sequence> batch) {
