@@ -40,13 +40,19 @@ class DecodeSafePointTest {
         w.close();
     }
 
-    /** Admits a request at both workers and steps until decode has emitted its first few tokens. */
-    private TwoWorkers.Request decoding(String id) {
-        TwoWorkers.Request r = w.reserve(id, 40, 200);
-        r.startPrefill();
-        w.runUntil("tokens of " + id, () -> r.decodeEvents.stream().filter(DecodeEvent.Token.class::isInstance)
-                .count() >= 3);
-        return r;
+    /** Admits requests at both workers and steps until decode has emitted the first few tokens of each. */
+    private List<TwoWorkers.Request> decoding(String... ids) {
+        List<TwoWorkers.Request> requests = java.util.Arrays.stream(ids).map(id -> w.reserve(id, 40, MAX_TOKENS))
+                .toList();
+        requests.forEach(TwoWorkers.Request::startPrefill);
+        w.runUntil("tokens of " + List.of(ids), () -> requests.stream().allMatch(r -> tokens(r) >= 3));
+        return requests;
+    }
+
+    private static final int MAX_TOKENS = 400;
+
+    private static long tokens(TwoWorkers.Request r) {
+        return r.decodeEvents.stream().filter(DecodeEvent.Token.class::isInstance).count();
     }
 
     private String detail(String id, String event) {
@@ -56,9 +62,8 @@ class DecodeSafePointTest {
 
     @Test
     void aStepWhoseOnlySequenceIsCancelledStopsAtTheNextLayerBoundaryAndEmitsNothing() {
-        TwoWorkers.Request r = decoding("decode-safepoint-alone");
+        TwoWorkers.Request r = decoding("decode-safepoint-alone").getFirst();
         int layers = w.decodeEngine.config().layers();
-        int generatedBefore = r.decodeJob.generated;
         AtomicBoolean once = new AtomicBoolean();
         w.decodeEngine.onLayerBoundary(layer -> {
             if (layer == 1 && once.compareAndSet(false, true)) {
@@ -72,10 +77,11 @@ class DecodeSafePointTest {
         assertThat(r.decodeJob.state()).isEqualTo(JobState.CANCELLED);
         long observed = CancelScenario.step(TwoWorkers.entries(w.decodeJournal, r.id).stream()
                 .filter(e -> e.event().equals("CANCEL_OBSERVED")).findFirst().orElseThrow());
-        assertThat(detail(r.id, "STOPPED")).as("stopped inside the step it was observed in")
-                .isEqualTo(generatedBefore + " tokens layer=1/" + layers + " step=" + observed);
-        assertThat(r.decodeEvents.stream().filter(DecodeEvent.Token.class::isInstance).count())
-                .as("the stopped step emitted no token").isEqualTo(generatedBefore);
+        String stopped = detail(r.id, "STOPPED");
+        assertThat(stopped).as("stopped inside the step it was observed in, at the boundary where it was observed")
+                .endsWith(" tokens layer=1/" + layers + " step=" + observed);
+        assertThat(tokens(r)).as("every token generated before the stop went out, none of the stopped step's")
+                .isEqualTo(Long.parseLong(stopped.split(" ")[0])).isEqualTo(r.decodeJob.generated);
         assertThat(r.decodeEvents).last().isEqualTo(new Cancelled(CancelReason.CLIENT_DISCONNECT,
                 CancelSource.IN_BAND));
         assertThat(w.decodeEvents(r.id)).endsWith("CANCEL_OBSERVED", "STOPPED", "FREED");
@@ -86,8 +92,9 @@ class DecodeSafePointTest {
 
     @Test
     void aStepWithAnotherSequenceStillWantedCompletesAndTheCancelledOneLeavesAtTheNextStep() {
-        TwoWorkers.Request cancelled = decoding("decode-safepoint-cancelled");
-        TwoWorkers.Request kept = decoding("decode-safepoint-kept");
+        List<TwoWorkers.Request> both = decoding("decode-safepoint-cancelled", "decode-safepoint-kept");
+        TwoWorkers.Request cancelled = both.get(0);
+        TwoWorkers.Request kept = both.get(1);
         AtomicBoolean once = new AtomicBoolean();
         w.decodeEngine.onLayerBoundary(layer -> {
             if (layer == 1 && once.compareAndSet(false, true)) {
@@ -104,8 +111,8 @@ class DecodeSafePointTest {
         assertThat(detail(cancelled.id, "STOPPED")).as("left at the next step, no layer: the step completed")
                 .doesNotContain("layer=").endsWith("step=" + (observed + 1));
         assertThat(kept.decodeJob.state()).isEqualTo(JobState.DONE);
-        assertThat(kept.decodeEvents.stream().filter(DecodeEvent.Token.class::isInstance).count())
-                .as("the kept one got every token").isEqualTo(200);
+        assertThat(cancelled.decodeJob.state()).isEqualTo(JobState.CANCELLED);
+        assertThat(tokens(kept)).as("the kept one got every token").isEqualTo(MAX_TOKENS);
         assertThat(w.decodeEngine.stats().decodeStops()).isZero();
         assertThat(w.decode.aborts()).isEqualTo(1);
         assertThat(List.of(w.decodeEngine.pagePool().pagesLive(), w.prefillEngine.pagePool().pagesLive()))
