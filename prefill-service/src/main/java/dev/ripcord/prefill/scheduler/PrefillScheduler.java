@@ -11,6 +11,7 @@ import dev.ripcord.protocol.CancelSource;
 import dev.ripcord.engine.SamplingParams;
 import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveDescriptor;
+import dev.ripcord.kv.Backend;
 import dev.ripcord.kv.SendSession;
 import dev.ripcord.kv.Side;
 import dev.ripcord.lifecycle.LifecycleEvent;
@@ -23,6 +24,8 @@ import dev.ripcord.protocol.TransferMetadata;
 import dev.ripcord.worker.WireSampling;
 import dev.ripcord.worker.JobCancel;
 import dev.ripcord.worker.RequestLogging;
+import dev.ripcord.worker.TransferClock;
+import dev.ripcord.worker.TransferThroughput;
 import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.job.JobLifecycle;
 import dev.ripcord.worker.job.JobState;
@@ -76,6 +79,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     private final Counter chunksAfterCancelCounter;
     private final Counter tokensAfterCancel;
     private final Timer prefillTime;
+    private final TransferThroughput transferThroughput;
 
     /** A bean: closed, hence drained, before the {@link WorkerContext} it works with. */
     public PrefillScheduler(WorkerContext context, PrefillProperties properties) {
@@ -97,6 +101,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         this.prefillTime = Timer.builder("ripcord.request.prefill.time")
                 .description("prefill started -> every chunk computed and the first token sampled")
                 .serviceLevelObjectives(LatencyBuckets.requestLatency()).register(meters);
+        this.transferThroughput = new TransferThroughput(meters);
         startLoop();
     }
 
@@ -283,7 +288,9 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         long pageBytes = pool.pageBytes();
         for (int p = job.pagesSent; p < finished; p++) {
             long src = pool.offsetOf(job.sequence.poolPage(p));
-            job.sends.add(job.send.send(context.poolRegion(), src, pageBytes, p * pageBytes));
+            long dst = p * pageBytes;
+            job.sends.add(job.transferClock.time(pageBytes,
+                    () -> job.send.send(context.poolRegion(), src, pageBytes, dst)));
         }
         job.pagesSent = Math.max(job.pagesSent, finished);
     }
@@ -310,10 +317,15 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
                         WireSampling.toWire(firstLogprobs))))
                 .whenComplete((v, error) -> RequestLogging.with(job.requestId(), () -> {
                     if (error == null) {
+                        Backend backend = job.send.backend();
+                        TransferClock clock = job.transferClock;
+                        transferThroughput.record(backend, clock);
                         if (lifecycle.finish(job, JobState.RUNNING, new PrefillEvent.Done(first), "DONE",
-                                "first token " + first)) {
-                            log.info("requestId={} prefill done in {} chunks; KV delivered, first token {}",
-                                    job.requestId(), job.chunks, first);
+                                "first token " + first + "; KV " + clock.bytes() + " bytes over " + backend + " in "
+                                        + clock.busyNanos() / 1000 + " µs")) {
+                            log.info("requestId={} prefill done in {} chunks; KV delivered over {}: {} ({} MB/s), "
+                                    + "first token {}", job.requestId(), job.chunks, backend, clock,
+                                    Math.round(clock.bytesPerSecond() / 1e6), first);
                         }
                         return;
                     }
