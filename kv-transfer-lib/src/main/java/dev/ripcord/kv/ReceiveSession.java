@@ -44,6 +44,27 @@ public final class ReceiveSession {
     private final CompletableFuture<byte[]> completion = new CompletableFuture<>();
     private final CompletableFuture<SessionState> released = new CompletableFuture<>();
     private final long trackingId;
+    private final DrainWatchdog.Drain drain = new DrainWatchdog.Drain() {
+        @Override
+        public void recheck() {
+            maybeRelease();
+        }
+
+        @Override
+        public boolean isReleaseClaimed() {
+            return ReceiveSession.this.isReleaseClaimed();
+        }
+
+        @Override
+        public String requestId() {
+            return ReceiveSession.this.requestId();
+        }
+
+        @Override
+        public long sessionId() {
+            return ReceiveSession.this.sessionId();
+        }
+    };
 
     // guarded by this
     private SessionState state = SessionState.OPEN;
@@ -456,7 +477,7 @@ public final class ReceiveSession {
         } else if (watch) {
             log.debug("request={} session={} waiting for shared-memory writer pid {} to leave the fence",
                     requestId(), sessionId(), agent.fences().writer(fenceSlot));
-            agent.watchDrain(this);
+            agent.watchDrain(drain);
         }
     }
 

@@ -37,7 +37,7 @@ import org.slf4j.LoggerFactory;
  * mark, and an abort stops a session at the next piece boundary. A piece's payload is the source segment itself
  * wrapped as a buffer, so the only copy on this side is the kernel's.
  */
-final class SenderConnection extends FrameDecoder {
+final class SenderConnection extends FrameDecoder implements ConnectionPool.Pooled {
     private static final Logger log = LoggerFactory.getLogger(SenderConnection.class);
 
     private final TransferAgent agent;
@@ -87,7 +87,8 @@ final class SenderConnection extends FrameDecoder {
         return key;
     }
 
-    boolean isClosed() {
+    @Override
+    public boolean isClosed() {
         return closed;
     }
 

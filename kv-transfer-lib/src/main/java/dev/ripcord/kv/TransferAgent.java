@@ -23,15 +23,11 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.security.SecureRandom;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -79,15 +75,12 @@ public final class TransferAgent implements AutoCloseable {
     private final Map<Long, KvRegion> regions = new ConcurrentHashMap<>();
     private final Map<Long, ReceiveSession> receiveSessions = new ConcurrentHashMap<>();
     private final Set<SendSession> sendSessions = ConcurrentHashMap.newKeySet();
-    private final Map<String, SenderConnection> senderConnections = new ConcurrentHashMap<>();
+    private final ConnectionPool<SenderConnection> senderConnections;
     private final Set<ReceiverConnection> receiverConnections = ConcurrentHashMap.newKeySet();
-    private final Object connectLock = new Object();
     private final AtomicLong regionIds = new AtomicLong();
     private final AtomicLong sessionIds = new AtomicLong();
-    private final ArrayDeque<Integer> freeSlots = new ArrayDeque<>(); // guarded by itself
-    private int freshSlots; // guarded by freeSlots
-    private final Map<ReceiveSession, Long> draining = new HashMap<>(); // guarded by itself
-    private ScheduledFuture<?> drainWatchdog; // guarded by draining
+    private final FenceSlots fenceSlots;
+    private final DrainWatchdog drainWatchdog;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final SecureRandom tokens = new SecureRandom();
     private final long trackingId;
@@ -102,6 +95,7 @@ public final class TransferAgent implements AutoCloseable {
         this.incarnation = inc;
         PeerProcess self = PeerProcess.current();
         this.fences = options.backend() == Backend.TCP ? null : createFenceTable(options, self, inc);
+        this.fenceSlots = new FenceSlots(fences == null ? 0 : fences.slots());
         this.hello = new Frames.Hello(inc, self.pid(), self.startMillis(), (int) options.lease().toMillis(),
                 HostIdentity.local(), options.name());
         this.metrics = new KvMetrics(options.meterRegistry(), options.name());
@@ -134,6 +128,11 @@ public final class TransferAgent implements AutoCloseable {
         this.advertisedHost = options.advertisedHost() != null ? options.advertisedHost()
                 : listenAddress.getAddress().isAnyLocalAddress() ? HostIdentity.local().split("/")[0]
                 : listenAddress.getAddress().getHostAddress();
+        this.senderConnections = new ConnectionPool<>((key, host, port) -> SenderConnection.open(this, key, host,
+                port));
+        this.drainWatchdog = new DrainWatchdog(task -> eventLoops.isShuttingDown() ? null
+                : eventLoops.next().scheduleAtFixedRate(task, 1, 1, TimeUnit.MILLISECONDS),
+                options.lease().toNanos(), System::nanoTime);
         this.trackingId = LiveResources.track(LiveResources.Kind.AGENT, this::toString);
         log.info("agent {} listening on {} (advertised {}), shared memory {}", options.name(), listenAddress,
                 advertisedHost, fences != null ? "offered in " + options.shmDirectory() : "off");
@@ -298,24 +297,16 @@ public final class TransferAgent implements AutoCloseable {
     }
 
     private int allocateFenceSlot(String requestId) {
-        synchronized (freeSlots) {
-            Integer recycled = freeSlots.poll();
-            if (recycled != null) {
-                return recycled;
-            }
-            if (freshSlots < fences.slots()) {
-                return freshSlots++;
-            }
+        int slot = fenceSlots.allocate();
+        if (slot < 0) {
+            log.warn("request={} agent {}: all {} fence slots in use; this session is offered TCP only", requestId,
+                    name(), fenceSlots.capacity());
         }
-        log.warn("request={} agent {}: all {} fence slots in use; this session is offered TCP only", requestId,
-                name(), fences.slots());
-        return -1;
+        return slot;
     }
 
     void freeFenceSlot(int slot) {
-        synchronized (freeSlots) {
-            freeSlots.add(slot);
-        }
+        fenceSlots.free(slot);
     }
 
     FenceTable fences() {
@@ -324,48 +315,12 @@ public final class TransferAgent implements AutoCloseable {
 
     /** Fence slots held by sessions; with a consistency check that no slot was freed twice. */
     int fenceSlotsInUse() {
-        synchronized (freeSlots) {
-            Checks.requireState(new java.util.HashSet<>(freeSlots).size() == freeSlots.size(),
-                    "a fence slot was freed twice");
-            return freshSlots - freeSlots.size();
-        }
+        return fenceSlots.inUse();
     }
 
     /** Polls a receive session whose drain waits on a shared-memory writer, until it releases. */
-    void watchDrain(ReceiveSession s) {
-        synchronized (draining) {
-            draining.putIfAbsent(s, System.nanoTime());
-            if (drainWatchdog == null && !eventLoops.isShuttingDown()) {
-                drainWatchdog = eventLoops.next().scheduleAtFixedRate(this::pollDrains, 1, 1, TimeUnit.MILLISECONDS);
-            }
-        }
-    }
-
-    private void pollDrains() {
-        List<Map.Entry<ReceiveSession, Long>> snapshot;
-        synchronized (draining) {
-            snapshot = new ArrayList<>(draining.entrySet());
-        }
-        long lease = options.lease().toNanos();
-        for (Map.Entry<ReceiveSession, Long> e : snapshot) {
-            ReceiveSession s = e.getKey();
-            s.maybeRelease();
-            if (!s.isReleaseClaimed() && System.nanoTime() - e.getValue() > lease) {
-                log.warn("request={} session={} quarantined: a shared-memory writer has been inside the fence for "
-                        + "longer than the lease and its process is alive; its pages stay pinned until it leaves or "
-                        + "dies", s.requestId(), s.sessionId());
-                synchronized (draining) {
-                    draining.put(s, Long.MAX_VALUE / 2); // warn once
-                }
-            }
-        }
-        synchronized (draining) {
-            draining.keySet().removeIf(ReceiveSession::isReleaseClaimed);
-            if (draining.isEmpty() && drainWatchdog != null) {
-                drainWatchdog.cancel(false);
-                drainWatchdog = null;
-            }
-        }
+    void watchDrain(DrainWatchdog.Drain s) {
+        drainWatchdog.watch(s);
     }
 
     // ---- send -------------------------------------------------------------------------------------------------
@@ -420,19 +375,7 @@ public final class TransferAgent implements AutoCloseable {
     }
 
     private SenderConnection connectionTo(String host, int port) {
-        String key = host + ":" + port;
-        SenderConnection c = senderConnections.get(key);
-        if (c != null && !c.isClosed()) {
-            return c;
-        }
-        synchronized (connectLock) {
-            c = senderConnections.get(key);
-            if (c == null || c.isClosed()) {
-                c = SenderConnection.open(this, key, host, port);
-                senderConnections.put(key, c);
-            }
-            return c;
-        }
+        return senderConnections.connectionTo(host, port);
     }
 
     // ---- bookkeeping called by sessions, regions and connections -----------------------------------------------
@@ -535,7 +478,7 @@ public final class TransferAgent implements AutoCloseable {
         regions.values().forEach(KvRegion::close);
         awaitDrained(options.closeTimeout().toNanos());
         AbortReason closing = new AbortReason(AbortReason.Cause.AGENT_CLOSED, Side.RECEIVER, "agent closing");
-        senderConnections.values().forEach(c -> c.close(closing));
+        senderConnections.all().forEach(c -> c.close(closing));
         receiverConnections.forEach(c -> c.close(closing));
         awaitDrained(TimeUnit.SECONDS.toNanos(1)); // writes stuck on a dead socket fail on close
         serverChannel.close().awaitUninterruptibly();
