@@ -23,6 +23,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.security.SecureRandom;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -57,10 +58,6 @@ import org.slf4j.LoggerFactory;
 public final class TransferAgent implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(TransferAgent.class);
 
-    /** Where a slice lies: in which region, at which offset. */
-    record RegionSpan(KvRegion region, long offset) {
-    }
-
     private final TransferAgentOptions options;
     private final long incarnation;
     private final KvMetrics metrics;
@@ -84,6 +81,7 @@ public final class TransferAgent implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final SecureRandom tokens = new SecureRandom();
     private final long trackingId;
+    private final Host host = new Host();
 
     private TransferAgent(TransferAgentOptions options) {
         this.options = options;
@@ -107,7 +105,7 @@ public final class TransferAgent implements AutoCloseable {
                     .childHandler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
-                            ReceiverConnection c = new ReceiverConnection(TransferAgent.this);
+                            ReceiverConnection c = new ReceiverConnection(host);
                             // Large payload reads go straight into the destination region (no user-space copy).
                             ch.config().setRecvByteBufAllocator(
                                     c.directLanding(new AdaptiveRecvByteBufAllocator(4096, 64 * 1024, 1 << 20)));
@@ -128,8 +126,8 @@ public final class TransferAgent implements AutoCloseable {
         this.advertisedHost = options.advertisedHost() != null ? options.advertisedHost()
                 : listenAddress.getAddress().isAnyLocalAddress() ? HostIdentity.local().split("/")[0]
                 : listenAddress.getAddress().getHostAddress();
-        this.senderConnections = new ConnectionPool<>((key, host, port) -> SenderConnection.open(this, key, host,
-                port));
+        this.senderConnections = new ConnectionPool<>((key, peerHost, port) -> SenderConnection.open(host, key,
+                peerHost, port));
         this.drainWatchdog = new DrainWatchdog(task -> eventLoops.isShuttingDown() ? null
                 : eventLoops.next().scheduleAtFixedRate(task, 1, 1, TimeUnit.MILLISECONDS),
                 options.lease().toNanos(), System::nanoTime);
@@ -233,12 +231,12 @@ public final class TransferAgent implements AutoCloseable {
         return region;
     }
 
-    RegionSpan regionContaining(MemorySegment slice) {
+    private SessionHost.RegionSpan regionContaining(MemorySegment slice) {
         Checks.requireArgument(slice.isNative(), "source slice must be native memory");
         for (KvRegion r : regions.values()) {
             long offset = slice.address() - r.segment().address();
             if (offset >= 0 && offset <= r.byteSize() - slice.byteSize()) {
-                return new RegionSpan(r, offset);
+                return new SessionHost.RegionSpan(r, offset);
             }
         }
         throw new IllegalArgumentException("slice at 0x" + Long.toHexString(slice.address())
@@ -277,7 +275,8 @@ public final class TransferAgent implements AutoCloseable {
                 listenAddress.getPort(), shm ? HostIdentity.local() : null,
                 shm ? region.sharedFile().path().toString() : null, shm ? fences.path().toString() : null, slot,
                 epoch, sessionId, tokens.nextLong(), region.id(), targets, map.totalBytes());
-        ReceiveSession s = new ReceiveSession(this, d, region, map, listener);
+        SessionFence fence = shm ? new SessionFence.Slot(fences, fenceSlots, slot, epoch) : SessionFence.NONE;
+        ReceiveSession s = new ReceiveSession(host, d, region, map, listener, fence);
         receiveSessions.put(sessionId, s);
         metrics.liveSessions.incrementAndGet();
         metrics.liveSessionBytes.addAndGet(map.totalBytes());
@@ -292,10 +291,6 @@ public final class TransferAgent implements AutoCloseable {
         return s;
     }
 
-    ReceiveSession receiveSession(long sessionId) {
-        return receiveSessions.get(sessionId);
-    }
-
     private int allocateFenceSlot(String requestId) {
         int slot = fenceSlots.allocate();
         if (slot < 0) {
@@ -305,22 +300,9 @@ public final class TransferAgent implements AutoCloseable {
         return slot;
     }
 
-    void freeFenceSlot(int slot) {
-        fenceSlots.free(slot);
-    }
-
-    FenceTable fences() {
-        return fences;
-    }
-
     /** Fence slots held by sessions; with a consistency check that no slot was freed twice. */
     int fenceSlotsInUse() {
         return fenceSlots.inUse();
-    }
-
-    /** Polls a receive session whose drain waits on a shared-memory writer, until it releases. */
-    void watchDrain(DrainWatchdog.Drain s) {
-        drainWatchdog.watch(s);
     }
 
     // ---- send -------------------------------------------------------------------------------------------------
@@ -337,7 +319,7 @@ public final class TransferAgent implements AutoCloseable {
     public SendSession connect(ReceiveDescriptor descriptor) {
         requireOpen();
         Objects.requireNonNull(descriptor, "descriptor");
-        ShmMappings.Target shm = null;
+        ShmMappings.Target shmTarget = null;
         boolean sameHost = descriptor.offersSharedMemory() && HostIdentity.local().equals(descriptor.shmHost());
         if (options.backend() == Backend.SHM) {
             Checks.requireArgument(sameHost, "request %s: backend SHM but the receiver offers no shared memory on "
@@ -345,7 +327,7 @@ public final class TransferAgent implements AutoCloseable {
         }
         if (sameHost && options.backend() != Backend.TCP) {
             try {
-                shm = shmMappings.acquire(descriptor);
+                shmTarget = shmMappings.acquire(descriptor);
             } catch (IOException | RuntimeException e) {
                 if (options.backend() == Backend.SHM) {
                     throw new IllegalArgumentException("request " + descriptor.requestId()
@@ -355,8 +337,10 @@ public final class TransferAgent implements AutoCloseable {
                         e.toString());
             }
         }
-        SenderConnection c = connectionTo(descriptor.tcpHost(), descriptor.tcpPort());
-        SendSession s = new SendSession(this, descriptor, c, shm);
+        SenderConnection c = senderConnections.connectionTo(descriptor.tcpHost(), descriptor.tcpPort());
+        ShmMappings.Target shm = shmTarget;
+        SendSession s = new SendSession(host, descriptor, c, session -> shm == null ? new TcpPump(session, c)
+                : new ShmCopier(session, c, shm, options.shmPieceBytes(), hello.pid()));
         sendSessions.add(s);
         metrics.liveSessions.incrementAndGet();
         metrics.liveSessionBytes.addAndGet(descriptor.totalBytes());
@@ -374,26 +358,124 @@ public final class TransferAgent implements AutoCloseable {
         return s;
     }
 
-    private SenderConnection connectionTo(String host, int port) {
-        return senderConnections.connectionTo(host, port);
-    }
-
     // ---- bookkeeping called by sessions, regions and connections -----------------------------------------------
 
-    void receiveReleased(ReceiveSession s, SessionState terminal, long abortStartNanos) {
-        receiveSessions.remove(s.sessionId(), s);
-        metrics.liveSessions.decrementAndGet();
-        metrics.liveSessionBytes.addAndGet(-s.descriptor().totalBytes());
-        metrics.sessionReleased(Side.RECEIVER, terminal, abortStartNanos);
+    /**
+     * The agent as its sessions and connections see it: a narrow view ({@link SessionHost}, {@link ConnectionHost})
+     * instead of the whole agent.
+     */
+    private final class Host implements SessionHost, ConnectionHost {
+        @Override
+        public String agentName() {
+            return options.name();
+        }
+
+        @Override
+        public KvMetrics metrics() {
+            return metrics;
+        }
+
+        @Override
+        public SessionListener sessionListener() {
+            return sessionListener;
+        }
+
+        @Override
+        public boolean owns(KvRegion region) {
+            return region.agent() == TransferAgent.this;
+        }
+
+        @Override
+        public RegionSpan regionContaining(MemorySegment slice) {
+            return TransferAgent.this.regionContaining(slice);
+        }
+
+        @Override
+        public void watchDrain(DrainWatchdog.Drain drain) {
+            drainWatchdog.watch(drain);
+        }
+
+        @Override
+        public void released(SendSession s, SessionState terminal, long abortStartNanos) {
+            sendSessions.remove(s);
+            metrics.liveSessions.decrementAndGet();
+            metrics.liveSessionBytes.addAndGet(-s.descriptor().totalBytes());
+            metrics.sessionReleased(Side.SENDER, terminal, abortStartNanos);
+        }
+
+        @Override
+        public void released(ReceiveSession s, SessionState terminal, long abortStartNanos) {
+            receiveSessions.remove(s.sessionId(), s);
+            metrics.liveSessions.decrementAndGet();
+            metrics.liveSessionBytes.addAndGet(-s.descriptor().totalBytes());
+            metrics.sessionReleased(Side.RECEIVER, terminal, abortStartNanos);
+        }
+
+        @Override
+        public Frames.Hello hello() {
+            return hello;
+        }
+
+        @Override
+        public Duration lease() {
+            return options.lease();
+        }
+
+        @Override
+        public Duration connectTimeout() {
+            return options.connectTimeout();
+        }
+
+        @Override
+        public int maxPieceBytes() {
+            return options.maxPieceBytes();
+        }
+
+        @Override
+        public EventLoopGroup eventLoops() {
+            return eventLoops;
+        }
+
+        @Override
+        public void leaseExpired() {
+            metrics.leaseExpired();
+        }
+
+        @Override
+        public ReceiveSession receiveSession(long sessionId) {
+            return receiveSessions.get(sessionId);
+        }
+
+        @Override
+        public void opened(ReceiverConnection c) {
+            receiverConnections.add(c);
+            if (closed.get()) {
+                c.close(new AbortReason(AbortReason.Cause.AGENT_CLOSED, Side.RECEIVER, "agent closing"));
+            }
+        }
+
+        @Override
+        public void closed(ReceiverConnection c) {
+            receiverConnections.remove(c);
+        }
+
+        @Override
+        public void closed(SenderConnection c) {
+            senderConnections.remove(c.key(), c);
+        }
+
+        @Override
+        public void regionRetired(long receiverIncarnation, long regionId) {
+            shmMappings.retireRegion(receiverIncarnation, regionId);
+        }
+
+        @Override
+        public void receiverGone(long receiverIncarnation) {
+            shmMappings.retireAgent(receiverIncarnation);
+        }
     }
 
-    void sendReleased(SendSession s, SessionState terminal, long abortStartNanos) {
-        sendSessions.remove(s);
-        metrics.liveSessions.decrementAndGet();
-        metrics.liveSessionBytes.addAndGet(-s.descriptor().totalBytes());
-        metrics.sessionReleased(Side.SENDER, terminal, abortStartNanos);
-    }
-
+    /** A region released (KvRegion calls this once): drop it, and tell same-host senders to unmap its file. */
     void regionReleased(KvRegion r) {
         regions.remove(r.id(), r);
         metrics.liveRegions.decrementAndGet();
@@ -403,47 +485,12 @@ public final class TransferAgent implements AutoCloseable {
         }
     }
 
-    void receiverConnectionOpened(ReceiverConnection c) {
-        receiverConnections.add(c);
-        if (closed.get()) {
-            c.close(new AbortReason(AbortReason.Cause.AGENT_CLOSED, Side.RECEIVER, "agent closing"));
-        }
-    }
-
-    void receiverConnectionClosed(ReceiverConnection c) {
-        receiverConnections.remove(c);
-    }
-
-    void senderConnectionClosed(SenderConnection c) {
-        senderConnections.remove(c.key(), c);
-    }
-
-    KvMetrics metrics() {
-        return metrics;
-    }
-
     /**
      * Tells {@code listener} about every session this agent opens from now on: opened, then each state it enters
      * (the worker's lifecycle log). One listener; {@code null} removes it.
      */
     public void onSession(SessionListener listener) {
         this.sessionListener = listener == null ? SessionListener.NONE : listener;
-    }
-
-    SessionListener sessionListener() {
-        return sessionListener;
-    }
-
-    Frames.Hello hello() {
-        return hello;
-    }
-
-    EventLoopGroup eventLoops() {
-        return eventLoops;
-    }
-
-    ShmMappings shmMappings() {
-        return shmMappings;
     }
 
     /** Live regions, sessions and bytes of this agent (also exported as gauges). */
