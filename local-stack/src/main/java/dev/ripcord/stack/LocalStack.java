@@ -344,7 +344,8 @@ public final class LocalStack implements AutoCloseable {
         try {
             ModelChoice.Parsed parsed = ModelChoice.parse(args);
             model = parsed.choice();
-            options = StackOptions.parse(parsed.rest(), Path.of("").toAbsolutePath());
+            options = StackOptions.parse(parsed.rest(), Path.of("").toAbsolutePath())
+                    .withDefaultProperties(StackOptions.UP_DEFAULTS);
         } catch (IllegalArgumentException e) {
             System.err.println("ripcord up: " + e.getMessage());
             System.exit(2);
@@ -365,6 +366,8 @@ public final class LocalStack implements AutoCloseable {
         }
         out.println("ripcord: serving " + ModelChoice.modelId(options.properties())
                 + describe(options.properties()));
+        out.println("ripcord: KV transfer between prefill and decode over "
+                + options.properties().get("ripcord.kv.backend") + " (--ripcord.kv.backend=shm|tcp|auto)");
         out.println("ripcord: starting " + (options.externalKafka() == null
                 ? "embedded Kafka (KRaft) on localhost:" + options.kafkaPort()
                 : "against Kafka at " + options.externalKafka()) + " and the services...");

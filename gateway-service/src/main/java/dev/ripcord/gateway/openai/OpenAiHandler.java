@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ripcord.gateway.generation.CancelCause;
+import dev.ripcord.gateway.generation.RequestTimings;
 import dev.ripcord.gateway.generation.GeneratedToken;
 import dev.ripcord.gateway.generation.GenerationRequest;
 import dev.ripcord.gateway.generation.RequestOutcome;
@@ -109,15 +110,21 @@ final class OpenAiHandler {
 
     private Mono<ServerResponse> serve(ServerRequest http, Kind kind) {
         String requestId = RequestIdFilter.requestId(http.exchange());
+        RequestTimings timings = RequestTimings.asked(http.headers().firstHeader(RequestTimings.HEADER))
+                ? RequestTimings.recording() : RequestTimings.NONE;
+        timings.mark("gateway.received");
         return Mono.fromCallable(() -> checkHeaders(http))
                 .flatMap(headerTimeout -> readBody(http)
                         // parsing and tokenizing cost CPU in proportion to the body: keep them off the event loop
                         .publishOn(Schedulers.parallel())
                         .map(body -> parser.parse(kind, body, requestId, headerTimeout.orElse(null))))
-                .doOnNext(request -> log.debug("requestId={} accepted kind={} promptTokens={} maxTokens={} stream={} n={}",
-                        requestId, kind, request.promptTokens().length, request.maxTokens(), request.stream(),
-                        request.n()))
-                .flatMap(request -> request.stream() ? stream(request, http) : complete(request));
+                .doOnNext(request -> {
+                    timings.mark("gateway.parsed");
+                    log.debug("requestId={} accepted kind={} promptTokens={} maxTokens={} stream={} n={}",
+                            requestId, kind, request.promptTokens().length, request.maxTokens(), request.stream(),
+                            request.n());
+                })
+                .flatMap(request -> request.stream() ? stream(request, http, timings) : complete(request));
     }
 
     /** Validates the headers; returns the {@code X-Ripcord-Timeout} deadline if any. */
@@ -223,7 +230,7 @@ final class OpenAiHandler {
                 });
     }
 
-    private Mono<ServerResponse> stream(GenerationRequest request, ServerRequest http) {
+    private Mono<ServerResponse> stream(GenerationRequest request, ServerRequest http, RequestTimings timings) {
         long created = clock.instant().getEpochSecond();
         CancelCause cause = new CancelCause();
         StreamGuard.Watch watch = streamGuard.watch(request.requestId(), cause, () -> closeConnection(http));
@@ -232,6 +239,11 @@ final class OpenAiHandler {
             ResponseShapes shapes = new ResponseShapes(request, created, codec);
             return deltas(request)
                     .map(shapes::events)
+                    .doOnNext(event -> timings.mark("gateway.sse.first"))
+                    // Asked for with X-Ripcord-Timing: the marks, as an SSE comment every client skips.
+                    .concatWith(Mono.defer(() -> timings.enabled()
+                            ? Mono.just(timings.sseComment().getBytes(java.nio.charset.StandardCharsets.US_ASCII))
+                            : Mono.empty()))
                     .concatWith(Mono.fromSupplier(shapes::tail))
                     .onErrorResume(failure -> {
                         if (cancelled.get()) {
@@ -254,7 +266,7 @@ final class OpenAiHandler {
             log.debug("requestId={} stream cancelled ({})", request.requestId(), cause.reason());
         })
                 // The request ID is in the context already (RequestIdFilter); the cancel cause is this stream's own.
-                .contextWrite(Context.of(CancelCause.CONTEXT_KEY, cause));
+                .contextWrite(Context.of(CancelCause.CONTEXT_KEY, cause, RequestTimings.CONTEXT_KEY, timings));
         AtomicReference<Subscription> generation = new AtomicReference<>();
         return ServerResponse.ok()
                 .contentType(MediaType.TEXT_EVENT_STREAM)
