@@ -1,9 +1,6 @@
 package dev.ripcord.kv;
 
 import dev.ripcord.kv.wire.FrameDecoder;
-import dev.ripcord.kv.wire.LandingBuffer;
-import io.netty.buffer.ByteBuf;
-import java.lang.foreign.MemorySegment;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledFuture;
@@ -30,9 +27,10 @@ import org.slf4j.LoggerFactory;
  * the copy landing right now, and with shared memory until the sender's copy left the fence bracket or its
  * process is gone), then releases. See docs/kv-transfer.md.
  *
- * <p>Design note. The session's {@link SessionFence} is the one place the backend shows: a fence-table slot when
- * the session is offered shared memory, nothing for TCP only. Everything it needs from its agent goes through a
- * {@link SessionHost}.
+ * <p>Design note. The backend shows in two places only: the session's {@link SessionFence} (a fence-table slot
+ * when the session is offered shared memory, nothing for TCP only), and {@link TcpLanding}, which lands a DATA
+ * piece's payload inside a bracket this session opens only while it accepts bytes. Everything it needs from its
+ * agent goes through a {@link SessionHost}.
  */
 public final class ReceiveSession {
     private static final Logger log = LoggerFactory.getLogger(ReceiveSession.class);
@@ -217,115 +215,63 @@ public final class ReceiveSession {
             abort(violation, true);
             return null;
         }
-        return new Landing(c, writeId, dstOffset, last);
+        return new TcpLanding(this, c, region.segment(), targets, writeId, dstOffset, last);
     }
 
-    /** Lands the payload of one DATA piece, slice by slice, unless the session stops accepting. */
-    private final class Landing implements FrameDecoder.DataSink {
-        private final ReceiverConnection connection;
-        private final long writeId;
-        private final boolean last;
-        private long next;
-
-        Landing(ReceiverConnection connection, long writeId, long dstOffset, boolean last) {
-            this.connection = connection;
-            this.writeId = writeId;
-            this.next = dstOffset;
-            this.last = last;
+    /** TCP: opens a landing if the session accepts bytes (TRANSFERRING); close it with {@link #leaveLanding}. */
+    synchronized boolean enterLanding() {
+        if (state != SessionState.TRANSFERRING) {
+            return false;
         }
+        landingsInProgress++;
+        return true;
+    }
 
-        @Override
-        public void accept(ByteBuf buffer, int index, int length) {
-            long at = next;
-            next += length;
-            synchronized (ReceiveSession.this) {
-                if (state != SessionState.TRANSFERRING) {
-                    return; // aborted: fenced, the bytes are dropped
-                }
-                landingsInProgress++;
-            }
-            boolean aborting;
-            try {
-                copy(buffer, index, length, at);
-            } finally {
-                synchronized (ReceiveSession.this) {
-                    landingsInProgress--;
-                    bytesLanded += length;
-                    writeBytes += length;
-                    aborting = state == SessionState.ABORTING;
-                }
-            }
-            host.metrics().bytes(false, false, length);
-            if (aborting) {
-                maybeRelease();
-            }
+    /**
+     * TCP: closes a landing, of which {@code copied} bytes landed (0 for a socket read straight into the pages:
+     * those count through {@link #landedInPlace}). An aborting session may be drained now.
+     */
+    void leaveLanding(long copied) {
+        boolean aborting;
+        synchronized (this) {
+            landingsInProgress--;
+            bytesLanded += copied;
+            writeBytes += copied;
+            aborting = state == SessionState.ABORTING;
         }
-
-        @Override
-        public LandingBuffer landingBuffer(int maxBytes) {
-            synchronized (ReceiveSession.this) {
-                if (state != SessionState.TRANSFERRING) {
-                    return null;
-                }
-                landingsInProgress++; // the kernel may write into the region from now until the buffer's release
-            }
-            long[] run = targets.contiguousRun(next);
-            int n = (int) Math.min(maxBytes, run[1]);
-            return new LandingBuffer(region.segment().asSlice(run[0], n), this::landingEnded);
+        if (copied > 0) {
+            host.metrics().bytes(false, false, copied);
         }
-
-        @Override
-        public void landedInPlace(int length) {
-            next += length;
-            synchronized (ReceiveSession.this) {
-                if (state != SessionState.TRANSFERRING) {
-                    return; // in the region, but the session is aborting: they count for nothing
-                }
-                bytesLanded += length;
-                writeBytes += length;
-            }
-            host.metrics().bytes(false, false, length);
+        if (aborting) {
+            maybeRelease();
         }
+    }
 
-        private void landingEnded() {
-            boolean aborting;
-            synchronized (ReceiveSession.this) {
-                landingsInProgress--;
-                aborting = state == SessionState.ABORTING;
+    /** TCP: the socket read {@code length} bytes straight into the pages; they count only while TRANSFERRING. */
+    void landedInPlace(long length) {
+        synchronized (this) {
+            if (state != SessionState.TRANSFERRING) {
+                return; // in the region, but the session is aborting: they count for nothing
             }
-            if (aborting) {
-                maybeRelease();
-            }
+            bytesLanded += length;
+            writeBytes += length;
         }
+        host.metrics().bytes(false, false, length);
+    }
 
-        @Override
-        public void finish() {
-            if (!last) {
+    /** TCP: the last piece of write {@code writeId} landed: acknowledge the whole write. */
+    void writeLanded(ReceiverConnection c, long writeId) {
+        long start;
+        long bytes;
+        synchronized (this) {
+            if (state != SessionState.TRANSFERRING) {
                 return;
             }
-            long start;
-            long bytes;
-            synchronized (ReceiveSession.this) {
-                if (state != SessionState.TRANSFERRING) {
-                    return;
-                }
-                start = writeStart;
-                bytes = writeBytes;
-                writeStart = -1;
-            }
-            landed(connection, writeId, start, bytes);
+            start = writeStart;
+            bytes = writeBytes;
+            writeStart = -1;
         }
-    }
-
-    private void copy(ByteBuf buffer, int index, int length, long logicalOffset) {
-        MemorySegment dst = region.segment();
-        if (buffer.nioBufferCount() == 1) {
-            MemorySegment src = MemorySegment.ofBuffer(buffer.nioBuffer(index, length));
-            targets.forEach(logicalOffset, length, (at, rel, n) -> MemorySegment.copy(src, rel, dst, at, n));
-        } else {
-            targets.forEach(logicalOffset, length,
-                    (at, rel, n) -> buffer.getBytes(index + (int) rel, dst.asSlice(at, n).asByteBuffer()));
-        }
+        landed(c, writeId, start, bytes);
     }
 
     /** SHM_WRITTEN: the sender copied a write into the shared mapping. */

@@ -3,10 +3,12 @@ package dev.ripcord.kv;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.Delayed;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
@@ -32,8 +34,8 @@ class DrainWatchdogTest {
     static final class Session implements DrainWatchdog.Drain {
         final long id;
         int pollsUntilDrained;
-        int rechecks;
-        boolean released;
+        int rechecks; // poll thread only
+        volatile boolean released;
 
         Session(long id, int pollsUntilDrained) {
             this.id = id;
@@ -137,8 +139,56 @@ class DrainWatchdogTest {
         assertThat(watchdog.watching()).isEqualTo(1);
     }
 
+    @Test
+    void concurrentWatchesAndPollsReleaseEverySessionAndLeaveNoPollRunning() throws Exception {
+        int watchers = 3;
+        int perWatcher = 2_000;
+        Object lock = new Object();
+        List<FakeTask> all = new ArrayList<>();
+        int[] maxLive = {0};
+        DrainWatchdog hammered = new DrainWatchdog(task -> {
+            synchronized (lock) {
+                FakeTask f = new FakeTask();
+                all.add(f);
+                maxLive[0] = Math.max(maxLive[0], (int) all.stream().filter(t -> !t.cancelled).count());
+                return f;
+            }
+        }, LEASE, clock::get);
+        List<Session> sessions = Collections.synchronizedList(new ArrayList<>());
+        AtomicInteger done = new AtomicInteger();
+        List<Thread> threads = new ArrayList<>();
+        for (int w = 0; w < watchers; w++) {
+            int base = w * perWatcher;
+            threads.add(Thread.ofPlatform().start(() -> {
+                for (int i = 0; i < perWatcher; i++) {
+                    Session s = new Session(base + i, 1 + (i % 4));
+                    sessions.add(s);
+                    hammered.watch(s);
+                }
+                done.incrementAndGet();
+            }));
+        }
+        Thread poller = Thread.ofPlatform().start(() -> {
+            while (done.get() < watchers || hammered.watching() > 0) {
+                hammered.poll();
+            }
+        });
+        for (Thread t : threads) {
+            t.join();
+        }
+        poller.join();
+
+        assertThat(sessions).hasSize(watchers * perWatcher).allMatch(s -> s.released);
+        assertThat(hammered.watching()).isZero();
+        assertThat(hammered.isRunning()).isFalse();
+        synchronized (lock) {
+            assertThat(maxLive[0]).isEqualTo(1); // never two periodic polls at once
+            assertThat(all).allMatch(t -> t.cancelled);
+        }
+    }
+
     static final class FakeTask implements ScheduledFuture<Object> {
-        boolean cancelled;
+        volatile boolean cancelled;
 
         @Override
         public long getDelay(TimeUnit unit) {

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
@@ -75,7 +76,7 @@ class FenceSlotsTest {
         int threads = 4;
         int rounds = 20_000;
         FenceSlots slots = new FenceSlots(capacity);
-        Set<Integer> held = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        Set<Integer> held = ConcurrentHashMap.newKeySet();
         ConcurrentLinkedQueue<String> violations = new ConcurrentLinkedQueue<>();
         CountDownLatch start = new CountDownLatch(1);
         List<Thread> workers = new ArrayList<>();
