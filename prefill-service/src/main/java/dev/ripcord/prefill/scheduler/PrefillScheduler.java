@@ -76,6 +76,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     private final Counter chunksAfterCancelCounter;
     private final Counter tokensAfterCancel;
     private final Timer prefillTime;
+    private final KvSendBursts sendBursts;
 
     /** A bean: closed, hence drained, before the {@link WorkerContext} it works with. */
     public PrefillScheduler(WorkerContext context, PrefillProperties properties) {
@@ -97,6 +98,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         this.prefillTime = Timer.builder("ripcord.request.prefill.time")
                 .description("prefill started -> every chunk computed and the first token sampled")
                 .serviceLevelObjectives(LatencyBuckets.requestLatency()).register(meters);
+        this.sendBursts = new KvSendBursts(meters, System::nanoTime);
         startLoop();
     }
 
@@ -281,10 +283,14 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         int pageTokens = pool.layout().pageTokens();
         int finished = last ? pool.layout().pagesFor(job.tokensDone) : job.tokensDone / pageTokens;
         long pageBytes = pool.pageBytes();
+        KvSendBursts.Burst burst = sendBursts.start();
+        List<CompletableFuture<Void>> sends = new ArrayList<>();
         for (int p = job.pagesSent; p < finished; p++) {
             long src = pool.offsetOf(job.sequence.poolPage(p));
-            job.sends.add(job.send.send(context.poolRegion(), src, pageBytes, p * pageBytes));
+            sends.add(job.send.send(context.poolRegion(), src, pageBytes, p * pageBytes));
         }
+        job.sends.addAll(sends);
+        burst.whenAcknowledged(sends, sends.size() * pageBytes);
         job.pagesSent = Math.max(job.pagesSent, finished);
     }
 
