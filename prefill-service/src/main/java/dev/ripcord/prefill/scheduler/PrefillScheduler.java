@@ -92,6 +92,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     private final Counter tokensAfterCancel;
     private final Timer prefillTime;
     private final TransferThroughput transferThroughput;
+    private final KvSendBursts sendBursts;
 
     /** A bean: closed, hence drained, before the {@link WorkerContext} it works with. */
     public PrefillScheduler(WorkerContext context, PrefillProperties properties) {
@@ -114,6 +115,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
                 .description("prefill started -> every chunk computed and the first token sampled")
                 .serviceLevelObjectives(LatencyBuckets.requestLatency()).register(meters);
         this.transferThroughput = new TransferThroughput(meters);
+        this.sendBursts = new KvSendBursts(meters, System::nanoTime);
         lifecycle.observedAt(this::forwardPosition);
         startLoop();
     }
@@ -325,12 +327,16 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         int pageTokens = pool.layout().pageTokens();
         int finished = last ? pool.layout().pagesFor(job.tokensDone) : job.tokensDone / pageTokens;
         long pageBytes = pool.pageBytes();
+        KvSendBursts.Burst burst = sendBursts.start();
+        List<CompletableFuture<Void>> sends = new ArrayList<>();
         for (int p = job.pagesSent; p < finished; p++) {
             long src = pool.offsetOf(job.sequence.poolPage(p));
             long dst = p * pageBytes;
-            job.sends.add(job.transferClock.time(pageBytes,
+            sends.add(job.transferClock.time(pageBytes,
                     () -> job.send.send(context.poolRegion(), src, pageBytes, dst)));
         }
+        job.sends.addAll(sends);
+        burst.whenAcknowledged(sends, sends.size() * pageBytes);
         job.pagesSent = Math.max(job.pagesSent, finished);
     }
 
