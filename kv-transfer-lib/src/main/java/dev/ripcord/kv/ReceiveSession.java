@@ -1,6 +1,5 @@
 package dev.ripcord.kv;
 
-import dev.ripcord.kv.shm.PeerProcess;
 import dev.ripcord.kv.wire.FrameDecoder;
 import dev.ripcord.kv.wire.LandingBuffer;
 import io.netty.buffer.ByteBuf;
@@ -30,20 +29,44 @@ import org.slf4j.LoggerFactory;
  * dropped, and with shared memory the fence slot is closed so no sender copy can start), then drains (waits for
  * the copy landing right now, and with shared memory until the sender's copy left the fence bracket or its
  * process is gone), then releases. See docs/kv-transfer.md.
+ *
+ * <p>Design note. The session's {@link SessionFence} is the one place the backend shows: a fence-table slot when
+ * the session is offered shared memory, nothing for TCP only. Everything it needs from its agent goes through a
+ * {@link SessionHost}.
  */
 public final class ReceiveSession {
     private static final Logger log = LoggerFactory.getLogger(ReceiveSession.class);
 
-    private final TransferAgent agent;
+    private final SessionHost host;
     private final ReceiveDescriptor descriptor;
     private final KvRegion region;
     private final TargetMap targets;
     private final ReceiveListener listener;
-    private final int fenceSlot;
-    private final long epoch;
+    private final SessionFence fence;
     private final CompletableFuture<byte[]> completion = new CompletableFuture<>();
     private final CompletableFuture<SessionState> released = new CompletableFuture<>();
     private final long trackingId;
+    private final DrainWatchdog.Drain drain = new DrainWatchdog.Drain() {
+        @Override
+        public void recheck() {
+            maybeRelease();
+        }
+
+        @Override
+        public boolean isReleaseClaimed() {
+            return ReceiveSession.this.isReleaseClaimed();
+        }
+
+        @Override
+        public String requestId() {
+            return ReceiveSession.this.requestId();
+        }
+
+        @Override
+        public long sessionId() {
+            return ReceiveSession.this.sessionId();
+        }
+    };
 
     // guarded by this
     private SessionState state = SessionState.OPEN;
@@ -59,17 +82,16 @@ public final class ReceiveSession {
     private long writeStart = -1; // TCP: destination offset of the write whose pieces are arriving
     private long writeBytes;
 
-    ReceiveSession(TransferAgent agent, ReceiveDescriptor descriptor, KvRegion region, TargetMap targets,
-                   ReceiveListener listener) {
-        this.agent = agent;
+    ReceiveSession(SessionHost host, ReceiveDescriptor descriptor, KvRegion region, TargetMap targets,
+                   ReceiveListener listener, SessionFence fence) {
+        this.host = host;
         this.descriptor = descriptor;
         this.region = region;
         this.targets = targets;
         this.listener = listener;
-        this.fenceSlot = descriptor.fenceSlot();
-        this.epoch = descriptor.epoch();
+        this.fence = fence;
         this.trackingId = LiveResources.track(LiveResources.Kind.SESSION, this::toString);
-        agent.sessionListener().onSession(descriptor.requestId(), Side.RECEIVER, SessionState.OPEN, 0);
+        host.sessionListener().onSession(descriptor.requestId(), Side.RECEIVER, SessionState.OPEN, 0);
     }
 
     public String requestId() {
@@ -156,7 +178,7 @@ public final class ReceiveSession {
                 return abortReason != null ? abortReason
                         : new AbortReason(AbortReason.Cause.PROTOCOL_ERROR, Side.RECEIVER, "session is " + state);
             }
-            if (sharedMemory && fenceSlot < 0) {
+            if (sharedMemory && !fence.offersSharedMemory()) {
                 return new AbortReason(AbortReason.Cause.PROTOCOL_ERROR, Side.RECEIVER,
                         "shared memory was not offered for this session");
             }
@@ -233,7 +255,7 @@ public final class ReceiveSession {
                     aborting = state == SessionState.ABORTING;
                 }
             }
-            agent.metrics().bytes(false, false, length);
+            host.metrics().bytes(false, false, length);
             if (aborting) {
                 maybeRelease();
             }
@@ -262,7 +284,7 @@ public final class ReceiveSession {
                 bytesLanded += length;
                 writeBytes += length;
             }
-            agent.metrics().bytes(false, false, length);
+            host.metrics().bytes(false, false, length);
         }
 
         private void landingEnded() {
@@ -324,7 +346,7 @@ public final class ReceiveSession {
             abort(violation, true);
             return;
         }
-        agent.metrics().bytes(false, true, length);
+        host.metrics().bytes(false, true, length);
         landed(c, writeId, dstOffset, length);
     }
 
@@ -355,9 +377,7 @@ public final class ReceiveSession {
             abort(violation, true);
             return;
         }
-        if (fenceSlot >= 0) {
-            agent.fences().fence(fenceSlot, epoch);
-        }
+        fence.close();
         c.writeCompleted(sessionId());
         log.debug("request={} session={} completed, {} bytes", requestId(), sessionId(), totalBytes);
         completion.complete(metadata);
@@ -409,9 +429,7 @@ public final class ReceiveSession {
         if (timer != null) {
             timer.cancel(false);
         }
-        if (fenceSlot >= 0) {
-            agent.fences().fence(fenceSlot, epoch);
-        }
+        fence.close();
         if (notifyPeer && c != null) {
             c.writeAbort(sessionId(), reason);
         }
@@ -438,7 +456,7 @@ public final class ReceiveSession {
             if (releaseClaimed) {
                 return;
             }
-            boolean drained = landingsInProgress == 0 && fenceDrainedLocked();
+            boolean drained = landingsInProgress == 0 && fence.drained();
             if (state == SessionState.ABORTING && drained) {
                 transition(SessionState.ABORTED);
             }
@@ -455,8 +473,8 @@ public final class ReceiveSession {
             release(terminal);
         } else if (watch) {
             log.debug("request={} session={} waiting for shared-memory writer pid {} to leave the fence",
-                    requestId(), sessionId(), agent.fences().writer(fenceSlot));
-            agent.watchDrain(this);
+                    requestId(), sessionId(), fence.writer());
+            host.watchDrain(drain);
         }
     }
 
@@ -485,15 +503,6 @@ public final class ReceiveSession {
         release(terminal);
     }
 
-    private boolean fenceDrainedLocked() {
-        if (fenceSlot < 0) {
-            return true;
-        }
-        long writer = agent.fences().writer(fenceSlot);
-        // A copy is inside the bracket. Only a process that is gone can be ignored: it has no mappings left.
-        return writer == 0 || new PeerProcess(writer, 0).isGone();
-    }
-
     private void release(SessionState terminal) {
         ReceiverConnection c;
         synchronized (this) {
@@ -502,14 +511,12 @@ public final class ReceiveSession {
         if (c != null) {
             c.unbind(this);
         }
-        if (fenceSlot >= 0) {
-            agent.freeFenceSlot(fenceSlot);
-        }
+        fence.free();
         long abortStart;
         synchronized (this) {
             abortStart = abortStartNanos;
         }
-        agent.receiveReleased(this, terminal, abortStart);
+        host.released(this, terminal, abortStart);
         LiveResources.untrack(trackingId);
         region.unretain(); // a closing region is released by this, just before the session
         synchronized (this) {
@@ -521,12 +528,12 @@ public final class ReceiveSession {
 
     private void transition(SessionState next) {
         state = state.transitionTo(next);
-        agent.sessionListener().onSession(requestId(), Side.RECEIVER, next, bytesLanded);
+        host.sessionListener().onSession(requestId(), Side.RECEIVER, next, bytesLanded);
     }
 
     @Override
     public String toString() {
-        return "ReceiveSession[request=" + requestId() + ", session=" + sessionId() + ", agent=" + agent.name()
+        return "ReceiveSession[request=" + requestId() + ", session=" + sessionId() + ", agent=" + host.agentName()
                 + ", state=" + state() + ", " + descriptor.totalBytes() + " bytes]";
     }
 }

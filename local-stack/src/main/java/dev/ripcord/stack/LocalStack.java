@@ -347,7 +347,8 @@ public final class LocalStack implements AutoCloseable {
             model = parsed.choice();
             StackWarmUp.Parsed warmUp = StackWarmUp.parse(parsed.rest());
             warmUpRounds = warmUp.rounds();
-            options = StackOptions.parse(warmUp.rest(), Path.of("").toAbsolutePath());
+            options = StackOptions.parse(warmUp.rest(), Path.of("").toAbsolutePath())
+                    .withDefaultProperties(StackOptions.UP_DEFAULTS);
         } catch (IllegalArgumentException e) {
             System.err.println("ripcord up: " + e.getMessage());
             System.exit(2);
@@ -368,6 +369,8 @@ public final class LocalStack implements AutoCloseable {
         }
         out.println("ripcord: serving " + ModelChoice.modelId(options.properties())
                 + describe(options.properties()));
+        out.println("ripcord: KV transfer between prefill and decode over "
+                + options.properties().get("ripcord.kv.backend") + " (--ripcord.kv.backend=shm|tcp|auto)");
         out.println("ripcord: starting " + (options.externalKafka() == null
                 ? "embedded Kafka (KRaft) on localhost:" + options.kafkaPort()
                 : "against Kafka at " + options.externalKafka()) + " and the services...");

@@ -98,4 +98,15 @@ class StackOptionsTest {
         assertThat(Suggestions.distance("", "open")).isEqualTo(4);
         assertThat(Suggestions.nearest("zzzzzz", StackOptions.OPTIONS)).isEmpty();
     }
+
+    @Test
+    void upMovesKvThroughSharedMemoryUnlessTheCommandLineSaysOtherwise() {
+        StackOptions plain = StackOptions.parse(new String[0], ROOT).withDefaultProperties(StackOptions.UP_DEFAULTS);
+        assertThat(plain.properties()).containsEntry("ripcord.kv.backend", "shm");
+
+        StackOptions tcp = StackOptions.parse(new String[] {"--ripcord.kv.backend=tcp"}, ROOT)
+                .withDefaultProperties(StackOptions.UP_DEFAULTS);
+        assertThat(tcp.properties()).containsEntry("ripcord.kv.backend", "tcp");
+        assertThat(StackOptions.USAGE).contains("ripcord.kv.backend=shm");
+    }
 }
