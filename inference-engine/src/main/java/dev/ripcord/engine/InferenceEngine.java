@@ -33,7 +33,9 @@ import dev.ripcord.format.gguf.GgufFile;
  *
  * <h2>Lifecycle and ownership</h2>
  * An engine owns one shared {@link Arena} (weights, scratch and the {@link KvPagePool}) and a {@link WorkerPool}
- * of {@link EngineOptions#threads()} - 1 threads; {@link #close()} releases both. An engine loaded from a GGUF file
+ * of {@link EngineOptions#threads()} - 1 threads; {@link #close()} releases both. The page pool may instead live
+ * in memory supplied from outside ({@link EngineOptions#kvPoolMemory()}, e.g. a transfer agent's shared-memory
+ * region): the supplier owns that memory and frees it, after {@link #close()} has returned. An engine loaded from a GGUF file
  * also owns that file's mapping (block-quantized weights are used in place) and unmaps it on close. Every {@link Sequence} belongs
  * to the engine that created it and holds pages until {@link #free(Sequence)}.
  *
@@ -123,7 +125,7 @@ public final class InferenceEngine implements AutoCloseable {
         int kvPages = options.kvPages() > 0 ? options.kvPages()
                 : 2 * KvLayout.of(config, options.pageTokens()).pagesFor(config.contextLength());
         this.options = new EngineOptions(options.threads(), options.pageTokens(), kvPages, maxChunk,
-                options.maxBatch(), options.kernels(), options.safePoints());
+                options.maxBatch(), options.kernels(), options.kvPoolMemory(), options.safePoints());
         this.description = source.describe();
         this.tokenizer = tokenizer;
         this.kernels = options.kernels() == KernelMode.VECTOR ? Kernels.vector() : Kernels.scalar(vectorLanes());
@@ -133,7 +135,9 @@ public final class InferenceEngine implements AutoCloseable {
         try {
             pool = new WorkerPool(options.threads(), "ripcord-engine-" + engineId);
             ModelWeights weights = ModelWeights.load(source, 4 * kernels.lanes(), arena);
-            this.pagePool = new KvPagePool(layout, kvPages, arena);
+            this.pagePool = options.kvPoolMemory() == null ? new KvPagePool(layout, kvPages, arena)
+                    : new KvPagePool(layout, kvPages, options.kvPoolMemory().allocate(
+                            KvPagePool.bytesFor(layout, kvPages)));
             this.transformer = new Transformer(weights, layout, pagePool.segment(), kernels, pool, maxChunk,
                     options.maxBatch(), arena);
         } catch (RuntimeException | Error e) {
@@ -724,7 +728,8 @@ public final class InferenceEngine implements AutoCloseable {
 
     /**
      * Stops the worker threads and releases all memory (weights, scratch, every KV page, live sequences
-     * included). Must not be called while a call is computing or another thread reads page segments. Idempotent.
+     * included), except a page pool supplied through {@link EngineOptions#kvPoolMemory()}: its supplier frees it,
+     * once this has returned. Must not be called while a call is computing or another thread reads page segments. Idempotent.
      */
     @Override
     public void close() {

@@ -17,6 +17,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 
+import static dev.ripcord.stack.cancel.CancelStacks.AUTO_BACKEND;
 import static dev.ripcord.stack.cancel.CancelStacks.BOTH;
 import static dev.ripcord.stack.cancel.CancelStacks.CHUNK_64;
 import static dev.ripcord.stack.cancel.CancelStacks.OCCUPYING_PROMPT_BYTES;
@@ -31,7 +32,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * next step, or inside the step when it had no other sequence; the bug report's control case). Each phase is reached by observing the journal or the stream, never by
  * waiting a time.
  */
-@LocalStackTest(properties = {SMALL_MODEL, CHUNK_64, ONE_RUNNING, BOTH})
+@LocalStackTest(properties = {SMALL_MODEL, CHUNK_64, ONE_RUNNING, BOTH, AUTO_BACKEND})
 class CancelPhasesIT {
 
     private Endpoints stack;

@@ -9,6 +9,7 @@ import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveDescriptor;
 import dev.ripcord.kv.SendSession;
 import dev.ripcord.protocol.PrefillEvent;
+import dev.ripcord.worker.TransferClock;
 import dev.ripcord.worker.job.JobState;
 import dev.ripcord.worker.job.WorkerJob;
 
@@ -44,6 +45,8 @@ public final class PrefillJob extends WorkerJob<PrefillEvent> {
     int pagesSent;
     int chunks;
     final List<CompletableFuture<Void>> sends = new ArrayList<>();
+    /** Bytes and busy wall time of its KV transfer (written by the engine loop, acknowledged by transport threads). */
+    final TransferClock transferClock = new TransferClock();
 
     PrefillJob(String requestId, int[] tokens, ReceiveDescriptor descriptor, SamplingParams sampling) {
         super(requestId);

@@ -12,6 +12,7 @@ import dev.ripcord.engine.ComputeStoppedException;
 import dev.ripcord.engine.SamplingParams;
 import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveDescriptor;
+import dev.ripcord.kv.Backend;
 import dev.ripcord.kv.SendSession;
 import dev.ripcord.kv.Side;
 import dev.ripcord.lifecycle.LifecycleEvent;
@@ -24,6 +25,8 @@ import dev.ripcord.protocol.TransferMetadata;
 import dev.ripcord.worker.WireSampling;
 import dev.ripcord.worker.JobCancel;
 import dev.ripcord.worker.RequestLogging;
+import dev.ripcord.worker.TransferClock;
+import dev.ripcord.worker.TransferThroughput;
 import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.job.JobLifecycle;
 import dev.ripcord.worker.job.JobState;
@@ -88,6 +91,8 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     private final Counter chunksAfterCancelCounter;
     private final Counter tokensAfterCancel;
     private final Timer prefillTime;
+    private final TransferThroughput transferThroughput;
+    private final KvSendBursts sendBursts;
 
     /** A bean: closed, hence drained, before the {@link WorkerContext} it works with. */
     public PrefillScheduler(WorkerContext context, PrefillProperties properties) {
@@ -109,6 +114,8 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         this.prefillTime = Timer.builder("ripcord.request.prefill.time")
                 .description("prefill started -> every chunk computed and the first token sampled")
                 .serviceLevelObjectives(LatencyBuckets.requestLatency()).register(meters);
+        this.transferThroughput = new TransferThroughput(meters);
+        this.sendBursts = new KvSendBursts(meters, System::nanoTime);
         lifecycle.observedAt(this::forwardPosition);
         startLoop();
     }
@@ -320,10 +327,16 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         int pageTokens = pool.layout().pageTokens();
         int finished = last ? pool.layout().pagesFor(job.tokensDone) : job.tokensDone / pageTokens;
         long pageBytes = pool.pageBytes();
+        KvSendBursts.Burst burst = sendBursts.start();
+        List<CompletableFuture<Void>> sends = new ArrayList<>();
         for (int p = job.pagesSent; p < finished; p++) {
             long src = pool.offsetOf(job.sequence.poolPage(p));
-            job.sends.add(job.send.send(context.poolRegion(), src, pageBytes, p * pageBytes));
+            long dst = p * pageBytes;
+            sends.add(job.transferClock.time(pageBytes,
+                    () -> job.send.send(context.poolRegion(), src, pageBytes, dst)));
         }
+        job.sends.addAll(sends);
+        burst.whenAcknowledged(sends, sends.size() * pageBytes);
         job.pagesSent = Math.max(job.pagesSent, finished);
     }
 
@@ -349,10 +362,15 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
                         WireSampling.toWire(firstLogprobs))))
                 .whenComplete((v, error) -> RequestLogging.with(job.requestId(), () -> {
                     if (error == null) {
+                        Backend backend = job.send.backend();
+                        TransferClock clock = job.transferClock;
+                        transferThroughput.record(backend, clock);
                         if (lifecycle.finish(job, JobState.RUNNING, new PrefillEvent.Done(first), "DONE",
-                                "first token " + first)) {
-                            log.info("requestId={} prefill done in {} chunks; KV delivered, first token {}",
-                                    job.requestId(), job.chunks, first);
+                                "first token " + first + "; KV " + clock.bytes() + " bytes over " + backend + " in "
+                                        + clock.busyNanos() / 1000 + " µs")) {
+                            log.info("requestId={} prefill done in {} chunks; KV delivered over {}: {} ({} MB/s), "
+                                    + "first token {}", job.requestId(), job.chunks, backend, clock,
+                                    Math.round(clock.bytesPerSecond() / 1e6), first);
                         }
                         return;
                     }
