@@ -161,6 +161,8 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
                 case "log-dir" -> logDir = Path.of(value);
                 case "model", "tokenizer" -> throw new IllegalArgumentException(
                         "--" + key + " is read by ModelChoice.parse, which runs before this");
+                case "warm-up" -> throw new IllegalArgumentException(
+                        "--warm-up is read by LocalStack.main, which runs before this");
                 default -> props.put(key, value); // a property: the prefix was checked above
             }
         }

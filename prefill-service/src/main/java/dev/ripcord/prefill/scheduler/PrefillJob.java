@@ -31,8 +31,14 @@ public final class PrefillJob extends WorkerJob<PrefillEvent> {
     /** The transfer's completion failed (either side aborted it, or it broke). */
     volatile boolean transferFailed;
 
+    /**
+     * Set on the engine loop when the prompt starts; read by a canceller on any thread, which requests the engine's
+     * stop on it (volatile: a cancel recorded before this is set is seen by the loop's check point, one recorded
+     * after sees the sequence).
+     */
+    volatile Sequence sequence;
+
     // Engine-loop state.
-    Sequence sequence;
     /** {@link System#nanoTime()} when its prefill started (the end of its queue time). */
     long startedNanos;
     int tokensDone;
