@@ -10,6 +10,10 @@ import java.util.function.Supplier;
  * flight are not counted, so bytes over time is what the transport delivered while it was busy: with TCP the
  * socket's rate, with shared memory the copy into the receiver's pages plus the acknowledgement on the control
  * connection. Thread-safe: writes are posted on the engine loop and acknowledged on transport threads.
+ *
+ * <p>It also keeps the posting time, the time spent inside the {@code send} calls themselves: with shared memory
+ * that is the copy into the receiver's pages (a send returns once the bytes are there), so bytes over posting time
+ * is the copy rate, comparable with a plain memcpy; with TCP a send only queues, and the figure says little.
  */
 public final class TransferClock {
 
@@ -17,28 +21,37 @@ public final class TransferClock {
     private long busySince; // guarded by this
     private long busyNanos; // guarded by this
     private long bytes; // guarded by this
+    private long postNanos; // guarded by this
 
     /**
      * Posts one write of {@code length} bytes through {@code send} and times it until its future completes; a write
      * that fails (the transfer aborted) adds its time but not its bytes.
      */
     public CompletableFuture<Void> time(long length, Supplier<CompletableFuture<Void>> send) {
-        begin();
+        long start = begin();
         CompletableFuture<Void> acked;
         try {
             acked = send.get();
         } catch (RuntimeException | Error e) {
+            posted(start);
             end(0);
             throw e;
         }
+        posted(start);
         acked.whenComplete((v, e) -> end(e == null ? length : 0));
         return acked;
     }
 
-    private synchronized void begin() {
+    private synchronized long begin() {
+        long now = System.nanoTime();
         if (inFlight++ == 0) {
-            busySince = System.nanoTime();
+            busySince = now;
         }
+        return now;
+    }
+
+    private synchronized void posted(long start) {
+        postNanos += System.nanoTime() - start;
     }
 
     private synchronized void end(long landed) {
@@ -58,6 +71,11 @@ public final class TransferClock {
         return inFlight == 0 ? busyNanos : busyNanos + System.nanoTime() - busySince;
     }
 
+    /** Time spent inside the {@code send} calls (shared memory: copying), so far. */
+    public synchronized long postNanos() {
+        return postNanos;
+    }
+
     /** Bytes per second while busy; 0 before anything landed. */
     public synchronized double bytesPerSecond() {
         long nanos = busyNanos();
@@ -66,6 +84,6 @@ public final class TransferClock {
 
     @Override
     public synchronized String toString() {
-        return "%d bytes in %d µs".formatted(bytes, busyNanos() / 1000);
+        return "%d bytes in %d µs (posting %d µs)".formatted(bytes, busyNanos() / 1000, postNanos / 1000);
     }
 }

@@ -13,14 +13,18 @@ import io.micrometer.core.instrument.Timer;
 /**
  * The KV transfer's throughput in the services, per completed transfer and backend, from the sender's
  * {@link TransferClock}: {@code ripcord.kv.transfer.bytes} (distribution summary, bytes per request) and
- * {@code ripcord.kv.transfer.time} (timer, the transfer's busy wall time), both tagged {@code backend=tcp|shm}.
- * Their sums give the rate: {@code ripcord_kv_transfer_bytes_sum / ripcord_kv_transfer_time_seconds_sum} bytes per
- * second. Only transfers that completed are recorded.
+ * {@code ripcord.kv.transfer.time} (timer, the transfer's busy wall time, from each write's post to its
+ * acknowledgement) and {@code ripcord.kv.transfer.post.time} (timer, the time inside the send calls: with shared
+ * memory the copy into the receiver's pages), all tagged {@code backend=tcp|shm}. Their sums give the rates:
+ * {@code ripcord_kv_transfer_bytes_sum / ripcord_kv_transfer_time_seconds_sum} bytes per second end to end, and
+ * {@code ripcord_kv_transfer_bytes_sum / ripcord_kv_transfer_post_time_seconds_sum} the shared-memory copy rate.
+ * Only transfers that completed are recorded.
  */
 public final class TransferThroughput {
 
     private final Map<Backend, DistributionSummary> bytes = new EnumMap<>(Backend.class);
     private final Map<Backend, Timer> time = new EnumMap<>(Backend.class);
+    private final Map<Backend, Timer> postTime = new EnumMap<>(Backend.class);
 
     public TransferThroughput(MeterRegistry meters) {
         for (Backend backend : new Backend[] {Backend.TCP, Backend.SHM}) {
@@ -29,6 +33,9 @@ public final class TransferThroughput {
                     .tag("backend", tag).description("KV bytes of one completed transfer").register(meters));
             time.put(backend, Timer.builder("ripcord.kv.transfer.time").tag("backend", tag)
                     .description("wall time a completed KV transfer had writes in flight").register(meters));
+            postTime.put(backend, Timer.builder("ripcord.kv.transfer.post.time").tag("backend", tag)
+                    .description("time a completed KV transfer spent posting its writes (shm: copying)")
+                    .register(meters));
         }
     }
 
@@ -39,5 +46,6 @@ public final class TransferThroughput {
         }
         bytes.get(backend).record(clock.bytes());
         time.get(backend).record(clock.busyNanos(), TimeUnit.NANOSECONDS);
+        postTime.get(backend).record(clock.postNanos(), TimeUnit.NANOSECONDS);
     }
 }

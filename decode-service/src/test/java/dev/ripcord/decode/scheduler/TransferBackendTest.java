@@ -78,6 +78,8 @@ class TransferBackendTest {
                     .isEqualTo(1);
             assertThat(workers.prefillMeters.get("ripcord.kv.transfer.time").tag("backend", unused).timer().count())
                     .isZero();
+            assertThat(workers.prefillMeters.get("ripcord.kv.transfer.post.time").tag("backend", used).timer()
+                    .count()).isEqualTo(1);
             JournalEntry done = TwoWorkers.entries(workers.prefillJournal, request.id).stream()
                     .filter(e -> e.event().equals("DONE")).findFirst().orElseThrow();
             assertThat(done.detail()).contains("KV " + bytes + " bytes over " + carrier);
