@@ -15,6 +15,9 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.function.Consumer;
 import java.util.stream.Stream;
 
 import dev.ripcord.model.ModelFetchException;
@@ -132,9 +135,7 @@ public final class LocalStack implements AutoCloseable {
                 }
             }
             // Health checks run concurrently: the services start in parallel, so wait for all at once.
-            CompletableFuture.allOf(all(services).stream()
-                    .map(s -> CompletableFuture.runAsync(() -> s.awaitHealthy(STARTUP_TIMEOUT)))
-                    .toArray(CompletableFuture[]::new)).join();
+            eachAtOnce(all(services), s -> s.awaitHealthy(STARTUP_TIMEOUT));
             LocalStack stack = new LocalStack(broker, bootstrap, services, credentials);
             for (ServiceProcess service : all(services)) {
                 RUNNING.put(authority(service.url()), stack);
@@ -284,13 +285,31 @@ public final class LocalStack implements AutoCloseable {
         }
         closed = true;
         RUNNING.values().removeIf(stack -> stack == this);
-        CompletableFuture.allOf(services.get(Role.GATEWAY).stream()
-                .map(s -> CompletableFuture.runAsync(s::close)).toArray(CompletableFuture[]::new)).join();
-        CompletableFuture.allOf(Stream.concat(services.get(Role.PREFILL).stream(), services.get(Role.DECODE).stream())
-                .map(s -> CompletableFuture.runAsync(s::close)).toArray(CompletableFuture[]::new)).join();
+        eachAtOnce(services.get(Role.GATEWAY), ServiceProcess::close);
+        eachAtOnce(Stream.concat(services.get(Role.PREFILL).stream(), services.get(Role.DECODE).stream()).toList(),
+                ServiceProcess::close);
         if (broker != null) {
             broker.close();
         }
+    }
+
+    /**
+     * Runs {@code action} on every service at once, each on a thread of its own, and returns when all are done; the
+     * first failure is rethrown (as a {@link CompletionException}) after all are done.
+     *
+     * <p>Not {@code CompletableFuture.runAsync}: its default pool is the common fork-join pool, whose parallelism is
+     * one less than the processors, so on a 2-core machine (CI's) it ran these blocking waits one after another: a
+     * stack's services stopped in turn, about 2 s each.
+     */
+    private static void eachAtOnce(List<ServiceProcess> targets, Consumer<ServiceProcess> action) {
+        List<CompletableFuture<Void>> all = new ArrayList<>();
+        try (ExecutorService threads = Executors.newThreadPerTaskExecutor(
+                Thread.ofPlatform().daemon().name("stack-", 0).factory())) {
+            for (ServiceProcess target : targets) {
+                all.add(CompletableFuture.runAsync(() -> action.accept(target), threads));
+            }
+        }
+        CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)).join();
     }
 
     /** The API key and a ready-to-paste request, or the loud warning of an open gateway. */
@@ -341,10 +360,14 @@ public final class LocalStack implements AutoCloseable {
         }
         StackOptions options;
         ModelChoice model;
+        int warmUpRounds = StackWarmUp.DEFAULT_ROUNDS;
         try {
             ModelChoice.Parsed parsed = ModelChoice.parse(args);
             model = parsed.choice();
-            options = StackOptions.parse(parsed.rest(), Path.of("").toAbsolutePath());
+            StackWarmUp.Parsed warmUp = StackWarmUp.parse(parsed.rest());
+            warmUpRounds = warmUp.rounds();
+            options = StackOptions.parse(warmUp.rest(), Path.of("").toAbsolutePath())
+                    .withDefaultProperties(StackOptions.UP_DEFAULTS);
         } catch (IllegalArgumentException e) {
             System.err.println("ripcord up: " + e.getMessage());
             System.exit(2);
@@ -365,6 +388,8 @@ public final class LocalStack implements AutoCloseable {
         }
         out.println("ripcord: serving " + ModelChoice.modelId(options.properties())
                 + describe(options.properties()));
+        out.println("ripcord: KV transfer between prefill and decode over "
+                + options.properties().get("ripcord.kv.backend") + " (--ripcord.kv.backend=shm|tcp|auto)");
         out.println("ripcord: starting " + (options.externalKafka() == null
                 ? "embedded Kafka (KRaft) on localhost:" + options.kafkaPort()
                 : "against Kafka at " + options.externalKafka()) + " and the services...");
@@ -375,6 +400,14 @@ public final class LocalStack implements AutoCloseable {
             System.err.println("ripcord up: " + e.getMessage());
             System.exit(1);
             return;
+        }
+        if (warmUpRounds > 0) {
+            // Before "up": the first request a user sends must not be the one that warms the request path.
+            out.println("ripcord: warming up the request path (" + warmUpRounds + " rounds through every gateway)...");
+            StackWarmUp.Result warm = StackWarmUp.warm(stack, warmUpRounds);
+            for (String failure : warm.failures()) {
+                System.err.println("ripcord: warm-up request failed: " + failure);
+            }
         }
         Path stateFile = StackStateFile.path(options.root());
         java.util.concurrent.atomic.AtomicBoolean stopping = new java.util.concurrent.atomic.AtomicBoolean();
