@@ -10,9 +10,14 @@ package dev.ripcord.engine;
  *                       capped at the context length; default 2048
  * @param maxBatch       the most sequences one {@code decodeStep} may advance; default 16
  * @param kernels        vector or scalar kernels; default vector
+ * @param kvPoolMemory   where the KV page pool lives; {@code null} (the default): the engine's own arena. See
+ *                       {@link KvPoolMemory} for who owns memory supplied from outside
+ * @param safePoints     whether a forward checks its sequences' stop flags between layers
+ *                       ({@link Sequence#requestStop()}); default true. Off only to measure what the checks cost
+ *                       (the engine bench); with it off a stop takes effect at the next call
  */
 public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChunkTokens, int maxBatch,
-                            KernelMode kernels) {
+                            KernelMode kernels, KvPoolMemory kvPoolMemory, boolean safePoints) {
 
     public EngineOptions {
         Checks.requireArgument(threads >= 1, "threads must be >= 1, got %s", threads);
@@ -24,31 +29,51 @@ public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChu
         Checks.requireArgument(kernels != null, "kernels must not be null");
     }
 
+    /** Options whose KV pool lives in the engine's own arena, safe-point checks on. */
+    public EngineOptions(int threads, int pageTokens, int kvPages, int maxChunkTokens, int maxBatch,
+                         KernelMode kernels) {
+        this(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, null, true);
+    }
+
     public static EngineOptions defaults() {
         return new EngineOptions(Runtime.getRuntime().availableProcessors(), 64, 0, 2048, 16, KernelMode.VECTOR);
     }
 
     public EngineOptions withThreads(int n) {
-        return new EngineOptions(n, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels);
+        return new EngineOptions(n, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory, safePoints);
     }
 
     public EngineOptions withPageTokens(int n) {
-        return new EngineOptions(threads, n, kvPages, maxChunkTokens, maxBatch, kernels);
+        return new EngineOptions(threads, n, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory, safePoints);
     }
 
     public EngineOptions withKvPages(int n) {
-        return new EngineOptions(threads, pageTokens, n, maxChunkTokens, maxBatch, kernels);
+        return new EngineOptions(threads, pageTokens, n, maxChunkTokens, maxBatch, kernels, kvPoolMemory, safePoints);
     }
 
     public EngineOptions withMaxChunkTokens(int n) {
-        return new EngineOptions(threads, pageTokens, kvPages, n, maxBatch, kernels);
+        return new EngineOptions(threads, pageTokens, kvPages, n, maxBatch, kernels, kvPoolMemory, safePoints);
     }
 
     public EngineOptions withMaxBatch(int n) {
-        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, n, kernels);
+        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, n, kernels, kvPoolMemory, safePoints);
     }
 
     public EngineOptions withKernels(KernelMode mode) {
-        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, mode);
+        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, mode, kvPoolMemory,
+                safePoints);
+    }
+
+    /**
+     * The KV page pool in memory {@code memory} supplies and keeps owning (e.g. a transfer agent's shared-memory
+     * region); {@code null} puts it back in the engine's arena.
+     */
+    public EngineOptions withKvPoolMemory(KvPoolMemory memory) {
+        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, memory, safePoints);
+    }
+
+    /** Benches only: {@code false} removes the between-layer stop checks, to measure their cost. */
+    public EngineOptions withSafePoints(boolean on) {
+        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory, on);
     }
 }

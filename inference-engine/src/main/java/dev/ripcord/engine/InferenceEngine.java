@@ -32,7 +32,9 @@ import dev.ripcord.format.gguf.GgufFile;
  *
  * <h2>Lifecycle and ownership</h2>
  * An engine owns one shared {@link Arena} (weights, scratch and the {@link KvPagePool}) and a {@link WorkerPool}
- * of {@link EngineOptions#threads()} - 1 threads; {@link #close()} releases both. An engine loaded from a GGUF file
+ * of {@link EngineOptions#threads()} - 1 threads; {@link #close()} releases both. The page pool may instead live
+ * in memory supplied from outside ({@link EngineOptions#kvPoolMemory()}, e.g. a transfer agent's shared-memory
+ * region): the supplier owns that memory and frees it, after {@link #close()} has returned. An engine loaded from a GGUF file
  * also owns that file's mapping (block-quantized weights are used in place) and unmaps it on close. Every {@link Sequence} belongs
  * to the engine that created it and holds pages until {@link #free(Sequence)}.
  *
@@ -43,9 +45,13 @@ import dev.ripcord.format.gguf.GgufFile;
  * threads (e.g. a transfer library reading pages).
  *
  * <h2>Safe points</h2>
- * {@link #prefill} computes exactly one chunk and returns: a chunk is the unit of interruption. A scheduler that
- * cancels a request stops calling prefill between chunks and {@link #free frees} the sequence; the work already
- * done is simply discarded.
+ * Every layer boundary of a forward is a safe point. {@link Sequence#requestStop()}, from any thread, makes a
+ * {@link #prefill} of that sequence in progress stop at the next boundary (before the next layer, or before the
+ * output head) and throw {@link ComputeStoppedException}, which says at which layer; a {@link #decodeStep} stops
+ * the same way once every sequence of its batch has a stop requested (if only some have, the step completes for
+ * all). A stopped call leaves its sequences as they were before it (length, logits, pending token, history); only
+ * pages it allocated for the stopped positions stay with the sequence until {@link #free}. Between two calls is a
+ * safe point too: a scheduler may simply stop calling and free the sequence.
  *
  * <h2>Prefill/decode disaggregation</h2>
  * Prefill side: {@link #newSequence}, {@link #prefill} chunk by chunk, {@link #sample} the first token, ship
@@ -81,9 +87,24 @@ public final class InferenceEngine implements AutoCloseable {
     private final AtomicLong decodeSteps = new AtomicLong();
     private final AtomicLong decodeTokens = new AtomicLong();
     private final AtomicLong decodeNanos = new AtomicLong();
+    private final AtomicLong prefillStops = new AtomicLong();
+    private final AtomicLong decodeStops = new AtomicLong();
     private final int[] batchTokens;
     private final int[] batchPositions;
     private final int[][] batchTables;
+    /** The batch of the decode step in progress, for its safe point (engine-loop state, like the arrays above). */
+    private List<Sequence> stepBatch = List.of();
+    private volatile LayerBoundaryListener layerListener;
+    /** The layer boundary the forward in progress last reached, or -1; written (release) at each boundary. */
+    private final java.util.concurrent.atomic.AtomicInteger boundary = new java.util.concurrent.atomic.AtomicInteger(-1);
+    private final Transformer.SafePoint decodeSafePoint = layer -> {
+        boundary.setRelease(layer);
+        LayerBoundaryListener listener = this.layerListener;
+        if (listener != null) {
+            listener.beforeLayer(layer);
+        }
+        return allStopRequested(this.stepBatch);
+    };
     private volatile boolean closed;
     /** The mapped model file the weights point into (GGUF), closed after the arena; null when nothing is mapped. */
     private final AutoCloseable modelFile;
@@ -103,7 +124,7 @@ public final class InferenceEngine implements AutoCloseable {
         int kvPages = options.kvPages() > 0 ? options.kvPages()
                 : 2 * KvLayout.of(config, options.pageTokens()).pagesFor(config.contextLength());
         this.options = new EngineOptions(options.threads(), options.pageTokens(), kvPages, maxChunk,
-                options.maxBatch(), options.kernels());
+                options.maxBatch(), options.kernels(), options.kvPoolMemory(), options.safePoints());
         this.description = source.describe();
         this.tokenizer = tokenizer;
         this.kernels = options.kernels() == KernelMode.VECTOR ? Kernels.vector() : Kernels.scalar(vectorLanes());
@@ -113,7 +134,9 @@ public final class InferenceEngine implements AutoCloseable {
         try {
             pool = new WorkerPool(options.threads(), "ripcord-engine-" + engineId);
             ModelWeights weights = ModelWeights.load(source, 4 * kernels.lanes(), arena);
-            this.pagePool = new KvPagePool(layout, kvPages, arena);
+            this.pagePool = options.kvPoolMemory() == null ? new KvPagePool(layout, kvPages, arena)
+                    : new KvPagePool(layout, kvPages, options.kvPoolMemory().allocate(
+                            KvPagePool.bytesFor(layout, kvPages)));
             this.transformer = new Transformer(weights, layout, pagePool.segment(), kernels, pool, maxChunk,
                     options.maxBatch(), arena);
         } catch (RuntimeException | Error e) {
@@ -394,9 +417,13 @@ public final class InferenceEngine implements AutoCloseable {
      * Computes one prefill chunk: positions {@code [from, to)} of {@code tokens}, writing their keys and values
      * into the sequence's pages (allocating pages as needed) and keeping the logits of position {@code to - 1} for
      * {@link #sample}. {@code from} must equal {@link Sequence#length()}; afterwards the length is {@code to}.
-     * This is the unit of interruption: it returns after one chunk, and no lock is held while it computes.
+     * It returns after one chunk, and no lock is held while it computes. A {@link Sequence#requestStop() stop}
+     * requested before or during the call stops it at the next layer boundary.
      *
      * @throws KvPoolExhaustedException if the pool lacks the pages (nothing is computed or allocated)
+     * @throws ComputeStoppedException  if the sequence's stop was requested: the chunk is discarded (the length
+     *                                  stays {@code from}; pages allocated for it stay until {@link #free}); a stop
+     *                                  requested before the call throws at layer 0 before anything is allocated
      */
     public void prefill(Sequence seq, int[] tokens, int from, int to) {
         requireActive(seq);
@@ -413,9 +440,35 @@ public final class InferenceEngine implements AutoCloseable {
         }
         enter();
         try {
+            if (options.safePoints() && seq.stopRequested()) {
+                prefillStops.incrementAndGet();
+                throw new ComputeStoppedException("prefill of sequence " + seq.id, 0, config.layers(), to - from);
+            }
             ensureCapacity(seq, to);
             long start = System.nanoTime();
-            transformer.prefill(tokens, from, to, seq.pageTable);
+            LayerBoundaryListener listener = layerListener;
+            Transformer.SafePoint safePoint = !options.safePoints() ? Transformer.SafePoint.NEVER
+                    : listener == null ? layer -> {
+                        boundary.setRelease(layer);
+                        return seq.stopRequested();
+                    }
+                    : layer -> {
+                        boundary.setRelease(layer);
+                        listener.beforeLayer(layer);
+                        return seq.stopRequested();
+                    };
+            int stoppedAt;
+            try {
+                stoppedAt = transformer.prefill(tokens, from, to, seq.pageTable, safePoint);
+            } finally {
+                boundary.setRelease(-1);
+            }
+            if (stoppedAt != Transformer.COMPLETED) {
+                prefillNanos.addAndGet(System.nanoTime() - start);
+                prefillStops.incrementAndGet();
+                throw new ComputeStoppedException("prefill of sequence " + seq.id, stoppedAt, config.layers(),
+                        to - from);
+            }
             seq.recordPrompt(tokens, from, to);
             transformer.copyLogits(0, seq.logits);
             seq.length = to;
@@ -468,7 +521,14 @@ public final class InferenceEngine implements AutoCloseable {
      * order and left pending) and increments the length. The batch's results equal those of stepping each
      * sequence alone.
      *
+     * <p>Safe point: once every sequence of the batch has a {@link Sequence#requestStop() stop} requested, the step
+     * stops at the next layer boundary. If only some have, it completes for all of them (their tokens are returned
+     * like the others'; dropping them is the scheduler's business, at its next step).
+     *
      * @throws KvPoolExhaustedException if the pool lacks a page some sequence needs (nothing is computed)
+     * @throws ComputeStoppedException  if every sequence's stop was requested: no sequence advanced (lengths,
+     *                                  pending tokens and logits are as before; pages allocated for the step stay
+     *                                  until {@link #free})
      */
     public int[] decodeStep(List<Sequence> batch) {
         int n = batch.size();
@@ -492,7 +552,27 @@ public final class InferenceEngine implements AutoCloseable {
                 batchPositions[r] = s.length;
                 batchTables[r] = s.pageTable;
             }
-            transformer.decode(n, batchTokens, batchPositions, batchTables);
+            int stoppedAt;
+            if (options.safePoints()) {
+                stepBatch = batch;
+                try {
+                    stoppedAt = transformer.decode(n, batchTokens, batchPositions, batchTables, decodeSafePoint);
+                } finally {
+                    stepBatch = List.of();
+                    boundary.setRelease(-1);
+                }
+            } else {
+                stoppedAt = transformer.decode(n, batchTokens, batchPositions, batchTables,
+                        Transformer.SafePoint.NEVER);
+            }
+            if (stoppedAt != Transformer.COMPLETED) {
+                for (int r = 0; r < n; r++) {
+                    batchTables[r] = null;
+                }
+                decodeNanos.addAndGet(System.nanoTime() - start);
+                decodeStops.incrementAndGet();
+                throw new ComputeStoppedException("decode step of " + n + " sequences", stoppedAt, config.layers(), n);
+            }
             int[] next = new int[n];
             for (int r = 0; r < n; r++) {
                 Sequence s = batch.get(r);
@@ -509,6 +589,45 @@ public final class InferenceEngine implements AutoCloseable {
         } finally {
             exit();
         }
+    }
+
+    /** Told about every layer boundary a forward reaches; see {@link #onLayerBoundary}. */
+    @FunctionalInterface
+    public interface LayerBoundaryListener {
+        /**
+         * The forward in progress is about to check its stop flags before layer {@code layer} ({@code layer ==
+         * layers} is the boundary before the output head). Runs on the compute thread, between parallel regions.
+         */
+        void beforeLayer(int layer);
+    }
+
+    /**
+     * Calls {@code listener} at every layer boundary of every forward, just before the stop check (null removes
+     * it). For in-process tests that must request a stop at an exact layer of a chunk (the listener may call
+     * {@link Sequence#requestStop()}, or deliver a cancel that does), and for tracing; it must be quick and must not
+     * call the engine. Not called when {@link EngineOptions#safePoints()} is off.
+     */
+    public void onLayerBoundary(LayerBoundaryListener listener) {
+        this.layerListener = listener;
+    }
+
+    /**
+     * The layer boundary the forward in progress last reached (before layer {@code b}: {@code b}; before the output
+     * head: {@code layers}), or -1 when none is running. Any thread; a snapshot for journals and diagnostics (a
+     * cancel observed at boundary {@code b} and stopped at {@code m} cost {@code m - b} layers at most). Always -1
+     * when {@link EngineOptions#safePoints()} is off.
+     */
+    public int forwardBoundary() {
+        return boundary.getAcquire();
+    }
+
+    private static boolean allStopRequested(List<Sequence> batch) {
+        for (int i = 0, n = batch.size(); i < n; i++) {
+            if (!batch.get(i).stopRequested()) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Gives every sequence whose next position starts a page that page; all or nothing. */
@@ -594,7 +713,7 @@ public final class InferenceEngine implements AutoCloseable {
     public EngineStats stats() {
         return new EngineStats(pagePool.pageCount(), pagePool.pagesLive(), pagePool.bytesLive(), live.size(),
                 prefillChunks.get(), prefillTokens.get(), prefillNanos.get(),
-                decodeSteps.get(), decodeTokens.get(), decodeNanos.get());
+                decodeSteps.get(), decodeTokens.get(), decodeNanos.get(), prefillStops.get(), decodeStops.get());
     }
 
     /** Sequences created and not yet freed. */
@@ -608,7 +727,8 @@ public final class InferenceEngine implements AutoCloseable {
 
     /**
      * Stops the worker threads and releases all memory (weights, scratch, every KV page, live sequences
-     * included). Must not be called while a call is computing or another thread reads page segments. Idempotent.
+     * included), except a page pool supplied through {@link EngineOptions#kvPoolMemory()}: its supplier frees it,
+     * once this has returned. Must not be called while a call is computing or another thread reads page segments. Idempotent.
      */
     @Override
     public void close() {

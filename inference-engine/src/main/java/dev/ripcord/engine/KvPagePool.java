@@ -11,8 +11,9 @@ import java.util.BitSet;
  *
  * <p>Pages are allocated and freed explicitly; the pool counts them ({@link #pagesLive()}, {@link #bytesLive()})
  * and rejects freeing a page that is not live. Allocation is LIFO over a free stack that starts in index order,
- * so a fresh pool hands out pages 0, 1, 2, ... . The memory belongs to the engine's arena: the segment stays
- * valid until the engine is closed, and pages are not zeroed on reuse.
+ * so a fresh pool hands out pages 0, 1, 2, ... . The memory belongs to the engine's arena, or to whoever supplied
+ * it ({@link KvPoolMemory}, e.g. a transfer agent's shared-memory region): either way the segment stays valid
+ * until the engine is closed, and pages are not zeroed on reuse.
  *
  * <p>Thread-safe: allocation and free take a short monitor that is never held while anything computes.
  */
@@ -26,17 +27,37 @@ public final class KvPagePool {
     private int freeCount;
 
     KvPagePool(KvLayout layout, int pageCount, Arena arena) {
-        Checks.requireArgument(pageCount > 0, "a KV page pool needs at least one page, got %s", pageCount);
+        this(layout, pageCount, arena.allocate(bytesFor(layout, pageCount), 4096));
+    }
+
+    /**
+     * A pool in {@code memory}, which someone else owns (see {@link KvPoolMemory}): its first
+     * {@code pageCount · pageBytes} bytes become the pages.
+     */
+    KvPagePool(KvLayout layout, int pageCount, MemorySegment memory) {
+        long bytes = bytesFor(layout, pageCount);
+        Checks.requireArgument(memory.isNative(), "KV pool memory must be native");
+        Checks.requireArgument(memory.byteSize() >= bytes, "KV pool memory of %s bytes is smaller than %s pages of %s",
+                memory.byteSize(), pageCount, layout.pageBytes());
+        Checks.requireArgument(memory.address() % KvPoolMemory.ALIGNMENT == 0,
+                "KV pool memory at 0x%s is not %s-byte aligned", Long.toHexString(memory.address()),
+                KvPoolMemory.ALIGNMENT);
         this.layout = layout;
         this.pageCount = pageCount;
         this.pageBytes = layout.pageBytes();
-        this.segment = arena.allocate(pageBytes * pageCount, 4096);
+        this.segment = memory.asSlice(0, bytes);
         this.freeStack = new int[pageCount];
         for (int i = 0; i < pageCount; i++) {
             freeStack[i] = pageCount - 1 - i;
         }
         this.freeCount = pageCount;
         this.live = new BitSet(pageCount);
+    }
+
+    /** Bytes a pool of {@code pageCount} pages of {@code layout} occupies. */
+    static long bytesFor(KvLayout layout, int pageCount) {
+        Checks.requireArgument(pageCount > 0, "a KV page pool needs at least one page, got %s", pageCount);
+        return layout.pageBytes() * pageCount;
     }
 
     public KvLayout layout() {

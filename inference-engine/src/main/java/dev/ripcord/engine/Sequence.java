@@ -1,5 +1,7 @@
 package dev.ripcord.engine;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -13,6 +15,16 @@ import java.util.List;
  * accessors is safe from any thread but only meaningful when the scheduler thread is not mid-call.
  */
 public final class Sequence {
+    private static final VarHandle STOP;
+
+    static {
+        try {
+            STOP = MethodHandles.lookup().findVarHandle(Sequence.class, "stop", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     final long id;
     final InferenceEngine owner;
     final SamplingParams sampling;
@@ -32,6 +44,9 @@ public final class Sequence {
     int outputIdCount;
     /** What the latest {@code sample} reported, when the sampling asks for logprobs. */
     TokenLogprobs lastLogprobs;
+    /** Set (release) by {@link #requestStop()} from any thread, read (acquire) by the forward between layers. */
+    @SuppressWarnings("unused") // through STOP
+    private boolean stop;
 
     Sequence(long id, InferenceEngine owner, SamplingParams sampling, SequenceState state, int vocab) {
         this.id = id;
@@ -89,6 +104,23 @@ public final class Sequence {
      */
     public TokenLogprobs lastLogprobs() {
         return lastLogprobs;
+    }
+
+    /**
+     * Asks the engine to stop computing for this sequence at the next layer boundary: a {@code prefill} of it in
+     * progress (or the next one) throws {@link ComputeStoppedException} at the next boundary, leaving the sequence
+     * as it was before that chunk; a decode step stops once every sequence of its batch has a stop requested (if
+     * only some have, the step completes for all of them, and the scheduler drops the stopped ones after it).
+     * Safe from any thread, at any time, any number of times; never undone. Costs the compute thread one acquire
+     * load per layer.
+     */
+    public void requestStop() {
+        STOP.setRelease(this, true);
+    }
+
+    /** Whether {@link #requestStop()} was called (acquire: what the caller did before it is visible). */
+    public boolean stopRequested() {
+        return (boolean) STOP.getAcquire(this);
     }
 
     void recordPrompt(int[] tokens, int from, int to) {

@@ -1,10 +1,6 @@
 package dev.ripcord.kv;
 
-import dev.ripcord.kv.shm.PeerProcess;
 import dev.ripcord.kv.wire.FrameDecoder;
-import dev.ripcord.kv.wire.LandingBuffer;
-import io.netty.buffer.ByteBuf;
-import java.lang.foreign.MemorySegment;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledFuture;
@@ -30,20 +26,45 @@ import org.slf4j.LoggerFactory;
  * dropped, and with shared memory the fence slot is closed so no sender copy can start), then drains (waits for
  * the copy landing right now, and with shared memory until the sender's copy left the fence bracket or its
  * process is gone), then releases. See docs/kv-transfer.md.
+ *
+ * <p>Design note. The backend shows in two places only: the session's {@link SessionFence} (a fence-table slot
+ * when the session is offered shared memory, nothing for TCP only), and {@link TcpLanding}, which lands a DATA
+ * piece's payload inside a bracket this session opens only while it accepts bytes. Everything it needs from its
+ * agent goes through a {@link SessionHost}.
  */
 public final class ReceiveSession {
     private static final Logger log = LoggerFactory.getLogger(ReceiveSession.class);
 
-    private final TransferAgent agent;
+    private final SessionHost host;
     private final ReceiveDescriptor descriptor;
     private final KvRegion region;
     private final TargetMap targets;
     private final ReceiveListener listener;
-    private final int fenceSlot;
-    private final long epoch;
+    private final SessionFence fence;
     private final CompletableFuture<byte[]> completion = new CompletableFuture<>();
     private final CompletableFuture<SessionState> released = new CompletableFuture<>();
     private final long trackingId;
+    private final DrainWatchdog.Drain drain = new DrainWatchdog.Drain() {
+        @Override
+        public void recheck() {
+            maybeRelease();
+        }
+
+        @Override
+        public boolean isReleaseClaimed() {
+            return ReceiveSession.this.isReleaseClaimed();
+        }
+
+        @Override
+        public String requestId() {
+            return ReceiveSession.this.requestId();
+        }
+
+        @Override
+        public long sessionId() {
+            return ReceiveSession.this.sessionId();
+        }
+    };
 
     // guarded by this
     private SessionState state = SessionState.OPEN;
@@ -59,17 +80,16 @@ public final class ReceiveSession {
     private long writeStart = -1; // TCP: destination offset of the write whose pieces are arriving
     private long writeBytes;
 
-    ReceiveSession(TransferAgent agent, ReceiveDescriptor descriptor, KvRegion region, TargetMap targets,
-                   ReceiveListener listener) {
-        this.agent = agent;
+    ReceiveSession(SessionHost host, ReceiveDescriptor descriptor, KvRegion region, TargetMap targets,
+                   ReceiveListener listener, SessionFence fence) {
+        this.host = host;
         this.descriptor = descriptor;
         this.region = region;
         this.targets = targets;
         this.listener = listener;
-        this.fenceSlot = descriptor.fenceSlot();
-        this.epoch = descriptor.epoch();
+        this.fence = fence;
         this.trackingId = LiveResources.track(LiveResources.Kind.SESSION, this::toString);
-        agent.sessionListener().onSession(descriptor.requestId(), Side.RECEIVER, SessionState.OPEN, 0);
+        host.sessionListener().onSession(descriptor.requestId(), Side.RECEIVER, SessionState.OPEN, 0);
     }
 
     public String requestId() {
@@ -156,7 +176,7 @@ public final class ReceiveSession {
                 return abortReason != null ? abortReason
                         : new AbortReason(AbortReason.Cause.PROTOCOL_ERROR, Side.RECEIVER, "session is " + state);
             }
-            if (sharedMemory && fenceSlot < 0) {
+            if (sharedMemory && !fence.offersSharedMemory()) {
                 return new AbortReason(AbortReason.Cause.PROTOCOL_ERROR, Side.RECEIVER,
                         "shared memory was not offered for this session");
             }
@@ -195,115 +215,63 @@ public final class ReceiveSession {
             abort(violation, true);
             return null;
         }
-        return new Landing(c, writeId, dstOffset, last);
+        return new TcpLanding(this, c, region.segment(), targets, writeId, dstOffset, last);
     }
 
-    /** Lands the payload of one DATA piece, slice by slice, unless the session stops accepting. */
-    private final class Landing implements FrameDecoder.DataSink {
-        private final ReceiverConnection connection;
-        private final long writeId;
-        private final boolean last;
-        private long next;
-
-        Landing(ReceiverConnection connection, long writeId, long dstOffset, boolean last) {
-            this.connection = connection;
-            this.writeId = writeId;
-            this.next = dstOffset;
-            this.last = last;
+    /** TCP: opens a landing if the session accepts bytes (TRANSFERRING); close it with {@link #leaveLanding}. */
+    synchronized boolean enterLanding() {
+        if (state != SessionState.TRANSFERRING) {
+            return false;
         }
+        landingsInProgress++;
+        return true;
+    }
 
-        @Override
-        public void accept(ByteBuf buffer, int index, int length) {
-            long at = next;
-            next += length;
-            synchronized (ReceiveSession.this) {
-                if (state != SessionState.TRANSFERRING) {
-                    return; // aborted: fenced, the bytes are dropped
-                }
-                landingsInProgress++;
-            }
-            boolean aborting;
-            try {
-                copy(buffer, index, length, at);
-            } finally {
-                synchronized (ReceiveSession.this) {
-                    landingsInProgress--;
-                    bytesLanded += length;
-                    writeBytes += length;
-                    aborting = state == SessionState.ABORTING;
-                }
-            }
-            agent.metrics().bytes(false, false, length);
-            if (aborting) {
-                maybeRelease();
-            }
+    /**
+     * TCP: closes a landing, of which {@code copied} bytes landed (0 for a socket read straight into the pages:
+     * those count through {@link #landedInPlace}). An aborting session may be drained now.
+     */
+    void leaveLanding(long copied) {
+        boolean aborting;
+        synchronized (this) {
+            landingsInProgress--;
+            bytesLanded += copied;
+            writeBytes += copied;
+            aborting = state == SessionState.ABORTING;
         }
-
-        @Override
-        public LandingBuffer landingBuffer(int maxBytes) {
-            synchronized (ReceiveSession.this) {
-                if (state != SessionState.TRANSFERRING) {
-                    return null;
-                }
-                landingsInProgress++; // the kernel may write into the region from now until the buffer's release
-            }
-            long[] run = targets.contiguousRun(next);
-            int n = (int) Math.min(maxBytes, run[1]);
-            return new LandingBuffer(region.segment().asSlice(run[0], n), this::landingEnded);
+        if (copied > 0) {
+            host.metrics().bytes(false, false, copied);
         }
-
-        @Override
-        public void landedInPlace(int length) {
-            next += length;
-            synchronized (ReceiveSession.this) {
-                if (state != SessionState.TRANSFERRING) {
-                    return; // in the region, but the session is aborting: they count for nothing
-                }
-                bytesLanded += length;
-                writeBytes += length;
-            }
-            agent.metrics().bytes(false, false, length);
+        if (aborting) {
+            maybeRelease();
         }
+    }
 
-        private void landingEnded() {
-            boolean aborting;
-            synchronized (ReceiveSession.this) {
-                landingsInProgress--;
-                aborting = state == SessionState.ABORTING;
+    /** TCP: the socket read {@code length} bytes straight into the pages; they count only while TRANSFERRING. */
+    void landedInPlace(long length) {
+        synchronized (this) {
+            if (state != SessionState.TRANSFERRING) {
+                return; // in the region, but the session is aborting: they count for nothing
             }
-            if (aborting) {
-                maybeRelease();
-            }
+            bytesLanded += length;
+            writeBytes += length;
         }
+        host.metrics().bytes(false, false, length);
+    }
 
-        @Override
-        public void finish() {
-            if (!last) {
+    /** TCP: the last piece of write {@code writeId} landed: acknowledge the whole write. */
+    void writeLanded(ReceiverConnection c, long writeId) {
+        long start;
+        long bytes;
+        synchronized (this) {
+            if (state != SessionState.TRANSFERRING) {
                 return;
             }
-            long start;
-            long bytes;
-            synchronized (ReceiveSession.this) {
-                if (state != SessionState.TRANSFERRING) {
-                    return;
-                }
-                start = writeStart;
-                bytes = writeBytes;
-                writeStart = -1;
-            }
-            landed(connection, writeId, start, bytes);
+            start = writeStart;
+            bytes = writeBytes;
+            writeStart = -1;
         }
-    }
-
-    private void copy(ByteBuf buffer, int index, int length, long logicalOffset) {
-        MemorySegment dst = region.segment();
-        if (buffer.nioBufferCount() == 1) {
-            MemorySegment src = MemorySegment.ofBuffer(buffer.nioBuffer(index, length));
-            targets.forEach(logicalOffset, length, (at, rel, n) -> MemorySegment.copy(src, rel, dst, at, n));
-        } else {
-            targets.forEach(logicalOffset, length,
-                    (at, rel, n) -> buffer.getBytes(index + (int) rel, dst.asSlice(at, n).asByteBuffer()));
-        }
+        landed(c, writeId, start, bytes);
     }
 
     /** SHM_WRITTEN: the sender copied a write into the shared mapping. */
@@ -324,7 +292,7 @@ public final class ReceiveSession {
             abort(violation, true);
             return;
         }
-        agent.metrics().bytes(false, true, length);
+        host.metrics().bytes(false, true, length);
         landed(c, writeId, dstOffset, length);
     }
 
@@ -355,9 +323,7 @@ public final class ReceiveSession {
             abort(violation, true);
             return;
         }
-        if (fenceSlot >= 0) {
-            agent.fences().fence(fenceSlot, epoch);
-        }
+        fence.close();
         c.writeCompleted(sessionId());
         log.debug("request={} session={} completed, {} bytes", requestId(), sessionId(), totalBytes);
         completion.complete(metadata);
@@ -409,9 +375,7 @@ public final class ReceiveSession {
         if (timer != null) {
             timer.cancel(false);
         }
-        if (fenceSlot >= 0) {
-            agent.fences().fence(fenceSlot, epoch);
-        }
+        fence.close();
         if (notifyPeer && c != null) {
             c.writeAbort(sessionId(), reason);
         }
@@ -438,7 +402,7 @@ public final class ReceiveSession {
             if (releaseClaimed) {
                 return;
             }
-            boolean drained = landingsInProgress == 0 && fenceDrainedLocked();
+            boolean drained = landingsInProgress == 0 && fence.drained();
             if (state == SessionState.ABORTING && drained) {
                 transition(SessionState.ABORTED);
             }
@@ -455,8 +419,8 @@ public final class ReceiveSession {
             release(terminal);
         } else if (watch) {
             log.debug("request={} session={} waiting for shared-memory writer pid {} to leave the fence",
-                    requestId(), sessionId(), agent.fences().writer(fenceSlot));
-            agent.watchDrain(this);
+                    requestId(), sessionId(), fence.writer());
+            host.watchDrain(drain);
         }
     }
 
@@ -485,15 +449,6 @@ public final class ReceiveSession {
         release(terminal);
     }
 
-    private boolean fenceDrainedLocked() {
-        if (fenceSlot < 0) {
-            return true;
-        }
-        long writer = agent.fences().writer(fenceSlot);
-        // A copy is inside the bracket. Only a process that is gone can be ignored: it has no mappings left.
-        return writer == 0 || new PeerProcess(writer, 0).isGone();
-    }
-
     private void release(SessionState terminal) {
         ReceiverConnection c;
         synchronized (this) {
@@ -502,14 +457,12 @@ public final class ReceiveSession {
         if (c != null) {
             c.unbind(this);
         }
-        if (fenceSlot >= 0) {
-            agent.freeFenceSlot(fenceSlot);
-        }
+        fence.free();
         long abortStart;
         synchronized (this) {
             abortStart = abortStartNanos;
         }
-        agent.receiveReleased(this, terminal, abortStart);
+        host.released(this, terminal, abortStart);
         LiveResources.untrack(trackingId);
         region.unretain(); // a closing region is released by this, just before the session
         synchronized (this) {
@@ -521,12 +474,12 @@ public final class ReceiveSession {
 
     private void transition(SessionState next) {
         state = state.transitionTo(next);
-        agent.sessionListener().onSession(requestId(), Side.RECEIVER, next, bytesLanded);
+        host.sessionListener().onSession(requestId(), Side.RECEIVER, next, bytesLanded);
     }
 
     @Override
     public String toString() {
-        return "ReceiveSession[request=" + requestId() + ", session=" + sessionId() + ", agent=" + agent.name()
+        return "ReceiveSession[request=" + requestId() + ", session=" + sessionId() + ", agent=" + host.agentName()
                 + ", state=" + state() + ", " + descriptor.totalBytes() + " bytes]";
     }
 }

@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
 final class ReceiverConnection extends FrameDecoder {
     private static final Logger log = LoggerFactory.getLogger(ReceiverConnection.class);
 
-    private final TransferAgent agent;
+    private final ConnectionHost host;
     private final Map<Long, ReceiveSession> bound = new ConcurrentHashMap<>();
     private volatile Channel channel;
     private volatile boolean closed;
@@ -35,8 +35,8 @@ final class ReceiverConnection extends FrameDecoder {
     private boolean reading; // event loop: inside a read, replies are flushed once at channelReadComplete
     private boolean flushPending;
 
-    ReceiverConnection(TransferAgent agent) {
-        this.agent = agent;
+    ReceiverConnection(ConnectionHost host) {
+        this.host = host;
     }
 
     String peerName() {
@@ -59,8 +59,8 @@ final class ReceiverConnection extends FrameDecoder {
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
         channel = ctx.channel();
-        agent.receiverConnectionOpened(this);
-        long handshake = agent.options().connectTimeout().toNanos();
+        host.opened(this);
+        long handshake = host.connectTimeout().toNanos();
         ticker = ctx.executor().schedule(() -> {
             if (peer == null) {
                 close(new AbortReason(AbortReason.Cause.PEER_UNREACHABLE, Side.RECEIVER, "no HELLO"));
@@ -135,14 +135,14 @@ final class ReceiverConnection extends FrameDecoder {
             throw new ProtocolException("second HELLO");
         }
         peer = hello;
-        ctx.writeAndFlush(agent.hello().encode(ctx.alloc()));
+        ctx.writeAndFlush(host.hello().encode(ctx.alloc()));
         ticker.cancel(false);
-        long lease = agent.options().lease().toNanos();
+        long lease = host.lease().toNanos();
         long interval = Math.max(TimeUnit.MILLISECONDS.toNanos(5),
                 Math.min(lease, TimeUnit.MILLISECONDS.toNanos(hello.leaseMillis())) / 4);
         ticker = ctx.executor().scheduleAtFixedRate(() -> tick(ctx, lease), interval, interval,
                 TimeUnit.NANOSECONDS);
-        log.debug("agent {}: sender {} connected from {}", agent.name(), hello.agentName(), ctx.channel()
+        log.debug("agent {}: sender {} connected from {}", host.agentName(), hello.agentName(), ctx.channel()
                 .remoteAddress());
     }
 
@@ -152,9 +152,9 @@ final class ReceiverConnection extends FrameDecoder {
         }
         long silent = System.nanoTime() - lastReadNanos;
         if (silent > leaseNanos) {
-            agent.metrics().leaseExpired();
-            log.warn("agent {}: sender {} silent for {} ms, past its lease; aborting its {} session(s)", agent.name(),
-                    peerName(), TimeUnit.NANOSECONDS.toMillis(silent), bound.size());
+            host.leaseExpired();
+            log.warn("agent {}: sender {} silent for {} ms, past its lease; aborting its {} session(s)",
+                    host.agentName(), peerName(), TimeUnit.NANOSECONDS.toMillis(silent), bound.size());
             close(new AbortReason(AbortReason.Cause.LEASE_EXPIRED, Side.RECEIVER,
                     "sender " + peerName() + " silent for " + TimeUnit.NANOSECONDS.toMillis(silent) + " ms"));
         } else {
@@ -163,7 +163,7 @@ final class ReceiverConnection extends FrameDecoder {
     }
 
     private void onAttach(long sessionId, long token, long epoch, boolean sharedMemory) {
-        ReceiveSession s = agent.receiveSession(sessionId);
+        ReceiveSession s = host.receiveSession(sessionId);
         AbortReason refusal;
         if (s != null && s.descriptor().attachToken() != token) {
             log.warn("request={} session={}: sender {} presented a wrong attach token; refused", s.requestId(),
@@ -206,9 +206,9 @@ final class ReceiverConnection extends FrameDecoder {
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         boolean io = cause instanceof IOException;
         if (io) {
-            log.debug("agent {}: connection from {} failed: {}", agent.name(), peerName(), cause.toString());
+            log.debug("agent {}: connection from {} failed: {}", host.agentName(), peerName(), cause.toString());
         } else {
-            log.warn("agent {}: closing connection from {}", agent.name(), peerName(), cause);
+            log.warn("agent {}: closing connection from {}", host.agentName(), peerName(), cause);
         }
         close(new AbortReason(io ? AbortReason.Cause.PEER_LOST : AbortReason.Cause.PROTOCOL_ERROR, Side.RECEIVER,
                 cause.toString()));
@@ -230,7 +230,7 @@ final class ReceiverConnection extends FrameDecoder {
         for (ReceiveSession s : bound.values()) {
             s.onConnectionLost(this, reason);
         }
-        agent.receiverConnectionClosed(this);
+        host.closed(this);
     }
 
     void writeAck(long sessionId, long writeId, long length) {

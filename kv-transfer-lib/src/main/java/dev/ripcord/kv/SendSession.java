@@ -1,9 +1,7 @@
 package dev.ripcord.kv;
 
-import dev.ripcord.kv.shm.FenceTable;
 import dev.ripcord.kv.wire.Frames;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -11,8 +9,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.locks.LockSupport;
-import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,6 +36,10 @@ import org.slf4j.LoggerFactory;
  *   If the connection dies after COMPLETE was sent, the sender reports ABORTED (PEER_LOST) even though the
  *   receiver may have completed; the receiver's outcome is the authoritative one.</li>
  * </ul>
+ *
+ * <p>Design note. The session keeps the state machine, the acknowledgements and the source pins; its
+ * {@link Transport} (the TCP pump or the shared-memory copier, chosen at {@code connect}) moves the bytes and
+ * decides when COMPLETE may follow them. Everything it needs from its agent goes through a {@link SessionHost}.
  */
 public final class SendSession {
     private static final Logger log = LoggerFactory.getLogger(SendSession.class);
@@ -69,23 +70,12 @@ public final class SendSession {
         }
     }
 
-    /** The next thing the TCP pump writes for this session: a piece of a write, or COMPLETE. */
-    record Piece(WriteOp op, long offset, long length, boolean last, long completeTotal, byte[] metadata) {
-        boolean isComplete() {
-            return op == null;
-        }
-    }
-
-    private static final WriteOp COMPLETE_MARKER = new WriteOp(-1, null, 0, 0, 0);
-
-    private final TransferAgent agent;
+    private final SessionHost host;
     private final ReceiveDescriptor descriptor;
     private final SenderConnection connection;
-    private final ShmMappings.Target shm; // null with TCP
+    private final Transport transport;
     private final CompletableFuture<Void> completion = new CompletableFuture<>();
     private final CompletableFuture<SessionState> released = new CompletableFuture<>();
-    /** The fence word has one WRITING bit: this session's copies take turns, piece by piece. */
-    private final ReentrantLock copyTurn = new ReentrantLock();
     private final long trackingId;
     private volatile boolean stopWrites;
 
@@ -93,29 +83,27 @@ public final class SendSession {
     private SessionState state = SessionState.OPEN;
     private AbortReason abortReason;
     private long abortStartNanos;
-    private final ArrayDeque<WriteOp> queue = new ArrayDeque<>(); // TCP: writes (and COMPLETE) not fully issued
     private final Map<Long, WriteOp> awaitingAck = new HashMap<>();
     private int opsInFlight; // writes that may still read source memory
     private long nextWriteId;
-    private long bytesSent; // TCP: accepted writes; shm: fully copied writes
     private long bytesAcked;
-    private long bytesIssued; // TCP: handed to the transport
     private boolean completeSent;
+    private boolean completeInOrder; // the transport writes COMPLETE behind the writes (TCP)
     private byte[] metadata;
     private Notice notice = Notice.NONE;
     private boolean releaseClaimed;
 
-    /** Event-loop confined: owned by the connection's pump. */
-    boolean inReadyQueue;
-
-    SendSession(TransferAgent agent, ReceiveDescriptor descriptor, SenderConnection connection,
-                ShmMappings.Target shm) {
-        this.agent = agent;
+    /**
+     * @param transport makes this session's transport (the agent chose the backend); called once, here
+     */
+    SendSession(SessionHost host, ReceiveDescriptor descriptor, SenderConnection connection,
+                Function<SendSession, Transport> transport) {
+        this.host = host;
         this.descriptor = descriptor;
         this.connection = connection;
-        this.shm = shm;
+        this.transport = transport.apply(this);
         this.trackingId = LiveResources.track(LiveResources.Kind.SESSION, this::toString);
-        agent.sessionListener().onSession(descriptor.requestId(), Side.SENDER, SessionState.OPEN, 0);
+        host.sessionListener().onSession(descriptor.requestId(), Side.SENDER, SessionState.OPEN, 0);
     }
 
     public String requestId() {
@@ -133,7 +121,7 @@ public final class SendSession {
 
     /** TCP or SHM: the backend chosen for this session. */
     public Backend backend() {
-        return shm == null ? Backend.TCP : Backend.SHM;
+        return transport.backend();
     }
 
     public synchronized SessionState state() {
@@ -168,7 +156,7 @@ public final class SendSession {
      */
     public CompletableFuture<Void> send(KvRegion source, long srcOffset, long length, long dstOffset) {
         Objects.requireNonNull(source, "source");
-        Checks.requireArgument(source.agent() == agent, "request %s: region %s belongs to another agent",
+        Checks.requireArgument(host.owns(source), "request %s: region %s belongs to another agent",
                 requestId(), source.id());
         Checks.requireArgument(length > 0 && srcOffset >= 0 && srcOffset <= source.byteSize() - length,
                 "request %s: source span [%s, +%s) outside region of %s bytes", requestId(), srcOffset, length,
@@ -189,16 +177,9 @@ public final class SendSession {
             op = new WriteOp(++nextWriteId, source, srcOffset, length, dstOffset);
             opsInFlight++;
             awaitingAck.put(op.writeId, op);
-            if (shm == null) {
-                queue.add(op);
-                bytesSent += length;
-            }
+            transport.accepted(op);
         }
-        if (shm == null) {
-            connection.schedulePump(this);
-        } else {
-            copyShared(op); // on the caller's thread: with shared memory, posting a write is copying it
-        }
+        transport.start(op); // with shared memory: the copy, on the caller's thread
         return op.acked;
     }
 
@@ -207,7 +188,7 @@ public final class SendSession {
      * {@code pool.asSlice(page * pageBytes, pages * pageBytes)}.
      */
     public CompletableFuture<Void> send(MemorySegment sourceSlice, long dstOffset) {
-        TransferAgent.RegionSpan span = agent.regionContaining(sourceSlice);
+        SessionHost.RegionSpan span = host.regionContaining(sourceSlice);
         return send(span.region(), span.offset(), sourceSlice.byteSize(), dstOffset);
     }
 
@@ -219,6 +200,7 @@ public final class SendSession {
         Objects.requireNonNull(metadata, "metadata");
         Checks.requireArgument(metadata.length <= Frames.MAX_METADATA, "request %s: %s bytes of metadata (max %s)",
                 requestId(), metadata.length, Frames.MAX_METADATA);
+        boolean inOrder;
         boolean sendNow = false;
         long total = 0;
         synchronized (this) {
@@ -230,16 +212,16 @@ public final class SendSession {
                     "request %s: complete() called twice (session is %s)", requestId(), state);
             transition(SessionState.COMPLETING);
             this.metadata = metadata.clone();
-            if (shm == null) {
-                queue.add(COMPLETE_MARKER);
-            } else if (opsInFlight == 0) {
+            inOrder = transport.queueComplete();
+            completeInOrder = inOrder;
+            if (!inOrder && opsInFlight == 0) {
                 completeSent = true;
                 sendNow = true;
-                total = bytesSent;
+                total = transport.bytesSent();
             }
         }
-        if (shm == null) {
-            connection.schedulePump(this);
+        if (inOrder) {
+            transport.wake();
         } else if (sendNow) {
             connection.writeComplete(sessionId(), total, this.metadata);
         }
@@ -264,99 +246,43 @@ public final class SendSession {
                 new AbortReason.Cancel(reason, source)), Notice.ABORT, true);
     }
 
-    // ---- shared memory ----------------------------------------------------------------------------------------
+    // ---- transport side (package-private) ------------------------------------------------------------------
 
-    private void copyShared(WriteOp op) {
-        long done = 0;
-        boolean fenced = false;
-        RuntimeException failure = null;
-        MemorySegment src = op.source.segment();
-        int piece = agent.options().shmPieceBytes();
-        long pid = agent.hello().pid();
-        try {
-            while (done < op.length && !stopWrites) {
-                long n = Math.min(piece, op.length - done);
-                copyTurn.lock();
-                try {
-                    FenceTable.Begin begin;
-                    while ((begin = shm.fences().tryBeginWrite(shm.slot(), shm.epoch(), pid))
-                            == FenceTable.Begin.BUSY && !stopWrites) {
-                        LockSupport.parkNanos(10_000); // another process writes this session: a control-plane bug
-                    }
-                    if (begin != FenceTable.Begin.WRITING) {
-                        fenced = begin == FenceTable.Begin.FENCED; // the receiver aborted; its ABORT is on its way
-                        break;
-                    }
-                    try {
-                        long base = done;
-                        shm.targets().forEach(op.dstOffset + base, n, (at, rel, len) ->
-                                MemorySegment.copy(src, op.srcOffset + base + rel, shm.data(), at, len));
-                    } finally {
-                        shm.fences().endWrite(shm.slot());
-                    }
-                } finally {
-                    copyTurn.unlock();
-                }
-                done += n;
-            }
-        } catch (RuntimeException e) {
-            failure = e;
-        }
-        boolean delivered = done == op.length && failure == null;
-        if (delivered) {
-            // Before finishOp: COMPLETE, sent when the last op finishes, must follow every SHM_WRITTEN.
-            connection.writeShmWritten(sessionId(), op.writeId, op.dstOffset, op.length);
-        }
-        finishOp(op, delivered);
-        if (failure != null) {
-            log.warn("request={} shared-memory copy failed", requestId(), failure);
-            abort(new AbortReason(AbortReason.Cause.PROTOCOL_ERROR, Side.SENDER,
-                    "shared-memory copy failed: " + failure), Notice.ABORT, false);
-        } else if (fenced) {
+    /** True once the session aborts: no piece may start any more. */
+    boolean writesStopped() {
+        return stopWrites;
+    }
+
+    /** Monitor held, by the TCP pump: COMPLETE leaves now; its metadata. */
+    byte[] completeLeaving() {
+        completeSent = true;
+        return metadata;
+    }
+
+    /** Shared memory: the copy of {@code op} ended (SHM_WRITTEN already written if it was delivered). */
+    void copied(WriteOp op, ShmCopier.Outcome outcome) {
+        finishOp(op, outcome == ShmCopier.Outcome.DELIVERED);
+        if (outcome == ShmCopier.Outcome.FENCED) {
             log.debug("request={} write {} stopped by the receiver's fence", requestId(), op.writeId);
         }
     }
 
-    // ---- TCP pump (event loop) ----------------------------------------------------------------------------------
-
-    /** The next piece to write, or null when nothing is ready (or the session stopped writing). */
-    Piece nextPiece(int maxPiece) {
-        synchronized (this) {
-            WriteOp op = queue.peek();
-            if (op == null || stopWrites) {
-                return null;
-            }
-            if (op == COMPLETE_MARKER) {
-                queue.poll();
-                completeSent = true;
-                return new Piece(null, 0, 0, true, bytesSent, metadata);
-            }
-            long offset = op.issuedBytes;
-            long n = Math.min(maxPiece, op.length - offset);
-            op.issuedBytes += n;
-            op.issuedPieces++;
-            bytesIssued += n;
-            boolean last = op.issuedBytes == op.length;
-            if (last) {
-                queue.poll();
-                op.closed = true;
-            }
-            return new Piece(op, offset, n, last, 0, null);
-        }
+    /** Shared memory: the copy of {@code op} threw. */
+    void copyFailed(WriteOp op, RuntimeException failure) {
+        finishOp(op, false);
+        log.warn("request={} shared-memory copy failed", requestId(), failure);
+        abort(new AbortReason(AbortReason.Cause.PROTOCOL_ERROR, Side.SENDER,
+                "shared-memory copy failed: " + failure), Notice.ABORT, false);
     }
 
     /** TCP: true while the connection's outbound buffer is over its high-water mark (tests of source pinning). */
     boolean transportBackedUp() {
-        return !connection.isWritable();
+        return transport instanceof TcpPump p && p.backedUp();
     }
 
     /** TCP: bytes handed to the transport so far (for tests of source pinning). */
-    synchronized long bytesIssued() {
-        return bytesIssued;
-    }
-
-    synchronized boolean hasPendingPieces() {
-        return !stopWrites && !queue.isEmpty();
+    long bytesIssued() {
+        return transport instanceof TcpPump p ? p.bytesIssued() : 0;
     }
 
     /** A piece's bytes left the source segment (written to the socket), or the write failed. */
@@ -379,16 +305,14 @@ public final class SendSession {
         AbortReason reason;
         synchronized (this) {
             opsInFlight--;
-            if (shm != null && delivered) {
-                bytesSent += op.length;
-            }
+            transport.finished(op, delivered);
             if (!delivered) {
                 failOp = awaitingAck.remove(op.writeId) != null;
             }
-            if (shm != null && state == SessionState.COMPLETING && !completeSent && opsInFlight == 0) {
-                completeSent = true;
+            if (state == SessionState.COMPLETING && !completeInOrder && !completeSent && opsInFlight == 0) {
+                completeSent = true; // the last write finished: COMPLETE follows every one of them
                 sendComplete = true;
-                total = bytesSent;
+                total = transport.bytesSent();
                 meta = metadata;
             }
             reason = abortReason;
@@ -423,7 +347,7 @@ public final class SendSession {
             }
         }
         if (op != null) {
-            agent.metrics().bytes(true, shm != null, length);
+            host.metrics().bytes(true, transport.backend() == Backend.SHM, length);
             op.acked.complete(null);
         }
     }
@@ -450,12 +374,12 @@ public final class SendSession {
 
     /** Agent shutdown. */
     void abortForClose() {
-        abort(new AbortReason(AbortReason.Cause.AGENT_CLOSED, Side.SENDER, "agent " + agent.name() + " closing"),
-                Notice.ABORT, false);
+        abort(new AbortReason(AbortReason.Cause.AGENT_CLOSED, Side.SENDER,
+                "agent " + host.agentName() + " closing"), Notice.ABORT, false);
     }
 
     private boolean abort(AbortReason reason, Notice notice, boolean byUser) {
-        List<WriteOp> dropped = new ArrayList<>();
+        List<WriteOp> dropped;
         List<WriteOp> unacked;
         synchronized (this) {
             if (!state.isAbortable() || byUser && completeSent) {
@@ -466,17 +390,8 @@ public final class SendSession {
             abortStartNanos = System.nanoTime();
             stopWrites = true;
             this.notice = notice;
-            for (WriteOp op : queue) {
-                if (op == COMPLETE_MARKER) {
-                    continue;
-                }
-                op.closed = true;
-                if (op.completedPieces == op.issuedPieces) {
-                    dropped.add(op); // nothing of it is in the transport: unpin now
-                    opsInFlight--;
-                }
-            }
-            queue.clear();
+            dropped = transport.dropQueued(); // nothing of them is in the transport: unpin now
+            opsInFlight -= dropped.size();
             unacked = new ArrayList<>(awaitingAck.values());
             awaitingAck.clear();
         }
@@ -523,11 +438,9 @@ public final class SendSession {
                 }
             }
         }
-        if (shm != null) {
-            shm.release();
-        }
+        transport.release();
         connection.unbind(this);
-        agent.sendReleased(this, terminal, abortStart);
+        host.released(this, terminal, abortStart);
         LiveResources.untrack(trackingId);
         synchronized (this) {
             transition(SessionState.RELEASED);
@@ -538,12 +451,12 @@ public final class SendSession {
 
     private void transition(SessionState next) {
         state = state.transitionTo(next);
-        agent.sessionListener().onSession(requestId(), Side.SENDER, next, bytesAcked);
+        host.sessionListener().onSession(requestId(), Side.SENDER, next, bytesAcked);
     }
 
     @Override
     public String toString() {
-        return "SendSession[request=" + requestId() + ", session=" + sessionId() + ", agent=" + agent.name()
+        return "SendSession[request=" + requestId() + ", session=" + sessionId() + ", agent=" + host.agentName()
                 + ", to=" + descriptor.agentName() + ", " + backend() + ", state=" + state() + "]";
     }
 }

@@ -37,10 +37,10 @@ import org.slf4j.LoggerFactory;
  * mark, and an abort stops a session at the next piece boundary. A piece's payload is the source segment itself
  * wrapped as a buffer, so the only copy on this side is the kernel's.
  */
-final class SenderConnection extends FrameDecoder {
+final class SenderConnection extends FrameDecoder implements ConnectionPool.Pooled {
     private static final Logger log = LoggerFactory.getLogger(SenderConnection.class);
 
-    private final TransferAgent agent;
+    private final ConnectionHost host;
     private final String key;
     private final Map<Long, SendSession> sessions = new ConcurrentHashMap<>();
     private volatile Channel channel;
@@ -49,26 +49,26 @@ final class SenderConnection extends FrameDecoder {
     // event-loop confined
     private boolean ready;
     private final List<Runnable> untilReady = new ArrayList<>();
-    private final ArrayDeque<SendSession> readyQueue = new ArrayDeque<>();
+    private final ArrayDeque<TcpPump> readyQueue = new ArrayDeque<>();
     private long lastReadNanos = System.nanoTime();
     private ScheduledFuture<?> ticker;
     private boolean flushScheduled;
 
-    private SenderConnection(TransferAgent agent, String key, String host, int port) {
-        this.agent = agent;
+    private SenderConnection(ConnectionHost host, String key, String peerHost, int port) {
+        this.host = host;
         this.key = key;
-        int piece = agent.options().maxPieceBytes();
-        ChannelFuture connecting = new Bootstrap().group(agent.eventLoops()).channel(NioSocketChannel.class)
+        int piece = host.maxPieceBytes();
+        ChannelFuture connecting = new Bootstrap().group(host.eventLoops()).channel(NioSocketChannel.class)
                 .option(ChannelOption.TCP_NODELAY, true)
-                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) agent.options().connectTimeout().toMillis())
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) host.connectTimeout().toMillis())
                 .option(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(2 * piece, 4 * piece))
                 .handler(this)
-                .connect(host, port);
+                .connect(peerHost, port);
         channel = connecting.channel();
         connecting.addListener(f -> {
             if (!f.isSuccess()) {
                 close(new AbortReason(AbortReason.Cause.PEER_UNREACHABLE, Side.SENDER,
-                        "cannot connect to " + host + ":" + port + ": " + f.cause()));
+                        "cannot connect to " + peerHost + ":" + port + ": " + f.cause()));
             }
         });
     }
@@ -79,15 +79,16 @@ final class SenderConnection extends FrameDecoder {
         super.handlerAdded(ctx);
     }
 
-    static SenderConnection open(TransferAgent agent, String key, String host, int port) {
-        return new SenderConnection(agent, key, host, port);
+    static SenderConnection open(ConnectionHost host, String key, String peerHost, int port) {
+        return new SenderConnection(host, key, peerHost, port);
     }
 
     String key() {
         return key;
     }
 
-    boolean isClosed() {
+    @Override
+    public boolean isClosed() {
         return closed;
     }
 
@@ -130,7 +131,7 @@ final class SenderConnection extends FrameDecoder {
 
     // ---- outbound ---------------------------------------------------------------------------------------------
 
-    void schedulePump(SendSession s) {
+    void schedulePump(TcpPump s) {
         submit(() -> {
             if (!s.inReadyQueue) {
                 s.inReadyQueue = true;
@@ -141,21 +142,22 @@ final class SenderConnection extends FrameDecoder {
     }
 
     private void pump() {
-        int maxPiece = agent.options().maxPieceBytes();
+        int maxPiece = host.maxPieceBytes();
         boolean wrote = false;
         while (channel.isWritable() && !readyQueue.isEmpty()) {
-            SendSession s = readyQueue.poll();
-            SendSession.Piece p = s.nextPiece(maxPiece);
+            TcpPump s = readyQueue.poll();
+            TcpPump.Piece p = s.nextPiece(maxPiece);
             if (p == null) {
                 s.inReadyQueue = false;
                 continue;
             }
+            long sessionId = s.session().sessionId();
             if (p.isComplete()) {
-                channel.write(Frames.complete(channel.alloc(), s.sessionId(), p.completeTotal(), p.metadata()),
+                channel.write(Frames.complete(channel.alloc(), sessionId, p.completeTotal(), p.metadata()),
                         channel.voidPromise());
             } else {
                 SendSession.WriteOp op = p.op();
-                channel.write(Frames.dataHeader(channel.alloc(), s.sessionId(), op.writeId,
+                channel.write(Frames.dataHeader(channel.alloc(), sessionId, op.writeId,
                         op.dstOffset + p.offset(), (int) p.length(), p.last()), channel.voidPromise());
                 // Zero copy: the socket reads the source segment itself. Pinned until this write completes.
                 ByteBuf payload = Unpooled.wrappedBuffer(op.source.segment()
@@ -246,12 +248,12 @@ final class SenderConnection extends FrameDecoder {
 
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
-        ctx.writeAndFlush(agent.hello().encode(ctx.alloc()), ctx.voidPromise());
+        ctx.writeAndFlush(host.hello().encode(ctx.alloc()), ctx.voidPromise());
         ticker = ctx.executor().schedule(() -> {
             if (!ready) {
                 close(new AbortReason(AbortReason.Cause.PEER_UNREACHABLE, Side.SENDER, "no HELLO from " + key));
             }
-        }, agent.options().connectTimeout().toNanos(), TimeUnit.NANOSECONDS);
+        }, host.connectTimeout().toNanos(), TimeUnit.NANOSECONDS);
         ctx.fireChannelActive();
     }
 
@@ -298,7 +300,7 @@ final class SenderConnection extends FrameDecoder {
                     s.onRemoteAbort(new AbortReason(cause, Side.RECEIVER, detail, cancel));
                 }
             }
-            case REGION_CLOSED -> agent.shmMappings().retireRegion(peer.incarnation(), body.readLong());
+            case REGION_CLOSED -> host.regionRetired(peer.incarnation(), body.readLong());
             default -> throw new ProtocolException("unexpected " + type + " from a receiver");
         }
     }
@@ -310,12 +312,12 @@ final class SenderConnection extends FrameDecoder {
         peer = hello;
         ready = true;
         ticker.cancel(false);
-        long lease = agent.options().lease().toNanos();
+        long lease = host.lease().toNanos();
         long interval = Math.max(TimeUnit.MILLISECONDS.toNanos(5),
                 Math.min(lease, TimeUnit.MILLISECONDS.toNanos(hello.leaseMillis())) / 4);
         ticker = ctx.executor().scheduleAtFixedRate(() -> tick(ctx, lease), interval, interval,
                 TimeUnit.NANOSECONDS);
-        log.debug("agent {}: connected to receiver {} at {}", agent.name(), hello.agentName(), key);
+        log.debug("agent {}: connected to receiver {} at {}", host.agentName(), hello.agentName(), key);
         List<Runnable> queued = new ArrayList<>(untilReady);
         untilReady.clear();
         queued.forEach(Runnable::run);
@@ -327,8 +329,8 @@ final class SenderConnection extends FrameDecoder {
         }
         long silent = System.nanoTime() - lastReadNanos;
         if (silent > leaseNanos) {
-            agent.metrics().leaseExpired();
-            log.warn("agent {}: receiver {} silent for {} ms, past its lease; aborting {} session(s)", agent.name(),
+            host.leaseExpired();
+            log.warn("agent {}: receiver {} silent for {} ms, past its lease; aborting {} session(s)", host.agentName(),
                     peer.agentName(), TimeUnit.NANOSECONDS.toMillis(silent), sessions.size());
             close(new AbortReason(AbortReason.Cause.LEASE_EXPIRED, Side.SENDER,
                     "receiver " + peer.agentName() + " silent for " + TimeUnit.NANOSECONDS.toMillis(silent) + " ms"));
@@ -354,9 +356,9 @@ final class SenderConnection extends FrameDecoder {
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         boolean io = cause instanceof IOException;
         if (io) {
-            log.debug("agent {}: connection to {} failed: {}", agent.name(), key, cause.toString());
+            log.debug("agent {}: connection to {} failed: {}", host.agentName(), key, cause.toString());
         } else {
-            log.warn("agent {}: closing connection to {}", agent.name(), key, cause);
+            log.warn("agent {}: closing connection to {}", host.agentName(), key, cause);
         }
         close(new AbortReason(io ? AbortReason.Cause.PEER_LOST : AbortReason.Cause.PROTOCOL_ERROR, Side.SENDER,
                 cause.toString()));
@@ -368,7 +370,7 @@ final class SenderConnection extends FrameDecoder {
             return;
         }
         closed = true;
-        agent.senderConnectionClosed(this);
+        host.closed(this);
         if (ticker != null) {
             ticker.cancel(false);
         }
@@ -378,7 +380,7 @@ final class SenderConnection extends FrameDecoder {
         }
         Frames.Hello h = peer;
         if (h != null) {
-            agent.shmMappings().retireAgent(h.incarnation());
+            host.receiverGone(h.incarnation());
         }
     }
 }

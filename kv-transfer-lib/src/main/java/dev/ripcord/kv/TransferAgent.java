@@ -23,15 +23,12 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.security.SecureRandom;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.HashMap;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -61,10 +58,6 @@ import org.slf4j.LoggerFactory;
 public final class TransferAgent implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(TransferAgent.class);
 
-    /** Where a slice lies: in which region, at which offset. */
-    record RegionSpan(KvRegion region, long offset) {
-    }
-
     private final TransferAgentOptions options;
     private final long incarnation;
     private final KvMetrics metrics;
@@ -79,18 +72,16 @@ public final class TransferAgent implements AutoCloseable {
     private final Map<Long, KvRegion> regions = new ConcurrentHashMap<>();
     private final Map<Long, ReceiveSession> receiveSessions = new ConcurrentHashMap<>();
     private final Set<SendSession> sendSessions = ConcurrentHashMap.newKeySet();
-    private final Map<String, SenderConnection> senderConnections = new ConcurrentHashMap<>();
+    private final ConnectionPool<SenderConnection> senderConnections;
     private final Set<ReceiverConnection> receiverConnections = ConcurrentHashMap.newKeySet();
-    private final Object connectLock = new Object();
     private final AtomicLong regionIds = new AtomicLong();
     private final AtomicLong sessionIds = new AtomicLong();
-    private final ArrayDeque<Integer> freeSlots = new ArrayDeque<>(); // guarded by itself
-    private int freshSlots; // guarded by freeSlots
-    private final Map<ReceiveSession, Long> draining = new HashMap<>(); // guarded by itself
-    private ScheduledFuture<?> drainWatchdog; // guarded by draining
+    private final FenceSlots fenceSlots;
+    private final DrainWatchdog drainWatchdog;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final SecureRandom tokens = new SecureRandom();
     private final long trackingId;
+    private final Host host = new Host();
 
     private TransferAgent(TransferAgentOptions options) {
         this.options = options;
@@ -102,6 +93,7 @@ public final class TransferAgent implements AutoCloseable {
         this.incarnation = inc;
         PeerProcess self = PeerProcess.current();
         this.fences = options.backend() == Backend.TCP ? null : createFenceTable(options, self, inc);
+        this.fenceSlots = new FenceSlots(fences == null ? 0 : fences.slots());
         this.hello = new Frames.Hello(inc, self.pid(), self.startMillis(), (int) options.lease().toMillis(),
                 HostIdentity.local(), options.name());
         this.metrics = new KvMetrics(options.meterRegistry(), options.name());
@@ -113,7 +105,7 @@ public final class TransferAgent implements AutoCloseable {
                     .childHandler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
-                            ReceiverConnection c = new ReceiverConnection(TransferAgent.this);
+                            ReceiverConnection c = new ReceiverConnection(host);
                             // Large payload reads go straight into the destination region (no user-space copy).
                             ch.config().setRecvByteBufAllocator(
                                     c.directLanding(new AdaptiveRecvByteBufAllocator(4096, 64 * 1024, 1 << 20)));
@@ -134,6 +126,11 @@ public final class TransferAgent implements AutoCloseable {
         this.advertisedHost = options.advertisedHost() != null ? options.advertisedHost()
                 : listenAddress.getAddress().isAnyLocalAddress() ? HostIdentity.local().split("/")[0]
                 : listenAddress.getAddress().getHostAddress();
+        this.senderConnections = new ConnectionPool<>((key, peerHost, port) -> SenderConnection.open(host, key,
+                peerHost, port));
+        this.drainWatchdog = new DrainWatchdog(task -> eventLoops.isShuttingDown() ? null
+                : eventLoops.next().scheduleAtFixedRate(task, 1, 1, TimeUnit.MILLISECONDS),
+                options.lease().toNanos(), System::nanoTime);
         this.trackingId = LiveResources.track(LiveResources.Kind.AGENT, this::toString);
         log.info("agent {} listening on {} (advertised {}), shared memory {}", options.name(), listenAddress,
                 advertisedHost, fences != null ? "offered in " + options.shmDirectory() : "off");
@@ -234,12 +231,12 @@ public final class TransferAgent implements AutoCloseable {
         return region;
     }
 
-    RegionSpan regionContaining(MemorySegment slice) {
+    private SessionHost.RegionSpan regionContaining(MemorySegment slice) {
         Checks.requireArgument(slice.isNative(), "source slice must be native memory");
         for (KvRegion r : regions.values()) {
             long offset = slice.address() - r.segment().address();
             if (offset >= 0 && offset <= r.byteSize() - slice.byteSize()) {
-                return new RegionSpan(r, offset);
+                return new SessionHost.RegionSpan(r, offset);
             }
         }
         throw new IllegalArgumentException("slice at 0x" + Long.toHexString(slice.address())
@@ -278,7 +275,8 @@ public final class TransferAgent implements AutoCloseable {
                 listenAddress.getPort(), shm ? HostIdentity.local() : null,
                 shm ? region.sharedFile().path().toString() : null, shm ? fences.path().toString() : null, slot,
                 epoch, sessionId, tokens.nextLong(), region.id(), targets, map.totalBytes());
-        ReceiveSession s = new ReceiveSession(this, d, region, map, listener);
+        SessionFence fence = shm ? new SessionFence.Slot(fences, fenceSlots, slot, epoch) : SessionFence.NONE;
+        ReceiveSession s = new ReceiveSession(host, d, region, map, listener, fence);
         receiveSessions.put(sessionId, s);
         metrics.liveSessions.incrementAndGet();
         metrics.liveSessionBytes.addAndGet(map.totalBytes());
@@ -293,79 +291,18 @@ public final class TransferAgent implements AutoCloseable {
         return s;
     }
 
-    ReceiveSession receiveSession(long sessionId) {
-        return receiveSessions.get(sessionId);
-    }
-
     private int allocateFenceSlot(String requestId) {
-        synchronized (freeSlots) {
-            Integer recycled = freeSlots.poll();
-            if (recycled != null) {
-                return recycled;
-            }
-            if (freshSlots < fences.slots()) {
-                return freshSlots++;
-            }
+        int slot = fenceSlots.allocate();
+        if (slot < 0) {
+            log.warn("request={} agent {}: all {} fence slots in use; this session is offered TCP only", requestId,
+                    name(), fenceSlots.capacity());
         }
-        log.warn("request={} agent {}: all {} fence slots in use; this session is offered TCP only", requestId,
-                name(), fences.slots());
-        return -1;
-    }
-
-    void freeFenceSlot(int slot) {
-        synchronized (freeSlots) {
-            freeSlots.add(slot);
-        }
-    }
-
-    FenceTable fences() {
-        return fences;
+        return slot;
     }
 
     /** Fence slots held by sessions; with a consistency check that no slot was freed twice. */
     int fenceSlotsInUse() {
-        synchronized (freeSlots) {
-            Checks.requireState(new java.util.HashSet<>(freeSlots).size() == freeSlots.size(),
-                    "a fence slot was freed twice");
-            return freshSlots - freeSlots.size();
-        }
-    }
-
-    /** Polls a receive session whose drain waits on a shared-memory writer, until it releases. */
-    void watchDrain(ReceiveSession s) {
-        synchronized (draining) {
-            draining.putIfAbsent(s, System.nanoTime());
-            if (drainWatchdog == null && !eventLoops.isShuttingDown()) {
-                drainWatchdog = eventLoops.next().scheduleAtFixedRate(this::pollDrains, 1, 1, TimeUnit.MILLISECONDS);
-            }
-        }
-    }
-
-    private void pollDrains() {
-        List<Map.Entry<ReceiveSession, Long>> snapshot;
-        synchronized (draining) {
-            snapshot = new ArrayList<>(draining.entrySet());
-        }
-        long lease = options.lease().toNanos();
-        for (Map.Entry<ReceiveSession, Long> e : snapshot) {
-            ReceiveSession s = e.getKey();
-            s.maybeRelease();
-            if (!s.isReleaseClaimed() && System.nanoTime() - e.getValue() > lease) {
-                log.warn("request={} session={} quarantined: a shared-memory writer has been inside the fence for "
-                        + "longer than the lease and its process is alive; its pages stay pinned until it leaves or "
-                        + "dies", s.requestId(), s.sessionId());
-                synchronized (draining) {
-                    draining.put(s, Long.MAX_VALUE / 2); // warn once
-                }
-            }
-        }
-        synchronized (draining) {
-            draining.keySet().removeIf(ReceiveSession::isReleaseClaimed);
-            if (draining.isEmpty() && drainWatchdog != null) {
-                drainWatchdog.cancel(false);
-                drainWatchdog = null;
-            }
-        }
+        return fenceSlots.inUse();
     }
 
     // ---- send -------------------------------------------------------------------------------------------------
@@ -382,7 +319,7 @@ public final class TransferAgent implements AutoCloseable {
     public SendSession connect(ReceiveDescriptor descriptor) {
         requireOpen();
         Objects.requireNonNull(descriptor, "descriptor");
-        ShmMappings.Target shm = null;
+        ShmMappings.Target shmTarget = null;
         boolean sameHost = descriptor.offersSharedMemory() && HostIdentity.local().equals(descriptor.shmHost());
         if (options.backend() == Backend.SHM) {
             Checks.requireArgument(sameHost, "request %s: backend SHM but the receiver offers no shared memory on "
@@ -390,7 +327,7 @@ public final class TransferAgent implements AutoCloseable {
         }
         if (sameHost && options.backend() != Backend.TCP) {
             try {
-                shm = shmMappings.acquire(descriptor);
+                shmTarget = shmMappings.acquire(descriptor);
             } catch (IOException | RuntimeException e) {
                 if (options.backend() == Backend.SHM) {
                     throw new IllegalArgumentException("request " + descriptor.requestId()
@@ -400,8 +337,10 @@ public final class TransferAgent implements AutoCloseable {
                         e.toString());
             }
         }
-        SenderConnection c = connectionTo(descriptor.tcpHost(), descriptor.tcpPort());
-        SendSession s = new SendSession(this, descriptor, c, shm);
+        SenderConnection c = senderConnections.connectionTo(descriptor.tcpHost(), descriptor.tcpPort());
+        ShmMappings.Target shm = shmTarget;
+        SendSession s = new SendSession(host, descriptor, c, session -> shm == null ? new TcpPump(session, c)
+                : new ShmCopier(session, c, shm, options.shmPieceBytes(), hello.pid()));
         sendSessions.add(s);
         metrics.liveSessions.incrementAndGet();
         metrics.liveSessionBytes.addAndGet(descriptor.totalBytes());
@@ -419,38 +358,124 @@ public final class TransferAgent implements AutoCloseable {
         return s;
     }
 
-    private SenderConnection connectionTo(String host, int port) {
-        String key = host + ":" + port;
-        SenderConnection c = senderConnections.get(key);
-        if (c != null && !c.isClosed()) {
-            return c;
-        }
-        synchronized (connectLock) {
-            c = senderConnections.get(key);
-            if (c == null || c.isClosed()) {
-                c = SenderConnection.open(this, key, host, port);
-                senderConnections.put(key, c);
-            }
-            return c;
-        }
-    }
-
     // ---- bookkeeping called by sessions, regions and connections -----------------------------------------------
 
-    void receiveReleased(ReceiveSession s, SessionState terminal, long abortStartNanos) {
-        receiveSessions.remove(s.sessionId(), s);
-        metrics.liveSessions.decrementAndGet();
-        metrics.liveSessionBytes.addAndGet(-s.descriptor().totalBytes());
-        metrics.sessionReleased(Side.RECEIVER, terminal, abortStartNanos);
+    /**
+     * The agent as its sessions and connections see it: a narrow view ({@link SessionHost}, {@link ConnectionHost})
+     * instead of the whole agent.
+     */
+    private final class Host implements SessionHost, ConnectionHost {
+        @Override
+        public String agentName() {
+            return options.name();
+        }
+
+        @Override
+        public KvMetrics metrics() {
+            return metrics;
+        }
+
+        @Override
+        public SessionListener sessionListener() {
+            return sessionListener;
+        }
+
+        @Override
+        public boolean owns(KvRegion region) {
+            return region.agent() == TransferAgent.this;
+        }
+
+        @Override
+        public RegionSpan regionContaining(MemorySegment slice) {
+            return TransferAgent.this.regionContaining(slice);
+        }
+
+        @Override
+        public void watchDrain(DrainWatchdog.Drain drain) {
+            drainWatchdog.watch(drain);
+        }
+
+        @Override
+        public void released(SendSession s, SessionState terminal, long abortStartNanos) {
+            sendSessions.remove(s);
+            metrics.liveSessions.decrementAndGet();
+            metrics.liveSessionBytes.addAndGet(-s.descriptor().totalBytes());
+            metrics.sessionReleased(Side.SENDER, terminal, abortStartNanos);
+        }
+
+        @Override
+        public void released(ReceiveSession s, SessionState terminal, long abortStartNanos) {
+            receiveSessions.remove(s.sessionId(), s);
+            metrics.liveSessions.decrementAndGet();
+            metrics.liveSessionBytes.addAndGet(-s.descriptor().totalBytes());
+            metrics.sessionReleased(Side.RECEIVER, terminal, abortStartNanos);
+        }
+
+        @Override
+        public Frames.Hello hello() {
+            return hello;
+        }
+
+        @Override
+        public Duration lease() {
+            return options.lease();
+        }
+
+        @Override
+        public Duration connectTimeout() {
+            return options.connectTimeout();
+        }
+
+        @Override
+        public int maxPieceBytes() {
+            return options.maxPieceBytes();
+        }
+
+        @Override
+        public EventLoopGroup eventLoops() {
+            return eventLoops;
+        }
+
+        @Override
+        public void leaseExpired() {
+            metrics.leaseExpired();
+        }
+
+        @Override
+        public ReceiveSession receiveSession(long sessionId) {
+            return receiveSessions.get(sessionId);
+        }
+
+        @Override
+        public void opened(ReceiverConnection c) {
+            receiverConnections.add(c);
+            if (closed.get()) {
+                c.close(new AbortReason(AbortReason.Cause.AGENT_CLOSED, Side.RECEIVER, "agent closing"));
+            }
+        }
+
+        @Override
+        public void closed(ReceiverConnection c) {
+            receiverConnections.remove(c);
+        }
+
+        @Override
+        public void closed(SenderConnection c) {
+            senderConnections.remove(c.key(), c);
+        }
+
+        @Override
+        public void regionRetired(long receiverIncarnation, long regionId) {
+            shmMappings.retireRegion(receiverIncarnation, regionId);
+        }
+
+        @Override
+        public void receiverGone(long receiverIncarnation) {
+            shmMappings.retireAgent(receiverIncarnation);
+        }
     }
 
-    void sendReleased(SendSession s, SessionState terminal, long abortStartNanos) {
-        sendSessions.remove(s);
-        metrics.liveSessions.decrementAndGet();
-        metrics.liveSessionBytes.addAndGet(-s.descriptor().totalBytes());
-        metrics.sessionReleased(Side.SENDER, terminal, abortStartNanos);
-    }
-
+    /** A region released (KvRegion calls this once): drop it, and tell same-host senders to unmap its file. */
     void regionReleased(KvRegion r) {
         regions.remove(r.id(), r);
         metrics.liveRegions.decrementAndGet();
@@ -460,47 +485,12 @@ public final class TransferAgent implements AutoCloseable {
         }
     }
 
-    void receiverConnectionOpened(ReceiverConnection c) {
-        receiverConnections.add(c);
-        if (closed.get()) {
-            c.close(new AbortReason(AbortReason.Cause.AGENT_CLOSED, Side.RECEIVER, "agent closing"));
-        }
-    }
-
-    void receiverConnectionClosed(ReceiverConnection c) {
-        receiverConnections.remove(c);
-    }
-
-    void senderConnectionClosed(SenderConnection c) {
-        senderConnections.remove(c.key(), c);
-    }
-
-    KvMetrics metrics() {
-        return metrics;
-    }
-
     /**
      * Tells {@code listener} about every session this agent opens from now on: opened, then each state it enters
      * (the worker's lifecycle log). One listener; {@code null} removes it.
      */
     public void onSession(SessionListener listener) {
         this.sessionListener = listener == null ? SessionListener.NONE : listener;
-    }
-
-    SessionListener sessionListener() {
-        return sessionListener;
-    }
-
-    Frames.Hello hello() {
-        return hello;
-    }
-
-    EventLoopGroup eventLoops() {
-        return eventLoops;
-    }
-
-    ShmMappings shmMappings() {
-        return shmMappings;
     }
 
     /** Live regions, sessions and bytes of this agent (also exported as gauges). */
@@ -535,7 +525,7 @@ public final class TransferAgent implements AutoCloseable {
         regions.values().forEach(KvRegion::close);
         awaitDrained(options.closeTimeout().toNanos());
         AbortReason closing = new AbortReason(AbortReason.Cause.AGENT_CLOSED, Side.RECEIVER, "agent closing");
-        senderConnections.values().forEach(c -> c.close(closing));
+        senderConnections.all().forEach(c -> c.close(closing));
         receiverConnections.forEach(c -> c.close(closing));
         awaitDrained(TimeUnit.SECONDS.toNanos(1)); // writes stuck on a dead socket fail on close
         serverChannel.close().awaitUninterruptibly();

@@ -28,6 +28,8 @@ import dev.ripcord.protocol.CancelSource;
  * @param reason          why it was cancelled or aborted
  * @param source          where the cancel reached the worker from
  * @param chunk           prefill chunk index, from 0
+ * @param layer           the layer boundary where a prefill chunk or a decode step stopped for a cancel (layers
+ *                        {@code [0, layer)} of it ran); absent when it stopped between chunks or steps
  * @param tokens          tokens (a chunk's, a prompt's, generated so far or in all)
  * @param step            decode step number
  * @param bytes           bytes a KV session moved
@@ -41,7 +43,7 @@ import dev.ripcord.protocol.CancelSource;
  */
 public record LifecycleEvent(String requestId, String service, String instance, long seq, Instant timestamp,
                              LifecycleEventType type, LifecycleOutcome outcome, CancelReason reason,
-                             CancelSource source, Integer chunk, Integer tokens, Long step, Long bytes, Integer pages,
+                             CancelSource source, Integer chunk, Integer layer, Integer tokens, Long step, Long bytes, Integer pages,
                              String prefillInstance, String decodeInstance, Long dropped, Long droppedFromSeq,
                              Long droppedToSeq, String detail) {
 
@@ -58,13 +60,13 @@ public record LifecycleEvent(String requestId, String service, String instance, 
     /** A draft: what happened to {@code requestId}; the publisher stamps who, when and in which order. */
     public static LifecycleEvent of(LifecycleEventType type, String requestId) {
         return new LifecycleEvent(requestId, null, null, 0, null, type, null, null, null, null, null, null, null,
-                null, null, null, null, null, null, null);
+                null, null, null, null, null, null, null, null);
     }
 
     /** This draft, stamped by its publisher. */
     public LifecycleEvent stamped(String service, String instance, long seq, Instant timestamp) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
-                tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
+                layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
                 detail);
     }
 
@@ -80,60 +82,66 @@ public record LifecycleEvent(String requestId, String service, String instance, 
 
     public LifecycleEvent withOutcome(LifecycleOutcome outcome) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
-                tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
+                layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
                 detail);
     }
 
     public LifecycleEvent withCancel(CancelReason reason, CancelSource source) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
-                tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
+                layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
                 detail);
     }
 
     public LifecycleEvent withChunk(int chunk) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
-                tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
+                layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
                 detail);
+    }
+
+    public LifecycleEvent withLayer(int layer) {
+        return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
+                layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq,
+                droppedToSeq, detail);
     }
 
     public LifecycleEvent withTokens(int tokens) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
-                tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
+                layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
                 detail);
     }
 
     public LifecycleEvent withStep(long step) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
-                tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
+                layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
                 detail);
     }
 
     public LifecycleEvent withBytes(long bytes) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
-                tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
+                layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
                 detail);
     }
 
     public LifecycleEvent withPages(int pages) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
-                tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
+                layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
                 detail);
     }
 
     public LifecycleEvent withRoute(String prefillInstance, String decodeInstance) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
-                tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
+                layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
                 detail);
     }
 
     public LifecycleEvent withDropped(long dropped, long fromSeq, long toSeq) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
-                tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, fromSeq, toSeq, detail);
+                layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, fromSeq, toSeq, detail);
     }
 
     public LifecycleEvent withDetail(String detail) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
-                tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
+                layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
                 detail);
     }
 
@@ -150,6 +158,7 @@ public record LifecycleEvent(String requestId, String service, String instance, 
         append(s, "reason", reason);
         append(s, "source", source);
         append(s, "chunk", chunk);
+        append(s, "layer", layer);
         append(s, "tokens", tokens);
         append(s, "step", step);
         append(s, "bytes", bytes);

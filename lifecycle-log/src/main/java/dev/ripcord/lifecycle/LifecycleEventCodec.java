@@ -54,6 +54,9 @@ public final class LifecycleEventCodec {
         if (e.chunk() != null) {
             node.put("chunk", e.chunk());
         }
+        if (e.layer() != null) {
+            node.put("layer", e.layer());
+        }
         if (e.tokens() != null) {
             node.put("tokens", e.tokens());
         }
@@ -134,13 +137,15 @@ public final class LifecycleEventCodec {
         String reason = optString(root, "reason");
         String source = optString(root, "source");
         Long chunk = optLong(root, "chunk");
+        Long layer = optLong(root, "layer");
         Long tokens = optLong(root, "tokens");
         Long pages = optLong(root, "pages");
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type,
                 outcome == null ? null : enumValue(LifecycleOutcome.class, outcome, "outcome"),
                 reason == null ? null : CancelReason.fromWire(reason),
                 source == null ? null : CancelSource.fromWire(source),
-                chunk == null ? null : Math.toIntExact(chunk), tokens == null ? null : Math.toIntExact(tokens),
+                chunk == null ? null : Math.toIntExact(chunk), layer == null ? null : Math.toIntExact(layer),
+                tokens == null ? null : Math.toIntExact(tokens),
                 optLong(root, "step"), optLong(root, "bytes"), pages == null ? null : Math.toIntExact(pages),
                 optString(root, "prefillInstance"), optString(root, "decodeInstance"), optLong(root, "dropped"),
                 optLong(root, "droppedFromSeq"), optLong(root, "droppedToSeq"), optString(root, "detail"));

@@ -32,7 +32,10 @@ public enum LifecycleEventType {
     CANCEL_OBSERVED,
     /** Decode's job left the batch for its cancel ({@code step}: the step it took no part in; {@code tokens}: generated). */
     LEFT_BATCH,
-    /** The worker stopped the job for its cancel: the abort ({@code reason}, {@code source}, {@code detail}: phase). */
+    /**
+     * The worker stopped the job for its cancel: the abort ({@code reason}, {@code source}, {@code detail}: phase;
+     * prefill stopped inside a chunk: {@code chunk} and {@code layer}, the boundary where it stopped).
+     */
     ABORTED,
     /** The job ended on the worker ({@code outcome}: COMPLETED or FAILED, {@code tokens}). */
     JOB_FINISHED,

@@ -18,7 +18,7 @@ class LifecycleEventCodecTest {
     void everyFieldSurvivesTheRoundTrip() {
         LifecycleEvent event = LifecycleEvent.of(LifecycleEventType.ABORTED, "req-1")
                 .withOutcome(LifecycleOutcome.CANCELLED).withCancel(CancelReason.DEADLINE, CancelSource.KAFKA)
-                .withChunk(3).withTokens(64).withStep(9).withBytes(4096).withPages(2).withRoute("p", "d")
+                .withChunk(3).withLayer(5).withTokens(64).withStep(9).withBytes(4096).withPages(2).withRoute("p", "d")
                 .withDetail("prefill").stamped("prefill", "p1", 17, T);
 
         assertThat(LifecycleEventCodec.decode(LifecycleEventCodec.encode(event))).isEqualTo(event);

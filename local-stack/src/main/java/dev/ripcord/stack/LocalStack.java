@@ -364,10 +364,14 @@ public final class LocalStack implements AutoCloseable {
         }
         StackOptions options;
         ModelChoice model;
+        int warmUpRounds = StackWarmUp.DEFAULT_ROUNDS;
         try {
             ModelChoice.Parsed parsed = ModelChoice.parse(args);
             model = parsed.choice();
-            options = StackOptions.parse(parsed.rest(), Path.of("").toAbsolutePath());
+            StackWarmUp.Parsed warmUp = StackWarmUp.parse(parsed.rest());
+            warmUpRounds = warmUp.rounds();
+            options = StackOptions.parse(warmUp.rest(), Path.of("").toAbsolutePath())
+                    .withDefaultProperties(StackOptions.UP_DEFAULTS);
         } catch (IllegalArgumentException e) {
             System.err.println("ripcord up: " + e.getMessage());
             System.exit(2);
@@ -388,6 +392,8 @@ public final class LocalStack implements AutoCloseable {
         }
         out.println("ripcord: serving " + ModelChoice.modelId(options.properties())
                 + describe(options.properties()));
+        out.println("ripcord: KV transfer between prefill and decode over "
+                + options.properties().get("ripcord.kv.backend") + " (--ripcord.kv.backend=shm|tcp|auto)");
         out.println("ripcord: starting " + (options.externalKafka() == null
                 ? "embedded Kafka (KRaft) on localhost:" + options.kafkaPort()
                 : "against Kafka at " + options.externalKafka()) + " and the services...");
@@ -398,6 +404,14 @@ public final class LocalStack implements AutoCloseable {
             System.err.println("ripcord up: " + e.getMessage());
             System.exit(1);
             return;
+        }
+        if (warmUpRounds > 0) {
+            // Before "up": the first request a user sends must not be the one that warms the request path.
+            out.println("ripcord: warming up the request path (" + warmUpRounds + " rounds through every gateway)...");
+            StackWarmUp.Result warm = StackWarmUp.warm(stack, warmUpRounds);
+            for (String failure : warm.failures()) {
+                System.err.println("ripcord: warm-up request failed: " + failure);
+            }
         }
         Path stateFile = StackStateFile.path(options.root());
         java.util.concurrent.atomic.AtomicBoolean stopping = new java.util.concurrent.atomic.AtomicBoolean();

@@ -56,6 +56,15 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
      */
     public static final Set<String> PROPERTY_PREFIXES = matches(Pattern.compile("--([a-z]+)\\.\\*="));
 
+    /**
+     * Properties {@code ./ripcord up} hands to every service unless the command line gives them: the services share
+     * one host, so prefill copies a request's KV straight into decode's pages through shared memory
+     * ({@code ripcord.kv.backend=shm}; a worker's own default, {@code auto}, would pick the same on one host, but
+     * {@code shm} says so and fails loudly if it cannot). {@code --ripcord.kv.backend=tcp} or {@code auto}
+     * overrides it.
+     */
+    public static final Map<String, String> UP_DEFAULTS = Map.of("ripcord.kv.backend", "shm");
+
     /** One instance per role, on {@code ports}. */
     public StackOptions(String externalKafka, int kafkaPort, Map<Role, Integer> ports, Map<String, String> properties,
                         Path root, Path logDir, List<String> jvmFlags) {
@@ -152,6 +161,8 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
                 case "log-dir" -> logDir = Path.of(value);
                 case "model", "tokenizer" -> throw new IllegalArgumentException(
                         "--" + key + " is read by ModelChoice.parse, which runs before this");
+                case "warm-up" -> throw new IllegalArgumentException(
+                        "--warm-up is read by LocalStack.main, which runs before this");
                 default -> props.put(key, value); // a property: the prefix was checked above
             }
         }
@@ -163,7 +174,12 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
      * the command line (say {@code --ripcord.engine.model-name}) keeps its value.
      */
     public StackOptions withModelProperties(Map<String, String> model) {
-        Map<String, String> merged = new LinkedHashMap<>(model);
+        return withDefaultProperties(model);
+    }
+
+    /** These options with {@code defaults} added where no property of that name is given. */
+    public StackOptions withDefaultProperties(Map<String, String> defaults) {
+        Map<String, String> merged = new LinkedHashMap<>(defaults);
         merged.putAll(properties);
         return new StackOptions(externalKafka, kafkaPort, ports, merged, root, logDir, jvmFlags, instancePorts);
     }

@@ -58,10 +58,10 @@ class StackOptionsTest {
     void theUsageListsExactlyTheOptionsTheParsersTake() {
         assertThat(StackOptions.OPTIONS).containsExactly("model", "tokenizer", "kafka", "kafka-port", "gateway-port",
                 "prefill-port", "decode-port", "gateways", "prefills", "decodes", "jvm-flag", "log-dir", "open",
-                "help");
+                "warm-up", "help");
         assertThat(StackOptions.PROPERTY_PREFIXES).containsExactly("ripcord", "spring", "management", "logging");
-        // Every listed option is consumed by ModelChoice, StackOptions or LocalStack.main (--help): none becomes a
-        // property.
+        // Every listed option is consumed by ModelChoice, StackWarmUp, StackOptions or LocalStack.main (--help): none
+        // becomes a property.
         List<String> args = new ArrayList<>();
         for (String option : StackOptions.OPTIONS) {
             switch (option) {
@@ -70,13 +70,16 @@ class StackOptionsTest {
                 case "model" -> args.add("--model=tiny");
                 case "gateways", "prefills", "decodes" -> args.add("--" + option + "=2");
                 case "tokenizer" -> { }
+                case "warm-up" -> args.add("--warm-up=2");
                 default -> args.add("--" + option + "=1234");
             }
         }
         args.add("--open");
         ModelChoice.Parsed parsed = ModelChoice.parse(args.toArray(String[]::new));
-        StackOptions options = StackOptions.parse(parsed.rest(), ROOT);
+        StackWarmUp.Parsed warmUp = StackWarmUp.parse(parsed.rest());
+        StackOptions options = StackOptions.parse(warmUp.rest(), ROOT);
 
+        assertThat(warmUp.rounds()).isEqualTo(2);
         assertThat(options.properties()).containsOnlyKeys(StackCredentials.AUTH_ENABLED);
         assertThat(options.externalKafka()).isEqualTo("x");
         assertThat(options.kafkaPort()).isEqualTo(1234);
@@ -94,5 +97,16 @@ class StackOptionsTest {
         assertThat(Suggestions.distance("kafka-prot", "kafka-port")).isEqualTo(1);
         assertThat(Suggestions.distance("", "open")).isEqualTo(4);
         assertThat(Suggestions.nearest("zzzzzz", StackOptions.OPTIONS)).isEmpty();
+    }
+
+    @Test
+    void upMovesKvThroughSharedMemoryUnlessTheCommandLineSaysOtherwise() {
+        StackOptions plain = StackOptions.parse(new String[0], ROOT).withDefaultProperties(StackOptions.UP_DEFAULTS);
+        assertThat(plain.properties()).containsEntry("ripcord.kv.backend", "shm");
+
+        StackOptions tcp = StackOptions.parse(new String[] {"--ripcord.kv.backend=tcp"}, ROOT)
+                .withDefaultProperties(StackOptions.UP_DEFAULTS);
+        assertThat(tcp.properties()).containsEntry("ripcord.kv.backend", "tcp");
+        assertThat(StackOptions.USAGE).contains("ripcord.kv.backend=shm");
     }
 }

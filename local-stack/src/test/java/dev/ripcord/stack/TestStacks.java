@@ -19,7 +19,9 @@ public final class TestStacks {
      * What every test stack runs with unless a test overrides it: the {@code tiny} model with fixed weights, chunks
      * of 16 tokens and pages of 32 (a 150-byte prompt is 10 chunks over 5 pages, and chunk and page boundaries do
      * not line up), one engine thread per worker (2 cores are shared by three JVMs and the test) and a KV pool
-     * large enough for the concurrent tests (decode commits prompt + max_tokens for each request up front).
+     * large enough for the concurrent tests (decode commits prompt + max_tokens for each request up front). KV moves
+     * through shared memory, as on {@code ./ripcord up} ({@link StackOptions#UP_DEFAULTS}); the two-of-each stack
+     * runs TCP and the small-model {@code both} stack {@code auto} instead (see {@code KvBackendIT}).
      *
      * <p>Authentication is on, as in production (each stack generates its key and token; clients find them through
      * {@link TestCredentials}), with per-key limits far above what the storm tests send at once (500 requests
@@ -49,6 +51,7 @@ public final class TestStacks {
             Map.entry("ripcord.engine.page-tokens", "32"),
             Map.entry("ripcord.engine.kv-pages", "256"),
             Map.entry("ripcord.prefill.chunk-tokens", "16"),
+            Map.entry("ripcord.kv.backend", "shm"),
             Map.entry("ripcord.gateway.auth.max-concurrent-streams", "2048"),
             Map.entry("ripcord.gateway.auth.rate-limit.limit-for-period", "100000"),
             Map.entry("ripcord.gateway.auth.forward-unknown-cancels", "true"),

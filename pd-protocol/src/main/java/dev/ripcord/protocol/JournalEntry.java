@@ -11,6 +11,15 @@ package dev.ripcord.protocol;
  *                  {@code STOPPED}, {@code DONE}, {@code RESERVED}, {@code KV_LANDED}, {@code TOKEN},
  *                  {@code FINISHED}, {@code FREED}
  * @param detail    event-specific: the chunk index, the cancel's reason and path, ...
+ * @param atMicros  wall-clock time of the entry in microseconds since the epoch: for benchmarks that line up the
+ *                  hops of one request across the processes of one host (the gateway bench's per-hop breakdown).
+ *                  Orderings are {@code seq}'s to prove, never this clock's.
  */
-public record JournalEntry(long seq, String requestId, String event, String detail) {
+public record JournalEntry(long seq, String requestId, String event, String detail, long atMicros) {
+
+    /** Now, in microseconds since the epoch (the resolution {@link java.time.Instant#now()} has on Linux). */
+    public static long nowMicros() {
+        java.time.Instant now = java.time.Instant.now();
+        return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
+    }
 }

@@ -36,7 +36,8 @@ public final class SchedulerJournal {
         JournalEntry entry;
         synchronized (this) {
             long seq = next++;
-            entry = new JournalEntry(seq, requestId, event, detail == null ? "" : detail.toString());
+            entry = new JournalEntry(seq, requestId, event, detail == null ? "" : detail.toString(),
+                    JournalEntry.nowMicros());
             ring[(int) (seq % ring.length)] = entry;
             if (alongside != null) {
                 alongside.run();

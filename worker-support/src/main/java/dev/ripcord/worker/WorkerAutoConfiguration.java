@@ -28,16 +28,19 @@ import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
-import org.springframework.context.annotation.DependsOn;
 import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.ServerResponse;
 
 /**
- * What every worker has: an inference engine, a KV transfer agent and the engine's page pool registered with it.
+ * What every worker has: an inference engine, a KV transfer agent, and the engine's page pool living in a region the
+ * agent allocated ({@link AgentPoolMemory}): a shared-memory file when the agent offers that backend, so that a
+ * same-host peer copies a request's KV straight into the pages.
  *
- * <p>Ownership and shutdown order: the engine owns the pool memory; the agent owns the region that names it.
- * Spring destroys beans in reverse dependency order, so the region is closed (its transfers drained) before the
- * agent closes, and the agent before the engine frees the memory; a late write can never land in freed memory.
+ * <p>Ownership and shutdown order: the agent owns the pool memory and frees it exactly once, when the region is
+ * released. Spring destroys beans in reverse dependency order: the schedulers first, then the engine (it depends on
+ * the pool memory), then {@link AgentPoolMemory} closes the region (released once its transfers have drained), then
+ * the agent closes, aborting and draining what is left before it frees the memory. So the memory outlives the
+ * engine and every transfer, and a late write can never land in freed memory.
  */
 @AutoConfiguration
 @EnableConfigurationProperties({EngineProperties.class, TransferProperties.class})
@@ -46,8 +49,9 @@ public class WorkerAutoConfiguration {
     private static final Logger log = LoggerFactory.getLogger(WorkerAutoConfiguration.class);
 
     @Bean(destroyMethod = "close")
-    InferenceEngine inferenceEngine(EngineProperties p) {
+    InferenceEngine inferenceEngine(EngineProperties p, AgentPoolMemory poolMemory) {
         EngineOptions options = EngineOptions.defaults()
+                .withKvPoolMemory(poolMemory)
                 .withPageTokens(p.pageTokens())
                 .withKvPages(p.kvPages())
                 .withMaxChunkTokens(p.maxChunkTokens())
@@ -69,9 +73,8 @@ public class WorkerAutoConfiguration {
         return engine;
     }
 
-    /** Depends on the engine so that it closes (draining every transfer) before the engine frees its memory. */
+    /** Closes last of the three: after the engine, and after the pool region it owns the memory of. */
     @Bean(destroyMethod = "close")
-    @DependsOn("inferenceEngine")
     TransferAgent transferAgent(TransferProperties p, ObjectProvider<MeterRegistry> meters,
                                 @Value("${spring.application.name:worker}") String service) {
         TransferAgentOptions options = TransferAgentOptions.defaults(service + "-" + ProcessHandle.current().pid())
@@ -179,9 +182,20 @@ public class WorkerAutoConfiguration {
                 publisher);
     }
 
-    /** The engine's whole page pool as one transfer region: page {@code p} is at offset {@code p * pageBytes}. */
+    /** Where the engine's page pool lives; closed after the engine, before the agent (see the class comment). */
     @Bean(destroyMethod = "close")
-    KvRegion kvPoolRegion(TransferAgent agent, InferenceEngine engine) {
-        return agent.registerRegion(engine.pagePool().segment());
+    AgentPoolMemory kvPoolMemory(TransferAgent agent) {
+        return new AgentPoolMemory(agent);
+    }
+
+    /**
+     * The engine's whole page pool as one transfer region: page {@code p} is at offset {@code p * pageBytes}. No
+     * destroy method: {@link AgentPoolMemory} closes it, after the engine.
+     */
+    @Bean(destroyMethod = "")
+    KvRegion kvPoolRegion(AgentPoolMemory poolMemory, InferenceEngine engine) {
+        KvRegion region = poolMemory.region();
+        log.info("KV page pool: {} bytes in {}", engine.pagePool().segment().byteSize(), region);
+        return region;
     }
 }

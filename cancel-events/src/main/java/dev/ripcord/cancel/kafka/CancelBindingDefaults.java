@@ -29,8 +29,11 @@ import org.springframework.util.StringUtils;
  *       unique per process, so every process receives every record (broadcast); no offset commits (replay is by time,
  *       see {@link ReplayWindowSeeker}); one delivery attempt (decoding failures are handled by
  *       {@link CancelEventConsumer}, never retried by the binder).</li>
- *   <li>The output bindings: destinations; producer tuned for latency ({@code linger.ms=0}) and bounded blocking
- *       ({@code max.block.ms=5000}, {@code delivery.timeout.ms=30000}).</li>
+ *   <li>The output bindings: destinations; producer tuned for latency ({@code linger.ms=0}, no compression, topic
+ *       metadata kept however long the producer idles) and bounded blocking ({@code max.block.ms=5000},
+ *       {@code delivery.timeout.ms=30000}).</li>
+ *   <li>The input binding's consumer: long polling stated explicitly ({@code fetch.min.bytes=1},
+ *       {@code fetch.max.wait.ms=500}): a fetch returns as soon as a record is there.</li>
  *   <li>The binder's brokers follow {@code spring.kafka.bootstrap-servers} (default {@code localhost:9092}).</li>
  * </ul>
  *
@@ -44,6 +47,8 @@ public final class CancelBindingDefaults implements EnvironmentPostProcessor, Or
     private static final String KAFKA_BINDINGS = "spring.cloud.stream.kafka.bindings.";
     private static final String TOPIC = "${ripcord.cancel.topic:ripcord.cancellations}";
     private static final String DLT_TOPIC = "${ripcord.cancel.dlt-topic:ripcord.cancellations.dlt}";
+    /** One day: the producer keeps its two topics' metadata however rarely it sends. */
+    static final long PRODUCER_METADATA_MAX_IDLE_MS = 86_400_000L;
 
     @Override
     public int getOrder() {
@@ -72,6 +77,11 @@ public final class CancelBindingDefaults implements EnvironmentPostProcessor, Or
             // duplicate or reorder it (both Kafka's defaults since 3.0; stated so that an override is deliberate).
             defaults.put(producer + "acks", "all");
             defaults.put(producer + "enable.idempotence", "true");
+            // A cancel is one small record: batching (linger.ms above) and compression only add time to it.
+            defaults.put(producer + "compression.type", "none");
+            // Kafka forgets a topic's metadata after 5 idle minutes, and the next send then waits for a metadata
+            // round trip; cancels are rare, so without this the first one after a quiet spell paid for it.
+            defaults.put(producer + "metadata.max.idle.ms", String.valueOf(PRODUCER_METADATA_MAX_IDLE_MS));
         }
         defaults.put(BINDINGS + CancelBindings.OUTPUT + ".destination", TOPIC);
         defaults.put(BINDINGS + CancelBindings.OUTPUT + ".content-type", "application/json");
@@ -86,12 +96,19 @@ public final class CancelBindingDefaults implements EnvironmentPostProcessor, Or
         defaults.put(KAFKA_BINDINGS + input + ".consumer.ack-mode", "MANUAL");
         // Where a partition with nothing in the replay window starts: see ReplayWindowSeeker (no gap).
         defaults.put(KAFKA_BINDINGS + input + ".consumer.start-offset", "earliest");
+        // Long polling: the broker answers a fetch as soon as fetch.min.bytes (one byte: any record) is there, and
+        // only an empty fetch waits the whole fetch.max.wait.ms. So 500 ms (Kafka's default) costs a cancel no time;
+        // a smaller value would only multiply idle fetches (KafkaPropagationBench compares them). Stated so that an
+        // override is deliberate.
+        String consumer = KAFKA_BINDINGS + input + ".consumer.configuration.";
+        defaults.put(consumer + "fetch.min.bytes", "1");
+        defaults.put(consumer + "fetch.max.wait.ms", "500");
 
         Binder binder = Binder.get(environment);
+        boolean kafka = binder.bind("ripcord.cancel.propagation", CancelPropagation.class)
+                .orElse(CancelPropagation.BOTH).kafka();
         boolean consume = binder.bind("ripcord.cancel.consume", Boolean.class).orElse(false);
-        CancelPropagation propagation = binder.bind("ripcord.cancel.propagation", CancelPropagation.class)
-                .orElse(CancelPropagation.BOTH);
-        if (consume && propagation.kafka()) {
+        if (consume && kafka) {
             defaults.put("spring.cloud.function.definition", CancelBindings.CONSUMER_FUNCTION);
         }
         environment.getPropertySources().addLast(new MapPropertySource(PROPERTY_SOURCE_NAME, defaults));

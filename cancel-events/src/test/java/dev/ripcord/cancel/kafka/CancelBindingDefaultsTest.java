@@ -78,6 +78,42 @@ class CancelBindingDefaultsTest {
     }
 
     @Test
+    void theCancelProducerSendsEachRecordAtOnceUncompressedAndKeepsItsTopicMetadataThroughQuietSpells() {
+        StandardEnvironment env = environment(Map.of());
+
+        for (String output : new String[] {"ripcordCancel-out-0", "ripcordCancelDlt-out-0"}) {
+            String producer = "spring.cloud.stream.kafka.bindings." + output + ".producer.configuration.";
+            assertThat(env.getProperty(producer + "linger.ms")).as(output).isEqualTo("0");
+            assertThat(env.getProperty(producer + "compression.type")).as(output).isEqualTo("none");
+            assertThat(env.getProperty(producer + "acks")).as(output).isEqualTo("all");
+            // Kafka's default (5 min) would drop the topic's metadata between rare cancels.
+            assertThat(env.getProperty(producer + "metadata.max.idle.ms", Long.class)).as(output)
+                    .isEqualTo(CancelBindingDefaults.PRODUCER_METADATA_MAX_IDLE_MS)
+                    .isGreaterThan(300_000L);
+        }
+    }
+
+    @Test
+    void theCancelConsumerLongPollsSoAFetchReturnsAsSoonAsOneRecordIsThere() {
+        StandardEnvironment env = environment(Map.of("ripcord.cancel.consume", "true"));
+        String consumer = "spring.cloud.stream.kafka.bindings.ripcordCancelConsumer-in-0.consumer.configuration.";
+
+        assertThat(env.getProperty(consumer + "fetch.min.bytes")).isEqualTo("1");
+        assertThat(env.getProperty(consumer + "fetch.max.wait.ms")).isEqualTo("500");
+    }
+
+    @Test
+    void aServiceCanOverrideTheLatencySettings() {
+        String consumer = "spring.cloud.stream.kafka.bindings.ripcordCancelConsumer-in-0.consumer.configuration.";
+        String producer = "spring.cloud.stream.kafka.bindings.ripcordCancel-out-0.producer.configuration.";
+        StandardEnvironment env = environment(Map.of(consumer + "fetch.max.wait.ms", "50",
+                producer + "compression.type", "lz4"));
+
+        assertThat(env.getProperty(consumer + "fetch.max.wait.ms")).isEqualTo("50");
+        assertThat(env.getProperty(producer + "compression.type")).isEqualTo("lz4");
+    }
+
+    @Test
     void aRandomInstanceIdIsFixedOncePerEnvironment() {
         StandardEnvironment env = environment(Map.of());
         String id = env.getProperty("ripcord.cancel.instance-id");

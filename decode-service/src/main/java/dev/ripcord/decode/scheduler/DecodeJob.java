@@ -20,8 +20,13 @@ public final class DecodeJob extends WorkerJob<DecodeEvent> {
     /** The last step started when the cancel was observed; guarded by the scheduler's step lock. */
     long observedStep = Long.MAX_VALUE;
 
+    /**
+     * Set and cleared on the engine loop; read by a canceller on any thread, which requests the engine's stop on it
+     * (so that a step whose every sequence is cancelled stops at its next layer boundary).
+     */
+    volatile Sequence sequence;
+
     // Engine-loop state.
-    Sequence sequence;
     int committedPages;
     int generated;
     /** {@link System#nanoTime()} when its first token (prefill's) was emitted: the start of its decode time. */

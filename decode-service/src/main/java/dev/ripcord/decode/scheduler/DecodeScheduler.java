@@ -8,6 +8,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import dev.ripcord.decode.DecodeProperties;
+import dev.ripcord.engine.ComputeStoppedException;
 import dev.ripcord.engine.KvPoolExhaustedException;
 import dev.ripcord.engine.SamplingParams;
 import dev.ripcord.engine.Sequence;
@@ -45,6 +46,10 @@ import org.slf4j.LoggerFactory;
  *                      ─► adopt the pages, emit token 0, join the batch (continuous batching)         ─► RUNNING
  *  each step:          ── CANCEL CHECK POINT ── cancelled sequences leave the batch
  *                      one batched decode step; every sequence emits a token; finished ones leave      ─► DONE
+ *                      ── SAFE POINTS ── a cancel observed during the step requests the engine's stop on its
+ *                         sequence; once every sequence of the step has one, the step stops at the next layer
+ *                         boundary and they all leave (STOPPED layer=M/L step=N); if only some have, the step
+ *                         completes for all and the cancelled ones leave at the next check point
  *  a cancel while WAITING aborts the receive session (with the cancel, typed, so prefill learns why); prefill
  *  aborting the transfer for a cancel is that cancel here (source UPSTREAM, through the registry)
  *  pages are freed only once the job is terminal and its session RELEASED (no write can land in them any more)
@@ -56,7 +61,10 @@ import org.slf4j.LoggerFactory;
  * <p>Steps are numbered from 1 as they start ({@link #stepsStarted()}; a step starts at its cancel check point,
  * and only when the batch has someone in it). The journal's {@code CANCEL_OBSERVED} says {@code step=N}, the last
  * step started when the cancel was observed, and {@code STOPPED} says {@code step=M}, the step the sequence did not
- * take part in: the contract is {@code M = N + 1}, exactly (a lock orders observations against step starts).
+ * take part in: the contract is {@code M = N + 1}, exactly (a lock orders observations against step starts). The
+ * one exception is a step stopped at a layer boundary because every sequence in it was cancelled: its sequences
+ * leave inside step {@code N} itself, and {@code STOPPED} says {@code layer=B/L step=N} (layers {@code [0, B)} of the
+ * step ran; none of its tokens was emitted).
  */
 @Component
 public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEvent> {
@@ -189,6 +197,11 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
                 session.abort(cancel.reason(), cancel.source());
             }
         } else {
+            // A step in progress stops at its next layer boundary if every sequence in it is cancelled.
+            Sequence sequence = job.sequence;
+            if (sequence != null) {
+                sequence.requestStop();
+            }
             log.info("requestId={} cancel observed; leaves the batch at the next step", job.requestId());
             loop.wakeUp();
         }
@@ -294,7 +307,26 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         for (DecodeJob job : batch) {
             batchSequences.add(job.sequence);
         }
-        int[] tokens = engine.decodeStep(batchSequences);
+        int[] tokens;
+        try {
+            tokens = engine.decodeStep(batchSequences);
+        } catch (ComputeStoppedException stopped) {
+            // ── SAFE POINT: every sequence of the step was cancelled while it computed; none advanced. ──
+            for (DecodeJob job : batch) {
+                RequestLogging.with(job.requestId(), () -> {
+                    String where = "layer=" + stopped.layer() + "/" + stopped.layers() + " step=" + step;
+                    if (lifecycle.cancel(job, JobState.RUNNING, "decode", "STOPPED", job.generated + " tokens " + where,
+                            LifecycleEvent.of(LifecycleEventType.LEFT_BATCH, job.requestId()).withStep(step)
+                                    .withTokens(job.generated), aborted -> aborted.withLayer(stopped.layer()))) {
+                        log.info("requestId={} left the batch inside step {} at layer {} of {}, after {} tokens",
+                                job.requestId(), step, stopped.layer(), stopped.layers(), job.generated);
+                    }
+                });
+            }
+            batch.clear();
+            running = 0;
+            return true;
+        }
         for (int i = 0; i < tokens.length; i++) {
             DecodeJob job = batch.get(i);
             int token = tokens[i];

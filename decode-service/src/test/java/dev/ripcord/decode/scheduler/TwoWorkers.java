@@ -29,6 +29,7 @@ import dev.ripcord.protocol.JournalEntry;
 import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.Sampling;
+import dev.ripcord.worker.AgentPoolMemory;
 import dev.ripcord.worker.EngineLoop;
 import dev.ripcord.worker.SchedulerJournal;
 import dev.ripcord.worker.SessionLifecycle;
@@ -37,7 +38,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 
 /**
  * A prefill worker and a decode worker in one JVM, wired as in production but without HTTP: two tiny engines, two
- * transfer agents talking over loopback TCP, two registries and journals, and two engine loops that the test steps
+ * transfer agents talking over loopback TCP (or, when asked, shared memory), two registries and journals, and two engine loops that the test steps
  * itself ({@link EngineLoop#manual}). What crosses the network (KV pages, the transfer's abort) really crosses it;
  * everything the gateway does is the test's business: it carries the RESERVED descriptor from decode to prefill
  * and delivers cancels to each worker's registry the way the chosen propagation mode would.
@@ -53,6 +54,8 @@ final class TwoWorkers implements AutoCloseable {
     final InferenceEngine decodeEngine;
     final TransferAgent prefillAgent;
     final TransferAgent decodeAgent;
+    final AgentPoolMemory prefillPoolMemory;
+    final AgentPoolMemory decodePoolMemory;
     final KvRegion prefillRegion;
     final KvRegion decodeRegion;
     final CancellationRegistry prefillRegistry = new CancellationRegistry();
@@ -76,14 +79,29 @@ final class TwoWorkers implements AutoCloseable {
 
     /** @param maxRunning prompts prefill interleaves chunk by chunk */
     TwoWorkers(int maxRunning) {
+        this(maxRunning, Backend.TCP, Backend.TCP);
+    }
+
+    /**
+     * Workers whose agents run {@code prefillBackend} and {@code decodeBackend}. As in a service, each engine's page
+     * pool lives in a region its agent allocated ({@link AgentPoolMemory}): a shared-memory file unless the agent is
+     * TCP-only, so a same-host SHM or AUTO sender copies straight into decode's pages.
+     *
+     * @param maxRunning prompts prefill interleaves chunk by chunk
+     */
+    TwoWorkers(int maxRunning, Backend prefillBackend, Backend decodeBackend) {
         EngineOptions options = EngineOptions.defaults().withThreads(1).withPageTokens(PAGE_TOKENS).withKvPages(512)
                 .withMaxChunkTokens(CHUNK_TOKENS).withMaxBatch(8);
-        prefillEngine = InferenceEngine.create(Preset.TINY, 7, options);
-        decodeEngine = InferenceEngine.create(Preset.TINY, 7, options);
-        prefillAgent = TransferAgent.start(TransferAgentOptions.defaults("prefill-test").withBackend(Backend.TCP));
-        decodeAgent = TransferAgent.start(TransferAgentOptions.defaults("decode-test").withBackend(Backend.TCP));
-        prefillRegion = prefillAgent.registerRegion(prefillEngine.pagePool().segment());
-        decodeRegion = decodeAgent.registerRegion(decodeEngine.pagePool().segment());
+        prefillAgent = TransferAgent.start(TransferAgentOptions.defaults("prefill-test").withBackend(prefillBackend)
+                .withMeterRegistry(prefillMeters));
+        decodeAgent = TransferAgent.start(TransferAgentOptions.defaults("decode-test").withBackend(decodeBackend)
+                .withMeterRegistry(decodeMeters));
+        prefillPoolMemory = new AgentPoolMemory(prefillAgent);
+        decodePoolMemory = new AgentPoolMemory(decodeAgent);
+        prefillEngine = InferenceEngine.create(Preset.TINY, 7, options.withKvPoolMemory(prefillPoolMemory));
+        decodeEngine = InferenceEngine.create(Preset.TINY, 7, options.withKvPoolMemory(decodePoolMemory));
+        prefillRegion = prefillPoolMemory.region();
+        decodeRegion = decodePoolMemory.region();
         prefillAgent.onSession(new SessionLifecycle(prefillLog));
         decodeAgent.onSession(new SessionLifecycle(decodeLog));
         prefill = new PrefillScheduler(new WorkerContext(prefillEngine, prefillAgent, prefillRegion, prefillRegistry,
@@ -237,14 +255,15 @@ final class TwoWorkers implements AutoCloseable {
 
     @Override
     public void close() {
+        // A service's order: schedulers, engines, the pool regions (freed once drained), then the agents.
         prefill.close();
         decode.close();
-        prefillRegion.close();
-        decodeRegion.close();
-        prefillAgent.close();
-        decodeAgent.close();
         prefillEngine.close();
         decodeEngine.close();
+        prefillPoolMemory.close();
+        decodePoolMemory.close();
+        prefillAgent.close();
+        decodeAgent.close();
         prefillLog.close(HANG_GUARD);
         decodeLog.close(HANG_GUARD);
     }

@@ -21,6 +21,7 @@ import dev.ripcord.gateway.generation.GenerationException;
 import dev.ripcord.gateway.generation.GenerationFailedException;
 import dev.ripcord.gateway.generation.GenerationRequest;
 import dev.ripcord.gateway.generation.RequestCancelledException;
+import dev.ripcord.gateway.generation.RequestTimings;
 import dev.ripcord.gateway.generation.SamplingOptions;
 import dev.ripcord.gateway.generation.TokenGenerator;
 import dev.ripcord.gateway.generation.WorkerUnavailableException;
@@ -115,13 +116,15 @@ public final class DisaggregatedGenerator implements TokenGenerator {
         return Flux.deferContextual(view -> {
             String id = request.requestId();
             RequestContext ctx = open(request, view); // thrown, it errors the Flux (deferContextual)
+            RequestTimings timings = RequestTimings.of(view);
+            timings.mark("gateway.accepted");
             // One seed for both legs: prefill samples the first token, decode the rest.
             long seed = seedOf(request);
             log.info("requestId={} accepted: promptTokens={} maxTokens={}", id, request.promptTokens().length,
                     request.maxTokens());
             AtomicInteger sent = new AtomicInteger();
             AtomicReference<Throwable> failure = new AtomicReference<>();
-            return choice(ctx, request, id, sampling(request, seed))
+            return choice(ctx, request, id, sampling(request, seed), timings)
                     .doFinally(signal -> log.debug("requestId={} decode leg ended: {}", id, signal))
                     // The legs end early when the context is cancelled; the client then learns why.
                     .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.empty()
@@ -168,7 +171,8 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             List<Flux<GeneratedToken>> choices = new ArrayList<>(request.n());
             for (int i = 0; i < request.n(); i++) {
                 String wireId = choiceId(id, i);
-                choices.add(choice(ctx, request, wireId, sampling(request, Sampling.choiceSeed(seed, i)))
+                choices.add(choice(ctx, request, wireId, sampling(request, Sampling.choiceSeed(seed, i)),
+                        RequestTimings.of(view))
                         .doFinally(signal -> log.debug("requestId={} choice {} ended: {}", id, wireId, signal))
                         .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.empty()
                                 : Flux.error(cancelled(id, ctx.cancelReason()))))
@@ -223,13 +227,17 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                 o.wantsLogprobs() ? o.logprobs() : null);
     }
 
-    /** One choice: the decode leg, then the prefill leg, relaying decode's tokens; linked to {@code ctx}. */
-    private Flux<GeneratedToken> choice(RequestContext ctx, GenerationRequest request, String id, Sampling sampling) {
+    /**
+     * One choice: the decode leg, then the prefill leg, relaying decode's tokens; linked to {@code ctx}. Marks each
+     * leg's hops on {@code timings} (the first choice's, when there are several).
+     */
+    private Flux<GeneratedToken> choice(RequestContext ctx, GenerationRequest request, String id, Sampling sampling,
+                                        RequestTimings timings) {
         int[] stopTokenIds = request.sampling().stopTokenIds().stream().mapToInt(Integer::intValue).toArray();
         DecodeRequest decodeRequest = new DecodeRequest(id, request.promptTokens().length, request.maxTokens(),
                 sampling, request.ignoreEos(), stopTokenIds.length == 0 ? null : stopTokenIds,
                 sampling.readsPrompt() ? request.promptTokens() : null);
-        Flux<DecodeEvent> decodeEvents = ctx.link(decodeLeg.events(id, instance -> routed(id, "decode", instance,
+        Flux<DecodeEvent> decodeEvents = ctx.link(decodeLeg.events(id, instance -> routed(id, "decode", instance, timings,
                 InBandCancel.tellWhyBeforeClosing(client, instance, id, ctx::cancelReason, client.post()
                         .uri(instance.uri().resolve(InternalApi.DECODE))
                         .header(RequestIds.HEADER, id)
@@ -242,9 +250,14 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                     if (!first.hasValue() || !(first.get() instanceof DecodeEvent.Reserved reserved)) {
                         return events.flatMap(e -> Flux.<GeneratedToken>error(workerEnded(id, "decode", e)));
                     }
+                    timings.mark("decode.reserved");
                     Sinks.One<Boolean> decodeEnded = Sinks.one();
                     Flux<GeneratedToken> tokens = events.skip(1).<GeneratedToken>handle((e, sink) -> {
                         if (e instanceof DecodeEvent.Token t) {
+                            timings.mark("decode.token.first");
+                            if (t.finishReason() != null) {
+                                timings.mark("decode.token.last");
+                            }
                             ctx.tokenRelayed(t.finishReason());
                             sink.next(new GeneratedToken(t.index(), t.token(), t.finishReason(),
                                     t.logprobs()));
@@ -260,7 +273,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                                         return Flux.empty();
                                     }))
                             .doOnComplete(() -> decodeEnded.tryEmitValue(Boolean.TRUE));
-                    Flux<GeneratedToken> prefill = prefill(ctx, id, request, sampling, reserved.transfer())
+                    Flux<GeneratedToken> prefill = prefill(ctx, id, request, sampling, reserved.transfer(), timings)
                             .doOnComplete(() -> log.debug("requestId={} prefill leg ended", id))
                             // Prefill's DONE precedes decode's first token: once decode is over, so is prefill.
                             .takeUntilOther(decodeEnded.asMono().delayElement(LEG_END_GRACE, timer)
@@ -272,10 +285,10 @@ public final class DisaggregatedGenerator implements TokenGenerator {
 
     /** The prefill leg: its events carry no tokens, only progress and errors, so it contributes no elements. */
     private Flux<GeneratedToken> prefill(RequestContext ctx, String id, GenerationRequest request, Sampling sampling,
-                                         String transfer) {
+                                         String transfer, RequestTimings timings) {
         return Flux.deferContextual(view -> {
             PrefillRequest prefillRequest = new PrefillRequest(id, request.promptTokens(), sampling, transfer);
-            return ctx.link(prefillLeg.events(id, instance -> routed(id, "prefill", instance,
+            return ctx.link(prefillLeg.events(id, instance -> routed(id, "prefill", instance, timings,
                     InBandCancel.tellWhyBeforeClosing(client, instance, id, ctx::cancelReason, client.post()
                             .uri(instance.uri().resolve(InternalApi.PREFILL))
                             .header(RequestIds.HEADER, id)
@@ -286,18 +299,22 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                     .<GeneratedToken>handle((e, sink) -> {
                         switch (e) {
                             case PrefillEvent.Queued q -> {
+                                timings.mark("prefill.queued");
                                 ctx.moveTo(RequestPhase.QUEUED);
                                 log.debug("requestId={} prefill queued at position {}", id, q.position());
                             }
                             case PrefillEvent.Started s -> {
+                                timings.mark("prefill.started");
                                 ctx.moveTo(RequestPhase.PREFILL);
                                 log.debug("requestId={} prefill started", id);
                             }
                             case PrefillEvent.Chunk c -> {
+                                timings.mark("prefill.chunk");
                                 ctx.moveTo(RequestPhase.PREFILL);
                                 log.trace("requestId={} prefill chunk {} ({} tokens)", id, c.chunk(), c.tokensDone());
                             }
                             case PrefillEvent.Done d -> {
+                                timings.mark("prefill.done");
                                 ctx.moveTo(RequestPhase.TRANSFER);
                                 log.debug("requestId={} prefill done, first token {}", id, d.firstToken());
                             }
@@ -309,8 +326,10 @@ public final class DisaggregatedGenerator implements TokenGenerator {
     }
 
     /** Records the leg's route on the lifecycle log as its exchange starts (once per attempt). */
-    private <T> Flux<T> routed(String id, String role, WorkerInstance instance, Flux<T> exchange) {
+    private <T> Flux<T> routed(String id, String role, WorkerInstance instance, RequestTimings timings,
+                               Flux<T> exchange) {
         return Flux.defer(() -> {
+            timings.mark(role + ".sent");
             contexts.routed(id, role, instance.uri().getAuthority());
             return exchange;
         });

@@ -44,6 +44,7 @@ import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.client.HttpClient;
 import reactor.netty.resources.ConnectionProvider;
 import reactor.test.StepVerifier;
+import dev.ripcord.gateway.generation.RequestTimings;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 /**
@@ -86,6 +87,40 @@ class ResilientLegsTest {
         });
         workers.forEach(FakeWorker::close);
         connections.disposeLater().block(WAIT);
+    }
+
+    // ------------------------------------------------------------------------------------------ timings
+
+    @Test
+    void aTimedRequestMarksEachLegsHopsAndTheWorkersEventsOnce() {
+        FakeWorker decode = worker(FakeWorker.decodeGenerating(3));
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(decode.uri()));
+        RequestTimings timings = RequestTimings.recording();
+
+        StepVerifier.create(generator.generate(request())
+                        .contextWrite(reactor.util.context.Context.of(RequestTimings.CONTEXT_KEY, timings)))
+                .expectNextCount(3)
+                .expectComplete()
+                .verify(WAIT);
+
+        // Causally ordered: the decode leg is sent and answers RESERVED before the prefill leg is sent.
+        assertThat(List.copyOf(timings.marks().keySet()).subList(0, 4))
+                .containsExactly("gateway.accepted", "decode.sent", "decode.reserved", "prefill.sent");
+        assertThat(timings.marks()).containsOnlyKeys("gateway.accepted", "decode.sent", "decode.reserved",
+                "prefill.sent", "prefill.queued", "prefill.started", "prefill.done", "decode.token.first",
+                "decode.token.last");
+    }
+
+    @Test
+    void anUntimedRequestMarksNothing() {
+        FakeWorker decode = worker(FakeWorker.decodeGenerating(2));
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(decode.uri()));
+
+        StepVerifier.create(generator.generate(request())).expectNextCount(2).expectComplete().verify(WAIT);
+
+        assertThat(RequestTimings.NONE.marks()).isEmpty();
     }
 
     // ------------------------------------------------------------------------------------------ retries

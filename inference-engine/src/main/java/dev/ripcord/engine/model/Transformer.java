@@ -183,11 +183,31 @@ public final class Transformer {
     }
 
     /**
+     * Asked at every layer boundary of a forward whether to stop there: before each layer {@code l} (layers
+     * {@code [0, l)} are done) and before the output head ({@code l = layers}). Runs on the calling thread,
+     * between parallel regions (no worker is computing), so it must be quick: one acquire load of a flag.
+     */
+    @FunctionalInterface
+    public interface SafePoint {
+        boolean stopBefore(int layer);
+
+        /** Never stops: the forward runs to its end. */
+        SafePoint NEVER = layer -> false;
+    }
+
+    /** What {@link #prefill} and {@link #decode} return when the forward ran to its end. */
+    public static final int COMPLETED = -1;
+
+    /**
      * Runs positions {@code [from, to)} of one sequence, writing their keys and values into the pages of
      * {@code pageTable} (which must cover position {@code to - 1}) and leaving the logits of position
      * {@code to - 1} in logits row 0. Positions {@code [0, from)} must already be in the pages.
+     *
+     * @return {@link #COMPLETED}, or the layer boundary where {@code safePoint} stopped it: layers
+     *         {@code [0, boundary)} wrote their keys and values for these positions, the others did not, and the
+     *         logits are not computed
      */
-    public void prefill(int[] tokens, int from, int to, int[] pageTable) {
+    public int prefill(int[] tokens, int from, int to, int[] pageTable, SafePoint safePoint) {
         rows = to - from;
         prefillMode = true;
         for (int r = 0; r < rows; r++) {
@@ -195,15 +215,18 @@ public final class Transformer {
             rowTable[r] = pageTable;
             embed(r, tokens[from + r]);
         }
-        forward();
+        return forward(safePoint);
     }
 
     /**
      * Runs one token for each of {@code n} sequences: row {@code r} feeds {@code tokens[r]} at position
      * {@code positions[r]} of the sequence whose pages are {@code pageTables[r]}; logits land in rows
      * {@code 0..n-1}.
+     *
+     * @return {@link #COMPLETED}, or the layer boundary where {@code safePoint} stopped it (as for
+     *         {@link #prefill})
      */
-    public void decode(int n, int[] tokens, int[] positions, int[][] pageTables) {
+    public int decode(int n, int[] tokens, int[] positions, int[][] pageTables, SafePoint safePoint) {
         rows = n;
         prefillMode = false;
         for (int r = 0; r < rows; r++) {
@@ -211,7 +234,7 @@ public final class Transformer {
             rowTable[r] = pageTables[r];
             embed(r, tokens[r]);
         }
-        forward();
+        return forward(safePoint);
     }
 
     /** Copies logits row {@code row} of the last forward into {@code dst[0..vocab)}. */
@@ -229,9 +252,13 @@ public final class Transformer {
                 (long) dim * Float.BYTES);
     }
 
-    private void forward() {
+    private int forward(SafePoint safePoint) {
         int last = rows - 1;
         for (int l = 0; l < c.layers(); l++) {
+            // ── SAFE POINT: between layers no worker is computing and every page write of layer l - 1 is done. ──
+            if (safePoint.stopBefore(l)) {
+                return l;
+            }
             boolean trim = prefillMode && l == c.layers() - 1;
             int qFrom = trim ? last : 0;
             rowOp(OP_ATT_NORM, l, 0, rows, qFrom);
@@ -256,11 +283,15 @@ public final class Transformer {
             matmul.add(w.w2[l], hb, qFrom, hidden, xb2, qFrom, dim, rows - qFrom);
             matmul.run();
         }
+        if (safePoint.stopBefore(c.layers())) {
+            return c.layers();
+        }
         int outFrom = prefillMode ? last : 0;
         rowOp(OP_FINAL_NORM, 0, outFrom, rows, outFrom);
         matmul.begin();
         matmul.add(w.classifier, xb, outFrom, dim, logits, 0, vocab, rows - outFrom);
         matmul.run();
+        return COMPLETED;
     }
 
     private void rowOp(int op, int layer, int from, int to, int qFrom) {

@@ -29,7 +29,7 @@ import dev.ripcord.engine.model.PackedMatrix;
  * engine).
  *
  * <pre>./ripcord bench inference-engine -l   # compiles
- * for s in gemm prefill decode; do $(./ripcord java | head -1)/bin/java --add-modules jdk.incubator.vector \
+ * for s in gemm prefill decode safepoints; do $(./ripcord java | head -1)/bin/java --add-modules jdk.incubator.vector \
  *     -cp inference-engine/target/test-classes:inference-engine/target/classes \
  *     dev.ripcord.engine.bench.CpuTimeReport $s; done</pre>
  */
@@ -46,6 +46,10 @@ public final class CpuTimeReport {
         String section = args.length > 0 ? args[0] : "prefill";
         if (section.equals("gemm")) {
             gemm();
+            return;
+        }
+        if (section.equals("safepoints")) {
+            safePoints();
             return;
         }
         EngineOptions options = EngineOptions.defaults().withThreads(1).withKvPages(120);
@@ -118,6 +122,52 @@ public final class CpuTimeReport {
             }
             System.out.printf("prefill %d tokens, chunk %4d: %6.0f tokens and %5.1f GFLOP per CPU-second%n", prompt,
                     chunk, prompt / best, flops / best / 1e9);
+        }
+    }
+
+    /**
+     * What the stop checks between layers cost prefill (issue #14): two engines with the same weights, one with
+     * {@link EngineOptions#safePoints()} off, prefill the same prompt alternately (on, off, on, off, ...) so that
+     * whatever else the machine does falls on both; per chunk size, the median and best tokens per CPU-second of
+     * each and their ratio.
+     */
+    static void safePoints() {
+        EngineOptions options = EngineOptions.defaults().withThreads(1).withKvPages(40);
+        try (InferenceEngine on = InferenceEngine.create(Preset.SMALL, 1, options);
+             InferenceEngine off = InferenceEngine.create(Preset.SMALL, 1, options.withSafePoints(false))) {
+            on.warmUp();
+            off.warmUp();
+            int prompt = 1024;
+            int[] tokens = new SplittableRandom(7).ints(prompt, 3, 259).toArray();
+            for (int chunk : new int[] {64, 512}) {
+                List<Double> withChecks = new ArrayList<>();
+                List<Double> without = new ArrayList<>();
+                for (int rep = 0; rep < 7; rep++) {
+                    withChecks.add(prefillRate(on, tokens, chunk));
+                    without.add(prefillRate(off, tokens, chunk));
+                }
+                withChecks.sort(null);
+                without.sort(null);
+                double medianOn = withChecks.get(withChecks.size() / 2);
+                double medianOff = without.get(without.size() / 2);
+                System.out.printf("prefill %d tokens, chunk %3d, 7 interleaved runs each: with checks median %.0f "
+                                + "best %.0f, without median %.0f best %.0f tokens per CPU-second; with/without: "
+                                + "median %.3f, best %.3f%n", prompt, chunk, medianOn, withChecks.getLast(), medianOff,
+                        without.getLast(), medianOn / medianOff, withChecks.getLast() / without.getLast());
+            }
+        }
+    }
+
+    private static double prefillRate(InferenceEngine engine, int[] tokens, int chunk) {
+        Sequence seq = engine.newSequence(SamplingParams.greedy());
+        try {
+            long t0 = cpu();
+            for (int from = 0; from < tokens.length; from += chunk) {
+                engine.prefill(seq, tokens, from, Math.min(tokens.length, from + chunk));
+            }
+            return tokens.length / ((cpu() - t0) / 1e9);
+        } finally {
+            engine.free(seq);
         }
     }
 

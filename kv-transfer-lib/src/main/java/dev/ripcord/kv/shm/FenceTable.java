@@ -40,8 +40,8 @@ import java.nio.file.StandardOpenOption;
  * <p>Internal: not part of the library's API.
  */
 public final class FenceTable implements AutoCloseable {
-    public static final int HEADER_BYTES = 4096;
-    public static final int SLOT_STRIDE = 64;
+    static final int HEADER_BYTES = 4096;
+    static final int SLOT_STRIDE = 64;
     private static final long MAGIC = 0x524B5646454E4345L; // "RKVFENCE"
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final int EPOCH_SHIFT = 24;
@@ -190,7 +190,7 @@ public final class FenceTable implements AutoCloseable {
         return writer((long) LONG.getVolatile(memory, offset(slot)));
     }
 
-    public boolean isFenced(int slot) {
+    boolean isFenced(int slot) {
         return ((long) LONG.getVolatile(memory, offset(slot)) & FENCED) != 0;
     }
 

@@ -28,7 +28,7 @@ public final class HostIdentity {
     }
 
     /** The pid namespace as digits (the inode of /proc/self/ns/pid), or "0" when unknown. */
-    public static String pidNamespaceId() {
+    static String pidNamespaceId() {
         String digits = pidNamespace().replaceAll("\\D", "");
         return digits.isEmpty() ? "0" : digits;
     }

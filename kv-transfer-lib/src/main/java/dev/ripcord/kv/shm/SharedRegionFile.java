@@ -17,7 +17,7 @@ import java.nio.file.StandardOpenOption;
  * <p>Internal: not part of the library's API.
  */
 public final class SharedRegionFile implements AutoCloseable {
-    public static final int HEADER_BYTES = 4096;
+    static final int HEADER_BYTES = 4096;
     private static final long MAGIC = 0x524B565245474E31L; // "RKVREGN1"
 
     private final Path path;

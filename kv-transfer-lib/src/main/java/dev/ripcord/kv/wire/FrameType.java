@@ -46,7 +46,7 @@ public enum FrameType {
         this.code = (byte) code;
     }
 
-    public byte code() {
+    byte code() {
         return code;
     }
 

@@ -16,19 +16,19 @@ import java.nio.charset.StandardCharsets;
  */
 public final class Frames {
     /** "RKV1". */
-    public static final int MAGIC = 0x524B5631;
-    public static final short VERSION = 1;
+    static final int MAGIC = 0x524B5631;
+    static final short VERSION = 1;
     /** Body bytes of a DATA frame before its payload: session, write id, destination offset, length, flags. */
-    public static final int DATA_HEADER_BODY = 8 + 8 + 8 + 4 + 1;
+    static final int DATA_HEADER_BODY = 8 + 8 + 8 + 4 + 1;
     /** Bytes before the payload on the wire: length field, type, DATA header body. */
-    public static final int DATA_PREFIX = 4 + 1 + DATA_HEADER_BODY;
-    public static final int FLAG_LAST_PIECE = 1;
+    static final int DATA_PREFIX = 4 + 1 + DATA_HEADER_BODY;
+    static final int FLAG_LAST_PIECE = 1;
     /** Largest body of any frame other than DATA. */
-    public static final int MAX_CONTROL_BODY = 1 << 20;
+    static final int MAX_CONTROL_BODY = 1 << 20;
     /** Largest completion metadata (a first token, a few ids: small by design). */
     public static final int MAX_METADATA = 64 * 1024;
     /** Largest DATA payload. */
-    public static final int MAX_PIECE = 64 << 20;
+    static final int MAX_PIECE = 64 << 20;
 
     private Frames() {
     }
@@ -144,7 +144,7 @@ public final class Frames {
         return start(alloc, FrameType.REGION_CLOSED, 8).writeLong(regionId);
     }
 
-    public static String readString(ByteBuf body) {
+    static String readString(ByteBuf body) {
         int n = body.readUnsignedShort();
         String s = body.toString(body.readerIndex(), n, StandardCharsets.UTF_8);
         body.skipBytes(n);

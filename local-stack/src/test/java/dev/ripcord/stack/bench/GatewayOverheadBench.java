@@ -21,6 +21,9 @@ import dev.ripcord.protocol.Sampling;
 import dev.ripcord.stack.GatewayClient;
 import dev.ripcord.stack.LocalStack;
 import dev.ripcord.stack.Role;
+import dev.ripcord.stack.Stories15M;
+import dev.ripcord.model.ModelStore;
+import dev.ripcord.model.NpmModelSpec;
 import dev.ripcord.stack.TestCredentials;
 import dev.ripcord.stack.TestStacks;
 import dev.ripcord.stack.WorkerClient;
@@ -39,6 +42,9 @@ import tools.jackson.databind.node.ObjectNode;
  * (ABBA), so a machine that speeds up or slows down over the run does not favour one mode. Throughput is
  * generated tokens over the wall time of all requests of a mode, prefill included.
  *
+ * <p>Before the measured rounds, {@code --breakdown} requests run one at a time and their time to first token is
+ * broken down hop by hop ({@link HopBreakdown}): where the stack's own overhead goes.
+ *
  * <p>Not a test: it asserts nothing about time, it prints figures. Build the test classpath once, then run it
  * against a running stack or let it start its own on free ports (from the repository root, with the JDK 25 that
  * {@code ./ripcord java} names):
@@ -50,6 +56,7 @@ import tools.jackson.databind.node.ObjectNode;
  *       -cp local-stack/target/test-classes:local-stack/target/classes:$(cat local-stack/target/bench.classpath) \
  *       dev.ripcord.stack.bench.GatewayOverheadBench --preset=tiny
  *   ... GatewayOverheadBench --preset=small --max-tokens=64 --requests=8 --rounds=4 --warmup=4
+ *   ... GatewayOverheadBench --model=stories15M --prompt-bytes=6 --max-tokens=64 --breakdown=30 --rounds=2
  *   ... GatewayOverheadBench --gateway=http://localhost:8080 --prefill=http://localhost:8081 --decode=http://localhost:8082
  * </pre>
  */
@@ -59,13 +66,15 @@ public final class GatewayOverheadBench {
             usage: GatewayOverheadBench [options]
               --gateway=URL --prefill=URL --decode=URL   a running stack (all three), else one is started
               --preset=tiny|small      model of a started stack (default tiny)
+              --model=stories15M       a started stack serves stories15M instead (the per-user cache, as ./ripcord up)
               --stack-property=k=v     extra Spring property for a started stack (repeatable)
               --requests=N             requests per mode per round (default 32)
               --rounds=R               measured rounds (default 6; modes alternate ABBA)
               --warmup=W               unmeasured requests per mode first (default 8)
               --concurrency=C          requests in flight at once (default 4)
               --max-tokens=M           tokens generated per request, EOS ignored (default 128)
-              --prompt-bytes=P         prompt length in bytes; tokens = P + 1 (default 16)""";
+              --prompt-bytes=P         prompt length in bytes; tokens = P + 1 (default 16)
+              --breakdown=B            requests one at a time whose TTFT is broken down per hop (default 20; 0: none)""";
 
     private final GatewayClient gateway;
     private final WorkerClient workers;
@@ -93,6 +102,7 @@ public final class GatewayOverheadBench {
         int concurrency = intOption(options, "concurrency", 4);
         int maxTokens = intOption(options, "max-tokens", 128);
         int promptBytes = intOption(options, "prompt-bytes", 16);
+        int breakdown = intOption(options, "breakdown", 20);
         PrintStream out = System.out;
         // The byte tokenizer's ids, BOS first, as the gateway would encode the text; sent as ids to both paths.
         int[] prompt = new ByteTokenizer().encode(promptText(promptBytes), true);
@@ -106,6 +116,11 @@ public final class GatewayOverheadBench {
             prefillUrl = URI.create(options.get("prefill"));
             decodeUrl = URI.create(options.get("decode"));
         } else {
+            if ("stories15M".equalsIgnoreCase(options.get("model"))) {
+                stackProperties.putAll(Stories15M.properties(ModelStore.atDefaultRoot().fetch(NpmModelSpec.STORIES15M)));
+            } else if (options.containsKey("model")) {
+                throw new IllegalArgumentException("--model takes stories15M only (or use --preset)");
+            }
             stackProperties.putIfAbsent("ripcord.engine.preset", options.getOrDefault("preset", "tiny"));
             Map<String, String> properties = TestStacks.withDefaults(stackProperties);
             Path logDir = TestStacks.repositoryRoot().resolve("local-stack/target/bench-logs");
@@ -123,6 +138,13 @@ public final class GatewayOverheadBench {
                     bench.model, bench.prompt.length, maxTokens, concurrency, requests, rounds);
             bench.run(Mode.DIRECT, warmup);
             bench.run(Mode.GATEWAY, warmup);
+            if (breakdown > 0) {
+                new HopBreakdown(gatewayUrl, prefillUrl, decodeUrl, bench.model, prompt, maxTokens)
+                        .run(breakdown, out);
+            }
+            if (rounds == 0) {
+                return;
+            }
             Totals direct = new Totals();
             Totals viaGateway = new Totals();
             for (int round = 0; round < rounds; round++) {

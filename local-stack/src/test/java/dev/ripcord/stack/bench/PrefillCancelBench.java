@@ -52,8 +52,19 @@ import tools.jackson.databind.json.JsonMapper;
  *       saw them, median: the contract's unit ("stopped within one chunk").</li>
  *   <li><b>chunks wasted</b>: {@code CHUNK} entries of the long prompt after the journal position read at the
  *       disconnect: work done for a client that was gone. The chunk in flight at the disconnect counts.</li>
+ *   <li><b>layers after cancel</b> (mean, p99): prefill work done after the worker observed the cancel, in
+ *       layer-chunks, from the journal alone: the forward's position when the cancel was observed
+ *       ({@code CANCEL_OBSERVED … chunk=C layer=B/L}, or the chunks completed so far when no chunk was computing)
+ *       to where it stopped ({@code STOPPED … chunk=C layer=M/L} inside a chunk, or after the chunks completed when
+ *       it stopped between two), each chunk counting L layers. Integer boundaries: an upper bound on the work.</li>
+ *   <li><b>KV transfer</b>: prefill's send bursts (the pages one chunk finished, handed to the transfer session →
+ *       all acknowledged by decode; {@code ripcord.prefill.kv.send.*}) over the measured iterations, bytes over burst
+ *       time, beside a {@code memcpy} and a loopback TCP send of a burst of the same size sampled on this machine
+ *       between the same iterations (while the stack is idle).</li>
  * </ul>
- * Targets with {@code both}: TTFT ratio ≤ 1.2; disconnect → abort p99 ≤ one chunk time + 25 ms.
+ * Targets with {@code both}: TTFT ratio ≤ 1.2; disconnect → abort p99 ≤ one chunk time + 25 ms; layers after
+ * cancel ≤ 1 on average (issue #14: the chunk in progress stops at the next layer boundary); KV transfer ≥ 70 % of
+ * memcpy on shm, of loopback TCP on tcp.
  *
  * <p>Not a test: it asserts nothing, it prints figures. Against a running stack (one mode, whatever it runs):
  * <pre>
@@ -80,6 +91,8 @@ public final class PrefillCancelBench {
               --idle-samples=S         idle TTFT samples (default 5)""";
 
     private static final Duration POLL = Duration.ofMillis(2);
+    private static final String BURST_BYTES = "ripcord_prefill_kv_send_bytes";
+    private static final String BURST_TIME = "ripcord_prefill_kv_send_time_seconds";
 
     private final Endpoints stack;
     private final StreamingClient client;
@@ -88,6 +101,7 @@ public final class PrefillCancelBench {
     private final long cancelAfterMillis;
     private final int shortBytes;
     private final int idleSamples;
+    private String transferLine = "";
 
     PrefillCancelBench(Endpoints stack, int n, int promptTokens, long cancelAfterMillis, int shortBytes,
                        int idleSamples) {
@@ -128,6 +142,7 @@ public final class PrefillCancelBench {
         int idleSamples = Integer.parseInt(options.getOrDefault("idle-samples", "5"));
         PrintStream out = System.out;
         List<String> report = new ArrayList<>();
+        List<String> transfers = new ArrayList<>();
 
         if (options.containsKey("start-stacks")) {
             for (String mode : options.getOrDefault("modes", "both,in-band,kafka,none").split(",")) {
@@ -146,8 +161,10 @@ public final class PrefillCancelBench {
                     Endpoints endpoints = new Endpoints(URI.create(started.url(Role.GATEWAY)),
                             URI.create(started.url(Role.PREFILL)), URI.create(started.url(Role.DECODE)),
                             servedModel(URI.create(started.url(Role.GATEWAY))));
-                    report.add(new PrefillCancelBench(endpoints, n, promptTokens, cancelAfter, shortBytes,
-                            idleSamples).run(mode, out));
+                    PrefillCancelBench bench = new PrefillCancelBench(endpoints, n, promptTokens, cancelAfter,
+                            shortBytes, idleSamples);
+                    report.add(bench.run(mode, out));
+                    transfers.add(bench.transferLine);
                 }
             }
         } else {
@@ -155,17 +172,25 @@ public final class PrefillCancelBench {
             Endpoints endpoints = new Endpoints(gateway,
                     URI.create(options.getOrDefault("prefill", "http://localhost:8081")),
                     URI.create(options.getOrDefault("decode", "http://localhost:8082")), servedModel(gateway));
-            report.add(new PrefillCancelBench(endpoints, n, promptTokens, cancelAfter, shortBytes, idleSamples)
-                    .run("running stack", out));
+            PrefillCancelBench bench = new PrefillCancelBench(endpoints, n, promptTokens, cancelAfter, shortBytes,
+                    idleSamples);
+            report.add(bench.run("running stack", out));
+            transfers.add(bench.transferLine);
         }
-        out.printf("%n%-14s %10s %12s %12s %7s %11s %11s %10s %12s %10s %9s%n", "mode", "idle TTFT",
+        out.printf("%n%-14s %10s %12s %12s %7s %11s %11s %10s %12s %10s %9s %12s %11s%n", "mode", "idle TTFT",
                 "TTFT p50", "TTFT p99", "ratio", "abort p50", "abort p99", "chunk p50", "overrun p99",
-                "obs→stop", "wasted");
+                "obs→stop", "wasted", "layers mean", "layers p99");
         report.forEach(out::println);
         out.println("(ms. TTFT: short request sent at the disconnect; ratio = TTFT p50 / idle TTFT (target ≤ 1.2 with "
                 + "both); abort: disconnect → STOPPED seen; overrun: abort − duration of the chunk in flight at the "
                 + "disconnect (target: abort ≤ one chunk + 25 ms, i.e. overrun ≤ 25); obs→stop: workers' histogram "
-                + "p99 bucket; wasted: chunks computed after the disconnect, mean per long prompt)");
+                + "p99 bucket; wasted: chunks computed after the disconnect, mean per long prompt; layers: prefill "
+                + "work after the worker observed the cancel, in layer-chunks, from the journal's CANCEL_OBSERVED and "
+                + "STOPPED positions, mean and p99 over the prompts stopped mid-prefill)");
+        out.println();
+        transfers.forEach(out::println);
+        out.println("(KV transfer: prefill's send bursts, Δ ripcord_prefill_kv_send_bytes_sum / Δ "
+                + "ripcord_prefill_kv_send_time_seconds_sum; target ≥ 70 % of memcpy on shm, of loopback TCP on tcp)");
         System.exit(0);
     }
 
@@ -185,10 +210,15 @@ public final class PrefillCancelBench {
         out.printf("%s: idle TTFT of the short request %s ms (p50 of %s)%n", mode, fmt(idleTtft), idle);
 
         Prometheus histogramBefore = Prometheus.scrape(stack.prefill());
+        // The warm-up's bursts say how big one is; the limits are sampled at that size between iterations.
+        double warmBursts = histogramBefore.sum(BURST_BYTES + "_count");
+        CopyLimits limits = new CopyLimits(warmBursts > 0
+                ? (long) (histogramBefore.sum(BURST_BYTES + "_sum") / warmBursts) : 1 << 20);
         List<Double> ttfts = new ArrayList<>();
         List<Double> aborts = new ArrayList<>();
         List<Double> chunkTimes = new ArrayList<>();
         List<Double> overruns = new ArrayList<>();
+        List<Double> layersAfter = new ArrayList<>();
         long wasted = 0;
         for (int i = 0; i < n; i++) {
             Iteration it = iteration("bench-" + i, promptBytes);
@@ -199,21 +229,65 @@ public final class PrefillCancelBench {
             }
             chunkTimes.addAll(it.chunkMillis());
             wasted += it.wastedChunks();
-            out.printf("%s #%d: short TTFT %s ms, disconnect→abort %s (chunk in flight %s ms), chunks wasted %d%n",
+            if (it.layersAfterCancel() >= 0) {
+                layersAfter.add((double) it.layersAfterCancel());
+            }
+            limits.sample(); // the stack is idle here (iteration() waits for it)
+            out.printf("%s #%d: short TTFT %s ms, disconnect→abort %s (chunk in flight %s ms), chunks wasted %d, "
+                            + "layers after the cancel %s (%s)%n",
                     mode, i, fmt(it.shortTtftMillis()), !it.reachedPrefill() ? "- (cancelled before it reached prefill)"
                             : it.abortMillis() < 0 ? "never (ran to completion)" : fmt(it.abortMillis()) + " ms",
-                    fmt(it.inFlightChunkMillis()), it.wastedChunks());
+                    fmt(it.inFlightChunkMillis()), it.wastedChunks(),
+                    it.layersAfterCancel() < 0 ? "-" : Integer.toString(it.layersAfterCancel()), it.stopDetail());
         }
-        double observedToStopped = histogramP99Millis(histogramBefore, Prometheus.scrape(stack.prefill()));
+        Prometheus after = Prometheus.scrape(stack.prefill());
+        double observedToStopped = histogramP99Millis(histogramBefore, after);
+        transferLine = transferLine(mode, histogramBefore, after, limits);
+        limits.close();
+        out.println(transferLine);
         double chunk = percentile(chunkTimes, 50);
         double ttftP50 = percentile(ttfts, 50);
-        return "%-14s %10s %12s %12s %7s %11s %11s %10s %12s %10s %9s".formatted(mode, fmt(idleTtft), fmt(ttftP50),
+        double layersMean = layersAfter.stream().mapToDouble(Double::doubleValue).average().orElse(Double.NaN);
+        return "%-14s %10s %12s %12s %7s %11s %11s %10s %12s %10s %9s %12s %11s".formatted(mode, fmt(idleTtft),
+                fmt(ttftP50),
                 fmt(percentile(ttfts, 99)), "%.2f".formatted(ttftP50 / idleTtft),
                 aborts.isEmpty() ? "never" : fmt(percentile(aborts, 50)),
                 aborts.isEmpty() ? "never" : fmt(percentile(aborts, 99)), fmt(chunk),
                 overruns.isEmpty() ? "-" : fmt(percentile(overruns, 99)),
                 Double.isNaN(observedToStopped) ? "-" : "≤" + fmt(observedToStopped),
-                "%.1f".formatted((double) wasted / n));
+                "%.1f".formatted((double) wasted / n),
+                Double.isNaN(layersMean) ? "-" : "%.2f".formatted(layersMean),
+                layersAfter.isEmpty() ? "-" : fmt(percentile(layersAfter, 99)));
+    }
+
+    /**
+     * The KV transfer's rate in the running services over this mode's iterations: {@code Δ bytes / Δ burst time} of
+     * prefill's send bursts (the pages one chunk finished, handed to the session → all acknowledged), against this
+     * machine's memcpy and loopback TCP rates for a burst of the same size, sampled between the same iterations.
+     */
+    private static String transferLine(String mode, Prometheus before, Prometheus after, CopyLimits limits) {
+        double bursts = after.sum(BURST_BYTES + "_count") - before.sum(BURST_BYTES + "_count");
+        double bytes = after.sum(BURST_BYTES + "_sum") - before.sum(BURST_BYTES + "_sum");
+        double seconds = after.sum(BURST_TIME + "_sum") - before.sum(BURST_TIME + "_sum");
+        if (bursts <= 0 || seconds <= 0) {
+            return "%-14s KV transfer: no acknowledged send burst in the measured iterations".formatted(mode);
+        }
+        String backend = "?";
+        double most = 0;
+        for (Prometheus.Sample sample : after.samples("ripcord_kv_bytes_total", "direction", "sent")) {
+            double moved = sample.value() - before.sum("ripcord_kv_bytes_total", "direction", "sent", "backend",
+                    sample.labels().getOrDefault("backend", ""));
+            if (moved > most) {
+                most = moved;
+                backend = sample.labels().getOrDefault("backend", "?");
+            }
+        }
+        double rate = bytes / seconds;
+        return ("%-14s KV transfer (%s): %.0f bursts, mean %.0f KiB, %.0f MB/s in the services; this machine, same "
+                + "burst size, between the same iterations: memcpy %.0f MB/s (services %.0f %%), loopback TCP %.0f MB/s "
+                + "(services %.0f %%)").formatted(mode, backend, bursts, bytes / bursts / 1024, rate / 1e6,
+                limits.memcpyRate() / 1e6, 100 * rate / limits.memcpyRate(), limits.tcpRate() / 1e6,
+                100 * rate / limits.tcpRate());
     }
 
     /**
@@ -255,15 +329,47 @@ public final class PrefillCancelBench {
             for (int i = 1; i < chunkSeen.size(); i++) {
                 chunkMillis.add((chunkSeen.get(i) - chunkSeen.get(i - 1)) / 1e6);
             }
-            long wasted = Journal.since(stack.prefill(), mark).of(longId).stream()
+            Journal journal = Journal.since(stack.prefill(), mark);
+            long wasted = journal.of(longId).stream()
                     .filter(e -> e.event().equals("CHUNK") && e.seq() > seqAtDisconnect).count();
             return new Iteration(shortCall.ttftNanos() / 1e6,
                     stoppedSeen == null ? -1 : (stoppedSeen - disconnectedAt) / 1e6, chunkMillis, wasted,
-                    poller.firstSeen.containsKey("QUEUED"), inFlightChunk);
+                    poller.firstSeen.containsKey("QUEUED"), inFlightChunk, layersAfterCancel(journal, longId),
+                    journal.events(longId).stream().filter(e -> e.startsWith("CANCEL_OBSERVED")
+                            || e.startsWith("STOPPED")).toList().toString());
         } finally {
             poller.stop = true;
             polling.join();
         }
+    }
+
+    /** The model's layer count, learnt from the first journal entry that carries {@code layer=B/L}. */
+    private int layers;
+
+    /**
+     * Prefill work after the cancel was observed, in layer-chunks, from the journal (see the class comment); -1 when
+     * the prompt was not stopped mid-prefill (cancelled while queued, stopped while its transfer completed, or never).
+     */
+    private int layersAfterCancel(Journal journal, String longId) {
+        if (!journal.has(longId, "CANCEL_OBSERVED") || !journal.has(longId, "STOPPED")
+                || !journal.has(longId, "STARTED") || journal.has(longId, "DONE")) {
+            return -1;
+        }
+        var observedAt = journal.layer(longId, "CANCEL_OBSERVED");
+        var stoppedAt = journal.layer(longId, "STOPPED");
+        observedAt.or(() -> stoppedAt).ifPresent(l -> layers = l[1]);
+        if (layers == 0) {
+            return -1;
+        }
+        long observedSeq = journal.seq(longId, "CANCEL_OBSERVED");
+        long chunksBefore = journal.of(longId).stream().filter(e -> e.event().equals("CHUNK") && e.seq() < observedSeq)
+                .count();
+        long chunksAll = journal.count(longId, "CHUNK");
+        long from = observedAt.isPresent() ? (long) journal.chunk(longId, "CANCEL_OBSERVED") * layers + observedAt.get()[0]
+                : chunksBefore * layers;
+        long to = stoppedAt.isPresent() ? (long) journal.chunk(longId, "STOPPED") * layers + stoppedAt.get()[0]
+                : chunksAll * layers;
+        return (int) Math.max(0, to - from);
     }
 
     /**
@@ -271,7 +377,8 @@ public final class PrefillCancelBench {
      * @param reachedPrefill whether the long prompt reached the prefill worker before the disconnect stopped it
      */
     private record Iteration(double shortTtftMillis, double abortMillis, List<Double> chunkMillis, long wastedChunks,
-                             boolean reachedPrefill, double inFlightChunkMillis) {
+                             boolean reachedPrefill, double inFlightChunkMillis, int layersAfterCancel,
+                             String stopDetail) {
 
         /** How far the abort overran the chunk it had to wait for: the target is at most 25 ms. */
         double overrunMillis() {

@@ -7,6 +7,7 @@ import dev.ripcord.stack.cancel.DisconnectScenario.Result;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 
+import static dev.ripcord.stack.cancel.CancelStacks.AUTO_BACKEND;
 import static dev.ripcord.stack.cancel.CancelStacks.BOTH;
 import static dev.ripcord.stack.cancel.CancelStacks.CHUNK_64;
 import static dev.ripcord.stack.cancel.CancelStacks.IN_BAND;
@@ -25,12 +26,13 @@ import static org.assertj.core.api.Assertions.assertThat;
  * registration. It must hold with either propagation path alone; with none, the bug is reproduced on purpose.
  *
  * <p>One stack per propagation mode (it is a startup property); the {@code both} stack is shared with the other
- * small-model cancellation tests.
+ * small-model cancellation tests. The KV moves through shared memory on all of them (the bug report's setting, one
+ * host; the {@code both} stack asks for {@code auto}, which picks shared memory there).
  */
 class BugReportScenarioIT {
 
     @Nested
-    @LocalStackTest(properties = {SMALL_MODEL, CHUNK_64, ONE_RUNNING, BOTH})
+    @LocalStackTest(properties = {SMALL_MODEL, CHUNK_64, ONE_RUNNING, BOTH, AUTO_BACKEND})
     class BothPaths {
         @Test
         void longPrefillStopsWithinOneChunkOfDisconnect_bothPaths(TestStack stack) throws Exception {
@@ -125,6 +127,10 @@ class BugReportScenarioIT {
                 + r.describe()).isGreaterThan(lastLongChunk).isGreaterThan(p.seq(longId, "STOPPED"));
         assertThat(r.shortOutcome().completed()).as("%s", r.shortOutcome()).isTrue();
         assertThat(r.shortOutcome().finishReason()).isEqualTo("length");
+        // On shared memory (every test stack's default; auto on one host picks it too): the short prompt's KV was
+        // copied straight into decode's pages.
+        assertThat(p.of(shortId).stream().filter(e -> e.event().equals("DONE")).map(JournalEntry::detail)
+                .findFirst().orElseThrow()).as("the backend that carried the short prompt's KV").contains("over SHM");
 
         // Decode: the cancel reached the leg that was waiting for KV; nothing landed; pages freed after release.
         assertThat(d.count(longId, "CANCEL_OBSERVED")).as(r.describe()).isEqualTo(1);

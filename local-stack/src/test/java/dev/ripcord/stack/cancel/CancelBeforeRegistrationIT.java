@@ -7,6 +7,7 @@ import dev.ripcord.stack.Role;
 import dev.ripcord.stack.TestStack;
 import org.junit.jupiter.api.Test;
 
+import static dev.ripcord.stack.cancel.CancelStacks.AUTO_BACKEND;
 import static dev.ripcord.stack.cancel.CancelStacks.BOTH;
 import static dev.ripcord.stack.cancel.CancelStacks.CHUNK_64;
 import static dev.ripcord.stack.cancel.CancelStacks.ONE_RUNNING;
@@ -19,7 +20,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * registration"). Here the cancel is the gateway's explicit cancel for an ID it has not seen, which it forwards on
  * the cancellations topic; {@code KafkaUnavailableIT} publishes one with a plain Kafka producer.
  */
-@LocalStackTest(properties = {SMALL_MODEL, CHUNK_64, ONE_RUNNING, BOTH})
+@LocalStackTest(properties = {SMALL_MODEL, CHUNK_64, ONE_RUNNING, BOTH, AUTO_BACKEND})
 class CancelBeforeRegistrationIT {
 
     @Test

@@ -21,6 +21,13 @@ final class CancelStacks {
     static final String KAFKA = "ripcord.cancel.propagation=kafka";
     static final String NONE = "ripcord.cancel.propagation=none";
 
+    /**
+     * The {@code both} stack's KV backend: {@code auto}, which must pick shared memory on one host (every other test
+     * stack runs {@code shm}, {@link dev.ripcord.stack.TestStacks#DEFAULT_PROPERTIES}; the two-of-each stack
+     * {@code tcp}). A property of an existing stack, not a stack of its own: {@link KvBackendIT}.
+     */
+    static final String AUTO_BACKEND = "ripcord.kv.backend=auto";
+
     /** Chunk size of the small-model stacks, in tokens. */
     static final int CHUNK_TOKENS = 64;
     /** A prompt of this many bytes is {@value #LONG_PROMPT_CHUNKS} chunks of {@value #CHUNK_TOKENS} tokens. */

@@ -128,6 +128,27 @@ public final class Journal {
         return Long.parseLong(m.group(1));
     }
 
+    /**
+     * Where the first {@code event} of {@code requestId} says a forward stopped or was found: the {@code layer=B/L}
+     * of its detail as {@code {B, L}}, or empty when it carries none (prefill's {@code STOPPED} between chunks,
+     * {@code CANCEL_OBSERVED} when no chunk of the request was computing).
+     */
+    public java.util.Optional<int[]> layer(String requestId, String event) {
+        return of(requestId).stream().filter(e -> e.event().equals(event)).findFirst().flatMap(e -> {
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("layer=(\\d+)/(\\d+)").matcher(e.detail());
+            return m.find() ? java.util.Optional.of(new int[] {Integer.parseInt(m.group(1)),
+                    Integer.parseInt(m.group(2))}) : java.util.Optional.empty();
+        });
+    }
+
+    /** The {@code chunk=C} of the first {@code event} of {@code requestId}'s detail, or -1 when it carries none. */
+    public int chunk(String requestId, String event) {
+        return of(requestId).stream().filter(e -> e.event().equals(event)).findFirst().map(e -> {
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("chunk=(\\d+)").matcher(e.detail());
+            return m.find() ? Integer.parseInt(m.group(1)) : -1;
+        }).orElse(-1);
+    }
+
     /** {@code CHUNK} entries of {@code requestId} with a seq greater than {@code after}. */
     public long chunksAfter(String requestId, long after) {
         return of(requestId).stream().filter(e -> e.event().equals("CHUNK") && e.seq() > after).count();

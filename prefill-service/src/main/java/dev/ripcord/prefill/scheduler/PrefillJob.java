@@ -9,6 +9,7 @@ import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveDescriptor;
 import dev.ripcord.kv.SendSession;
 import dev.ripcord.protocol.PrefillEvent;
+import dev.ripcord.worker.TransferClock;
 import dev.ripcord.worker.job.JobState;
 import dev.ripcord.worker.job.WorkerJob;
 
@@ -30,14 +31,22 @@ public final class PrefillJob extends WorkerJob<PrefillEvent> {
     /** The transfer's completion failed (either side aborted it, or it broke). */
     volatile boolean transferFailed;
 
+    /**
+     * Set on the engine loop when the prompt starts; read by a canceller on any thread, which requests the engine's
+     * stop on it (volatile: a cancel recorded before this is set is seen by the loop's check point, one recorded
+     * after sees the sequence).
+     */
+    volatile Sequence sequence;
+
     // Engine-loop state.
-    Sequence sequence;
     /** {@link System#nanoTime()} when its prefill started (the end of its queue time). */
     long startedNanos;
     int tokensDone;
     int pagesSent;
     int chunks;
     final List<CompletableFuture<Void>> sends = new ArrayList<>();
+    /** Bytes and busy wall time of its KV transfer (written by the engine loop, acknowledged by transport threads). */
+    final TransferClock transferClock = new TransferClock();
 
     PrefillJob(String requestId, int[] tokens, ReceiveDescriptor descriptor, SamplingParams sampling) {
         super(requestId);

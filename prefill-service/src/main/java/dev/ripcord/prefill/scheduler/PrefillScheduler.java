@@ -8,9 +8,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import dev.ripcord.protocol.CancelSource;
+import dev.ripcord.engine.ComputeStoppedException;
 import dev.ripcord.engine.SamplingParams;
 import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveDescriptor;
+import dev.ripcord.kv.Backend;
 import dev.ripcord.kv.SendSession;
 import dev.ripcord.kv.Side;
 import dev.ripcord.lifecycle.LifecycleEvent;
@@ -23,6 +25,8 @@ import dev.ripcord.protocol.TransferMetadata;
 import dev.ripcord.worker.WireSampling;
 import dev.ripcord.worker.JobCancel;
 import dev.ripcord.worker.RequestLogging;
+import dev.ripcord.worker.TransferClock;
+import dev.ripcord.worker.TransferThroughput;
 import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.job.JobLifecycle;
 import dev.ripcord.worker.job.JobState;
@@ -45,15 +49,24 @@ import org.slf4j.LoggerFactory;
  *  engine loop, one step at a time:
  *     admit from the queue head while fewer than max-running are running                       ─► RUNNING
  *     pick the next running job (round-robin) and
- *        ── CANCEL CHECK POINT ── a job whose cancel was observed stops here: at most the chunk that was
- *                                 being computed when the cancel arrived has run since
- *        compute one chunk, push its finished pages to decode, emit CHUNK
+ *        ── CANCEL CHECK POINT ── a job whose cancel was observed stops here, before its next chunk
+ *        compute one chunk: ── SAFE POINTS ── a cancel observed while it computes requests the engine's stop on
+ *                                 the job's sequence, and the chunk stops at the next layer boundary; it is
+ *                                 discarded (never sent), and the journal's STOPPED says at which layer
+ *        push the chunk's finished pages to decode, emit CHUNK
  *        after the last chunk: sample the first token, complete the transfer with it          ─► DONE
  *  a cancel for a WAITING job removes it from the queue at once (no engine work ever happens for it);
  *  a cancel while the transfer completes aborts the transfer
  *  every cancel aborts the send session with the cancel, typed, so decode learns why
  *  pages are freed only after the send session is RELEASED: no write may still be reading them
  * </pre>
+ *
+ * <p>Only completed chunks are sent: a chunk's pages are pushed after it computed, and a chunk stopped at a layer
+ * boundary pushes nothing (its positions are not counted; its pages, partly written, are freed with the rest once
+ * the aborted send session is released). The journal's {@code CANCEL_OBSERVED} says, for a prompt whose chunk was
+ * computing, where the forward was ({@code chunk=C layer=B/L}: boundary {@code B} of {@code L} layers) and
+ * {@code STOPPED} where it stopped ({@code chunk=C layer=M/L}), so the work done after the cancel is {@code M - B}
+ * layers, exactly.
  *
  * <p>Every engine call happens on the {@link EngineLoop} thread. Cancels arrive on any thread (Netty, Kafka
  * consumer, a transfer's event loop) through the registry, whose handler only records the request, ends a job that
@@ -69,6 +82,8 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     private final List<PrefillJob> running = new ArrayList<>();
     private int nextRunning;
     private volatile int runningCount;
+    /** The job whose chunk the engine is computing, or null: the one a cancel's safe-point position refers to. */
+    private volatile PrefillJob computing;
 
     private final AtomicLong chunksComputed = new AtomicLong();
     private final AtomicLong chunksAfterCancel = new AtomicLong();
@@ -76,6 +91,8 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     private final Counter chunksAfterCancelCounter;
     private final Counter tokensAfterCancel;
     private final Timer prefillTime;
+    private final TransferThroughput transferThroughput;
+    private final KvSendBursts sendBursts;
 
     /** A bean: closed, hence drained, before the {@link WorkerContext} it works with. */
     public PrefillScheduler(WorkerContext context, PrefillProperties properties) {
@@ -97,6 +114,9 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         this.prefillTime = Timer.builder("ripcord.request.prefill.time")
                 .description("prefill started -> every chunk computed and the first token sampled")
                 .serviceLevelObjectives(LatencyBuckets.requestLatency()).register(meters);
+        this.transferThroughput = new TransferThroughput(meters);
+        this.sendBursts = new KvSendBursts(meters, System::nanoTime);
+        lifecycle.observedAt(this::forwardPosition);
         startLoop();
     }
 
@@ -174,9 +194,28 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
                 stopFinishing(job);
             }
         } else {
-            log.info("requestId={} cancel observed; prefill stops at the next chunk boundary", job.requestId());
+            // Running: the chunk in progress (if any) stops at its next layer boundary; otherwise the check point
+            // before the next chunk stops the job. A job whose sequence is not set yet is caught there too.
+            Sequence sequence = job.sequence;
+            if (sequence != null) {
+                sequence.requestStop();
+            }
+            log.info("requestId={} cancel observed; prefill stops at the next layer boundary", job.requestId());
             loop.wakeUp();
         }
+    }
+
+    /**
+     * For {@code CANCEL_OBSERVED}: where the engine's forward was for this job when its cancel was observed
+     * ({@code " chunk=C layer=B/L"}), or nothing when it was not computing a chunk of it.
+     */
+    private String forwardPosition(PrefillJob job) {
+        if (computing != job) {
+            return "";
+        }
+        int boundary = engine.forwardBoundary();
+        return boundary < 0 || computing != job ? ""
+                : " chunk=" + job.chunks + " layer=" + boundary + "/" + engine.config().layers();
     }
 
     private static void abortTransfer(PrefillJob job, JobCancel.Request cancel) {
@@ -201,7 +240,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         RequestLogging.with(job.requestId(), () -> {
             // ── CANCEL CHECK POINT: between chunks, the safe point of chunked prefill. ──
             if (job.isCancelRequested()) {
-                stopCancelled(job);
+                stopCancelled(job, null);
             } else {
                 computeChunk(job);
             }
@@ -247,11 +286,18 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     private void computeChunk(PrefillJob job) {
         int from = job.tokensDone;
         int to = Math.min(from + properties.chunkTokens(), job.tokens.length);
+        computing = job;
         try {
             engine.prefill(job.sequence, job.tokens, from, to);
+        } catch (ComputeStoppedException stopped) {
+            // ── SAFE POINT: the cancel stopped the chunk between two layers; nothing of it is sent. ──
+            stopCancelled(job, stopped);
+            return;
         } catch (RuntimeException e) {
             fail(job, "prefill failed: " + e.getMessage(), e);
             return;
+        } finally {
+            computing = null;
         }
         job.tokensDone = to;
         job.chunks++;
@@ -281,10 +327,16 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         int pageTokens = pool.layout().pageTokens();
         int finished = last ? pool.layout().pagesFor(job.tokensDone) : job.tokensDone / pageTokens;
         long pageBytes = pool.pageBytes();
+        KvSendBursts.Burst burst = sendBursts.start();
+        List<CompletableFuture<Void>> sends = new ArrayList<>();
         for (int p = job.pagesSent; p < finished; p++) {
             long src = pool.offsetOf(job.sequence.poolPage(p));
-            job.sends.add(job.send.send(context.poolRegion(), src, pageBytes, p * pageBytes));
+            long dst = p * pageBytes;
+            sends.add(job.transferClock.time(pageBytes,
+                    () -> job.send.send(context.poolRegion(), src, pageBytes, dst)));
         }
+        job.sends.addAll(sends);
+        burst.whenAcknowledged(sends, sends.size() * pageBytes);
         job.pagesSent = Math.max(job.pagesSent, finished);
     }
 
@@ -310,10 +362,15 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
                         WireSampling.toWire(firstLogprobs))))
                 .whenComplete((v, error) -> RequestLogging.with(job.requestId(), () -> {
                     if (error == null) {
+                        Backend backend = job.send.backend();
+                        TransferClock clock = job.transferClock;
+                        transferThroughput.record(backend, clock);
                         if (lifecycle.finish(job, JobState.RUNNING, new PrefillEvent.Done(first), "DONE",
-                                "first token " + first)) {
-                            log.info("requestId={} prefill done in {} chunks; KV delivered, first token {}",
-                                    job.requestId(), job.chunks, first);
+                                "first token " + first + "; KV " + clock.bytes() + " bytes over " + backend + " in "
+                                        + clock.busyNanos() / 1000 + " µs")) {
+                            log.info("requestId={} prefill done in {} chunks; KV delivered over {}: {} ({} MB/s), "
+                                    + "first token {}", job.requestId(), job.chunks, backend, clock,
+                                    Math.round(clock.bytesPerSecond() / 1e6), first);
                         }
                         return;
                     }
@@ -334,15 +391,30 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         }
     }
 
-    private void stopCancelled(PrefillJob job) {
+    /**
+     * Ends a cancelled job at a safe point: between chunks ({@code stopped} null) or at a layer boundary inside the
+     * chunk {@code stopped} interrupted. The send session is aborted (it has carried only completed chunks); pages
+     * are freed once it is released.
+     */
+    private void stopCancelled(PrefillJob job, ComputeStoppedException stopped) {
         JobCancel.Request cancel = job.cancelRequest();
         running.remove(job);
         runningCount = running.size();
         abortTransfer(job, cancel);
+        String where = stopped == null ? "" : " chunk=" + job.chunks + " layer=" + stopped.layer() + "/"
+                + stopped.layers();
+        int chunk = job.chunks;
         if (lifecycle.cancel(job, JobState.RUNNING, "prefill", "STOPPED",
-                job.tokensDone + "/" + job.tokens.length + " tokens")) {
-            log.info("requestId={} prefill stopped at chunk boundary after {} of {} tokens", job.requestId(),
-                    job.tokensDone, job.tokens.length);
+                job.tokensDone + "/" + job.tokens.length + " tokens" + where, null,
+                aborted -> stopped == null ? aborted : aborted.withChunk(chunk).withLayer(stopped.layer()))) {
+            if (stopped == null) {
+                log.info("requestId={} prefill stopped at chunk boundary after {} of {} tokens", job.requestId(),
+                        job.tokensDone, job.tokens.length);
+            } else {
+                log.info("requestId={} prefill stopped at layer {} of {} in chunk {} after {} of {} tokens; the "
+                                + "chunk's {} tokens are discarded", job.requestId(), stopped.layer(),
+                        stopped.layers(), job.chunks, job.tokensDone, job.tokens.length, stopped.tokens());
+            }
         }
     }
 

@@ -100,6 +100,7 @@ class PrefillSchedulerTest {
 
     @AfterEach
     void quiet() {
+        engine.onLayerBoundary(null);
         runUntil("pages back", () -> engine.pagePool().pagesLive() == 0 && agent.stats().liveSessions() == 0
                 && decodeSide.stats().liveSessions() == 0);
         scheduler.engineLoop().runUntilIdle(10_000);
@@ -230,6 +231,77 @@ class PrefillSchedulerTest {
                 .isEqualTo(new AbortReason.Cancel(CancelReason.CLIENT_STALLED, CancelSource.IN_BAND));
         assertThat(scheduler.chunksAfterCancel()).isZero();
         assertThat(scheduler.aborts()).isEqualTo(1);
+    }
+
+    /**
+     * Issue #14: a cancel that arrives while a chunk computes (here: delivered through the registry at the boundary
+     * before the second chunk's layer 1, on the loop thread, as a Netty thread would deliver it at that moment)
+     * stops the chunk at that layer boundary. Nothing of the stopped chunk is sent (only the first chunk's page
+     * was), the journal says where the cancel found the forward and where it stopped, and every page comes back.
+     */
+    @Test
+    void cancelInsideAChunkStopsItAtTheNextLayerBoundaryAndSendsNothingOfIt() {
+        Prompt p = new Prompt(40);
+        runUntil("the first chunk", () -> p.journal().contains("CHUNK"));
+        int layers = engine.config().layers();
+        List<Integer> boundaries = Collections.synchronizedList(new ArrayList<>());
+        engine.onLayerBoundary(layer -> {
+            boundaries.add(layer);
+            if (layer == 1) {
+                registry.cancel(p.id, CancelReason.CLIENT_DISCONNECT, CancelSource.IN_BAND);
+            }
+        });
+        runUntil("stopped", () -> p.job.state().isTerminal());
+        engine.onLayerBoundary(null);
+        runUntil("freed", () -> p.journal().contains("FREED"));
+        scheduler.engineLoop().runUntilIdle(10_000);
+
+        assertThat(boundaries).as("the second chunk's forward went no further than boundary 1").containsExactly(0, 1);
+        assertThat(p.journal()).containsExactly("QUEUED", "STARTED", "CHUNK", "CANCEL_OBSERVED", "STOPPED", "FREED");
+        assertThat(detail(p, "CANCEL_OBSERVED")).endsWith("via IN_BAND chunk=1 layer=1/" + layers);
+        assertThat(detail(p, "STOPPED")).isEqualTo("16/40 tokens chunk=1 layer=1/" + layers);
+        assertThat(p.job.tokensDone).as("the stopped chunk is not counted").isEqualTo(CHUNK);
+        assertThat(p.job.pagesSent).as("only the first chunk's page was pushed").isEqualTo(1);
+        assertThat(p.receive.bytesReceived()).as("decode received nothing of the stopped chunk")
+                .isLessThanOrEqualTo(engine.pagePool().pageBytes());
+        assertThat(p.events).last().isEqualTo(new Cancelled(CancelReason.CLIENT_DISCONNECT, CancelSource.IN_BAND));
+        assertThat(typedAbortAtDecode(p.receive))
+                .isEqualTo(new AbortReason.Cancel(CancelReason.CLIENT_DISCONNECT, CancelSource.IN_BAND));
+        assertThat(scheduler.chunksAfterCancel()).as("no chunk completed after the cancel").isZero();
+        assertThat(scheduler.chunksComputed()).isEqualTo(1);
+        assertThat(engine.stats().prefillStops()).isPositive();
+        assertThat(scheduler.aborts()).isEqualTo(1);
+        assertThat(meters.counter("ripcord.cancellations", "service", "prefill", "phase", "prefill", "path", "in_band")
+                .count()).isEqualTo(1);
+    }
+
+    @Test
+    void aPromptAfterOneStoppedMidChunkComputesWhatItWouldOnAQuietEngine() {
+        Prompt quiet = new Prompt(40);
+        runUntil("done", () -> quiet.job.state().isTerminal());
+        int expected = TransferMetadata.decodeFirstToken(quiet.receive.completion().join());
+        runUntil("freed", () -> quiet.journal().contains("FREED"));
+
+        Prompt stopped = new Prompt(40);
+        engine.onLayerBoundary(layer -> {
+            if (layer == 1) {
+                registry.cancel(stopped.id, CancelReason.CLIENT_DISCONNECT, CancelSource.KAFKA);
+            }
+        });
+        runUntil("stopped", () -> stopped.job.state().isTerminal());
+        engine.onLayerBoundary(null);
+        assertThat(detail(stopped, "STOPPED")).isEqualTo("0/40 tokens chunk=0 layer=1/" + engine.config().layers());
+
+        Prompt after = new Prompt(40);
+        runUntil("done", () -> after.job.state().isTerminal());
+        assertThat(after.job.state()).isEqualTo(JobState.DONE);
+        assertThat(TransferMetadata.decodeFirstToken(after.receive.completion().join())).isEqualTo(expected);
+        runUntil("freed", () -> stopped.journal().contains("FREED") && after.journal().contains("FREED"));
+    }
+
+    private String detail(Prompt p, String event) {
+        return journal.since(0).stream().filter(e -> e.requestId().equals(p.id) && e.event().equals(event))
+                .map(JournalEntry::detail).findFirst().orElseThrow(() -> new AssertionError(p.journal()));
     }
 
     @Test

@@ -225,13 +225,23 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
      * {@code LEFT_BATCH}) on the lifecycle log just before the abort.
      */
     public boolean cancel(J job, JobState from, String phase, String event, Object detail, LifecycleEvent before) {
+        return cancel(job, from, phase, event, detail, before, UnaryOperator.identity());
+    }
+
+    /**
+     * {@link #cancel(WorkerJob, JobState, String, String, Object, LifecycleEvent)}, with {@code fields} adding what
+     * the worker knows to the lifecycle log's {@code ABORTED} (prefill stopped inside a chunk: the chunk and the
+     * layer boundary, as its journal entry says).
+     */
+    public boolean cancel(J job, JobState from, String phase, String event, Object detail, LifecycleEvent before,
+                          UnaryOperator<LifecycleEvent> fields) {
         JobCancel.Request cancel = job.cancelRequest();
         Objects.requireNonNull(cancel, "cancel() without a cancel request");
         if (!job.moveTo(from, JobState.CANCELLED)) {
             return false;
         }
-        LifecycleEvent aborted = LifecycleEvent.of(LifecycleEventType.ABORTED, job.requestId())
-                .withCancel(cancel.reason(), cancel.source()).withDetail(phase);
+        LifecycleEvent aborted = fields.apply(LifecycleEvent.of(LifecycleEventType.ABORTED, job.requestId())
+                .withCancel(cancel.reason(), cancel.source()).withDetail(phase));
         synchronized (job) { // after the canceller's CANCEL_OBSERVED (see observe)
             context.journal().record(job.requestId(), event, detail, publishing(aborted) == null ? null : () -> {
                 if (before != null) {

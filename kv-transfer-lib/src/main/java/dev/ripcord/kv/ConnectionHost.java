@@ -1,0 +1,48 @@
+package dev.ripcord.kv;
+
+import dev.ripcord.kv.wire.Frames;
+import io.netty.channel.EventLoopGroup;
+import java.time.Duration;
+
+/**
+ * What a connection ({@link SenderConnection}, {@link ReceiverConnection}) needs from its agent, and nothing
+ * more: the handshake it sends, the lease and timeouts, the event loops, the receive-session lookup an ATTACH
+ * needs, and the bookkeeping of connections opening and closing. Connections never see the {@link TransferAgent}.
+ */
+interface ConnectionHost {
+
+    /** The agent's name, for logs. */
+    String agentName();
+
+    /** Our HELLO: incarnation, pid, lease, host identity. */
+    Frames.Hello hello();
+
+    /** Peer silence tolerated before the connection is closed. */
+    Duration lease();
+
+    /** TCP connect plus handshake. */
+    Duration connectTimeout();
+
+    /** DATA frame size: fairness between sessions, abort stop point. */
+    int maxPieceBytes();
+
+    EventLoopGroup eventLoops();
+
+    /** A connection was closed because its peer fell silent past the lease (counted). */
+    void leaseExpired();
+
+    /** The live receive session {@code sessionId}, or null. */
+    ReceiveSession receiveSession(long sessionId);
+
+    void opened(ReceiverConnection connection);
+
+    void closed(ReceiverConnection connection);
+
+    void closed(SenderConnection connection);
+
+    /** The receiver released a shared-memory region: unmap it once no session uses it. */
+    void regionRetired(long receiverIncarnation, long regionId);
+
+    /** The connection to this receiver incarnation closed: unmap its files once no session uses them. */
+    void receiverGone(long receiverIncarnation);
+}

@@ -1,0 +1,136 @@
+package dev.ripcord.kv;
+
+import dev.ripcord.kv.shm.FenceTable;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Shared-memory transport of one send session: the caller's thread copies each write into the receiver's mapping,
+ * piece by piece (at most {@code pieceBytes}, the longest an abort waits for a copy), each piece inside the
+ * session's fence bracket: the bracket opens only while the receiver has not fenced the session's epoch. Once a
+ * write is copied the receiver is told (SHM_WRITTEN), and COMPLETE is written by the session when no copy is in
+ * flight any more. See docs/kv-transfer.md, "The fence word".
+ */
+final class ShmCopier implements Transport {
+
+    /** How a copy ended. */
+    enum Outcome {
+        /** Every byte is in the receiver's memory. */
+        DELIVERED,
+        /** The session stopped writing (it aborts) before every piece was copied. */
+        STOPPED,
+        /** The receiver fenced the session (abort or verdict): its ABORT is on its way. */
+        FENCED
+    }
+
+    private final SendSession session;
+    private final SenderConnection connection;
+    private final ShmMappings.Target target;
+    private final int pieceBytes;
+    private final long pid;
+    /** The fence word has one WRITING bit: this session's copies take turns, piece by piece. */
+    private final ReentrantLock copyTurn = new ReentrantLock();
+    private long bytesCopied; // guarded by the session's monitor: fully copied writes
+
+    ShmCopier(SendSession session, SenderConnection connection, ShmMappings.Target target, int pieceBytes,
+              long pid) {
+        this.session = session;
+        this.connection = connection;
+        this.target = target;
+        this.pieceBytes = pieceBytes;
+        this.pid = pid;
+    }
+
+    @Override
+    public Backend backend() {
+        return Backend.SHM;
+    }
+
+    @Override
+    public void accepted(SendSession.WriteOp op) {
+        // nothing queues: the copy starts right away, on the caller's thread
+    }
+
+    @Override
+    public void start(SendSession.WriteOp op) {
+        Outcome outcome;
+        try {
+            outcome = copy(op);
+        } catch (RuntimeException e) {
+            session.copyFailed(op, e);
+            return;
+        }
+        if (outcome == Outcome.DELIVERED) {
+            // Before the op finishes: COMPLETE, written when the last op finished, must follow every SHM_WRITTEN.
+            connection.writeShmWritten(session.sessionId(), op.writeId, op.dstOffset, op.length);
+        }
+        session.copied(op, outcome);
+    }
+
+    /** Copies {@code op} piece by piece, each inside the fence bracket, until done, stopped or fenced. */
+    Outcome copy(SendSession.WriteOp op) {
+        long done = 0;
+        MemorySegment src = op.source.segment();
+        while (done < op.length) {
+            if (session.writesStopped()) {
+                return Outcome.STOPPED;
+            }
+            long n = Math.min(pieceBytes, op.length - done);
+            copyTurn.lock();
+            try {
+                FenceTable.Begin begin;
+                while ((begin = target.fences().tryBeginWrite(target.slot(), target.epoch(), pid))
+                        == FenceTable.Begin.BUSY && !session.writesStopped()) {
+                    LockSupport.parkNanos(10_000); // another process writes this session: a control-plane bug
+                }
+                if (begin != FenceTable.Begin.WRITING) {
+                    return begin == FenceTable.Begin.FENCED ? Outcome.FENCED : Outcome.STOPPED;
+                }
+                try {
+                    long base = done;
+                    target.targets().forEach(op.dstOffset + base, n, (at, rel, len) ->
+                            MemorySegment.copy(src, op.srcOffset + base + rel, target.data(), at, len));
+                } finally {
+                    target.fences().endWrite(target.slot());
+                }
+            } finally {
+                copyTurn.unlock();
+            }
+            done += n;
+        }
+        return Outcome.DELIVERED;
+    }
+
+    @Override
+    public boolean queueComplete() {
+        return false;
+    }
+
+    @Override
+    public void wake() {
+    }
+
+    @Override
+    public void finished(SendSession.WriteOp op, boolean delivered) {
+        if (delivered) {
+            bytesCopied += op.length;
+        }
+    }
+
+    @Override
+    public long bytesSent() {
+        return bytesCopied;
+    }
+
+    @Override
+    public List<SendSession.WriteOp> dropQueued() {
+        return List.of(); // a write is copying (it finishes by itself at the next piece) or done
+    }
+
+    @Override
+    public void release() {
+        target.release();
+    }
+}

@@ -1,0 +1,149 @@
+package dev.ripcord.kv;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * TCP transport of one send session: its writes, then its COMPLETE, queue here until the connection's pump (round
+ * robin over the sessions that have something to write, while the channel is writable) takes them piece by piece.
+ * A piece's payload is the source segment itself, so a write reads source memory until the kernel took its last
+ * piece ({@link SendSession#pieceWritten}). Queue state is guarded by the session's monitor.
+ */
+final class TcpPump implements Transport {
+
+    /** The next thing the pump writes for this session: a piece of a write, or COMPLETE. */
+    record Piece(SendSession.WriteOp op, long offset, long length, boolean last, long completeTotal,
+                 byte[] metadata) {
+        boolean isComplete() {
+            return op == null;
+        }
+    }
+
+    private static final SendSession.WriteOp COMPLETE_MARKER = new SendSession.WriteOp(-1, null, 0, 0, 0);
+
+    private final SendSession session;
+    private final SenderConnection connection;
+    // guarded by the session's monitor
+    private final ArrayDeque<SendSession.WriteOp> queue = new ArrayDeque<>(); // writes (and COMPLETE) not fully issued
+    private long bytesAccepted;
+    private long bytesIssued; // handed to the transport
+
+    /** Event-loop confined: owned by the connection's pump. */
+    boolean inReadyQueue;
+
+    TcpPump(SendSession session, SenderConnection connection) {
+        this.session = session;
+        this.connection = connection;
+    }
+
+    SendSession session() {
+        return session;
+    }
+
+    @Override
+    public Backend backend() {
+        return Backend.TCP;
+    }
+
+    @Override
+    public void accepted(SendSession.WriteOp op) {
+        queue.add(op);
+        bytesAccepted += op.length;
+    }
+
+    @Override
+    public void start(SendSession.WriteOp op) {
+        connection.schedulePump(this);
+    }
+
+    @Override
+    public boolean queueComplete() {
+        queue.add(COMPLETE_MARKER);
+        return true;
+    }
+
+    @Override
+    public void wake() {
+        connection.schedulePump(this);
+    }
+
+    @Override
+    public void finished(SendSession.WriteOp op, boolean delivered) {
+        // counted when accepted: COMPLETE follows every accepted write on the wire
+    }
+
+    @Override
+    public long bytesSent() {
+        return bytesAccepted;
+    }
+
+    @Override
+    public List<SendSession.WriteOp> dropQueued() {
+        List<SendSession.WriteOp> dropped = new ArrayList<>();
+        for (SendSession.WriteOp op : queue) {
+            if (op == COMPLETE_MARKER) {
+                continue;
+            }
+            op.closed = true;
+            if (op.completedPieces == op.issuedPieces) {
+                dropped.add(op); // nothing of it is in the transport: unpin now
+            }
+        }
+        queue.clear();
+        return dropped;
+    }
+
+    @Override
+    public void release() {
+    }
+
+    /** Event loop: the next piece to write, or null when nothing is ready (or the session stopped writing). */
+    Piece nextPiece(int maxPiece) {
+        synchronized (session) {
+            SendSession.WriteOp op = queue.peek();
+            if (op == null || session.writesStopped()) {
+                return null;
+            }
+            if (op == COMPLETE_MARKER) {
+                queue.poll();
+                return new Piece(null, 0, 0, true, bytesAccepted, session.completeLeaving());
+            }
+            long offset = op.issuedBytes;
+            long n = Math.min(maxPiece, op.length - offset);
+            op.issuedBytes += n;
+            op.issuedPieces++;
+            bytesIssued += n;
+            boolean last = op.issuedBytes == op.length;
+            if (last) {
+                queue.poll();
+                op.closed = true;
+            }
+            return new Piece(op, offset, n, last, 0, null);
+        }
+    }
+
+    /** True while there is something the pump should come back for. */
+    boolean hasPendingPieces() {
+        synchronized (session) {
+            return !session.writesStopped() && !queue.isEmpty();
+        }
+    }
+
+    /** A piece's bytes left the source segment (written to the socket), or the write failed. */
+    void pieceWritten(SendSession.WriteOp op) {
+        session.pieceWritten(op);
+    }
+
+    /** Bytes handed to the transport so far (for tests of source pinning). */
+    long bytesIssued() {
+        synchronized (session) {
+            return bytesIssued;
+        }
+    }
+
+    /** True while the connection's outbound buffer is over its high-water mark (tests of source pinning). */
+    boolean backedUp() {
+        return !connection.isWritable();
+    }
+}
