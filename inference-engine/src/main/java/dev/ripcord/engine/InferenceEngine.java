@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 import dev.ripcord.engine.kernel.Kernels;
@@ -96,7 +97,7 @@ public final class InferenceEngine implements AutoCloseable {
     private List<Sequence> stepBatch = List.of();
     private volatile LayerBoundaryListener layerListener;
     /** The layer boundary the forward in progress last reached, or -1; written (release) at each boundary. */
-    private final java.util.concurrent.atomic.AtomicInteger boundary = new java.util.concurrent.atomic.AtomicInteger(-1);
+    private final AtomicInteger boundary = new AtomicInteger(-1);
     private final Transformer.SafePoint decodeSafePoint = layer -> {
         boundary.setRelease(layer);
         LayerBoundaryListener listener = this.layerListener;

@@ -134,8 +134,12 @@ public final class LocalStack implements AutoCloseable {
                             jvmFlags, args, credentials.environment(role), options.logDir(), console));
                 }
             }
-            // Health checks run concurrently: the services start in parallel, so wait for all at once.
-            eachAtOnce(all(services), s -> s.awaitHealthy(STARTUP_TIMEOUT));
+            // The services start in parallel; their health is awaited one after another, each with the whole
+            // timeout from when its wait begins: waiting for all at once would end no sooner (the last one up
+            // decides), and on a loaded machine it would give the later ones less time.
+            for (ServiceProcess service : all(services)) {
+                service.awaitHealthy(STARTUP_TIMEOUT);
+            }
             LocalStack stack = new LocalStack(broker, bootstrap, services, credentials);
             for (ServiceProcess service : all(services)) {
                 RUNNING.put(authority(service.url()), stack);
@@ -299,7 +303,7 @@ public final class LocalStack implements AutoCloseable {
      *
      * <p>Not {@code CompletableFuture.runAsync}: its default pool is the common fork-join pool, whose parallelism is
      * one less than the processors, so on a 2-core machine (CI's) it ran these blocking waits one after another: a
-     * stack's services stopped in turn, about 2 s each.
+     * stack's services stopped in turn, about 2 s each (and up to 12 s each with the broker down).
      */
     private static void eachAtOnce(List<ServiceProcess> targets, Consumer<ServiceProcess> action) {
         List<CompletableFuture<Void>> all = new ArrayList<>();

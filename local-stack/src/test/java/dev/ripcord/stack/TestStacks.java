@@ -39,6 +39,10 @@ public final class TestStacks {
      * The cancel relay's answer delay is short on these one-gateway stacks: a cancel by a key that does not own the
      * request answers 404 only after it (so its timing says nothing), and the tiny model would finish a request
      * before the owner's cancel could follow the 2 s default. Stacks with several gateways set their own.
+     *
+     * <p>A service stops without Reactor Netty's 2 s quiet period for its event loops (after its graceful HTTP
+     * shutdown and drain, which are unchanged): a suite stops its stacks and workers dozens of times, and that wait
+     * is nothing a test looks at.
      */
     public static final Map<String, String> DEFAULT_PROPERTIES = Map.ofEntries(
             Map.entry("ripcord.engine.preset", "tiny"),
@@ -52,6 +56,7 @@ public final class TestStacks {
             Map.entry("ripcord.gateway.auth.rate-limit.limit-for-period", "100000"),
             Map.entry("ripcord.gateway.auth.forward-unknown-cancels", "true"),
             Map.entry("ripcord.gateway.cancel-relay.answer-timeout", "100ms"),
+            Map.entry("spring.reactor.netty.shutdown-quiet-period", "100ms"),
             Map.entry("ripcord.gateway.auth.api-key-hashes", StackCredentials.hash(SECOND_API_KEY)));
 
     /** Child-JVM flags for test stacks: fewer GC threads on a 2-core machine; nothing that slows the engine. */

@@ -20,7 +20,9 @@ import org.slf4j.LoggerFactory;
  * once a transfer has released them) runs on this thread: other threads hand it tasks with {@link #call} or
  * {@link #execute}, which never block the caller (callers are Netty event loops and Kafka consumer threads). Between
  * tasks the loop runs the worker's {@code step} (one prefill chunk, or one decode step); the gap between two steps
- * is the safe point where cancellation takes effect.
+ * is a safe point where cancellation takes effect, and so is every layer boundary inside a step: a cancel handler
+ * (on whatever thread) requests the engine's stop on the job's sequence, and the step in progress stops at its next
+ * layer boundary ({@code Sequence.requestStop()}, {@code ComputeStoppedException}).
  *
  * <p>Tasks run before each step, in submission order. When a step reports no work and no task is waiting, the
  * thread parks until {@link #wakeUp()} or a new task.

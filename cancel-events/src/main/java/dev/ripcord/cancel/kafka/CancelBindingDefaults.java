@@ -31,7 +31,11 @@ import org.springframework.util.StringUtils;
  *       {@link CancelEventConsumer}, never retried by the binder).</li>
  *   <li>The output bindings: destinations; producer tuned for latency ({@code linger.ms=0}, no compression, topic
  *       metadata kept however long the producer idles) and bounded blocking ({@code max.block.ms=5000},
- *       {@code delivery.timeout.ms=30000}).</li>
+ *       {@code delivery.timeout.ms=30000}). A publish-only service (propagation includes Kafka,
+ *       {@code consume=false}: the gateway) binds the cancel output at startup
+ *       ({@code spring.cloud.stream.output-bindings=ripcordCancel-out-0}), so its first cancel finds the producer
+ *       ready; a service that sets {@code output-bindings} itself must list {@code ripcordCancel-out-0} too, or its
+ *       first cancel pays for the binding again (it still works).</li>
  *   <li>The input binding's consumer: long polling stated explicitly ({@code fetch.min.bytes=1},
  *       {@code fetch.max.wait.ms=500}): a fetch returns as soon as a record is there.</li>
  *   <li>The binder's brokers follow {@code spring.kafka.bootstrap-servers} (default {@code localhost:9092}).</li>
@@ -47,6 +51,8 @@ public final class CancelBindingDefaults implements EnvironmentPostProcessor, Or
     private static final String KAFKA_BINDINGS = "spring.cloud.stream.kafka.bindings.";
     private static final String TOPIC = "${ripcord.cancel.topic:ripcord.cancellations}";
     private static final String DLT_TOPIC = "${ripcord.cancel.dlt-topic:ripcord.cancellations.dlt}";
+    /** Output bindings created at startup rather than on the first {@code StreamBridge.send}. */
+    static final String OUTPUT_BINDINGS = "spring.cloud.stream.output-bindings";
     /** One day: the producer keeps its two topics' metadata however rarely it sends. */
     static final long PRODUCER_METADATA_MAX_IDLE_MS = 86_400_000L;
 
@@ -110,6 +116,13 @@ public final class CancelBindingDefaults implements EnvironmentPostProcessor, Or
         boolean consume = binder.bind("ripcord.cancel.consume", Boolean.class).orElse(false);
         if (consume && kafka) {
             defaults.put("spring.cloud.function.definition", CancelBindings.CONSUMER_FUNCTION);
+        }
+        if (kafka && !consume) {
+            // The publisher (the gateway) binds the cancel output at startup: StreamBridge sends through a channel
+            // bean of the binding's name when there is one, instead of creating the binding (producer, topic lookup,
+            // class loading) on the first cancel, which made that cancel 0.8-1.3 s late (KafkaPropagationBench).
+            // Workers publish no cancels (only the rare dead letter) and keep the lazy binding.
+            defaults.put(OUTPUT_BINDINGS, CancelBindings.OUTPUT);
         }
         environment.getPropertySources().addLast(new MapPropertySource(PROPERTY_SOURCE_NAME, defaults));
     }

@@ -114,6 +114,18 @@ class CancelBindingDefaultsTest {
     }
 
     @Test
+    void thePublishOnlyServiceBindsTheCancelOutputAtStartupSoItsFirstCancelFindsTheProducerReady() {
+        StandardEnvironment gateway = environment(Map.of("ripcord.cancel.consume", "false"));
+        StandardEnvironment worker = environment(Map.of("ripcord.cancel.consume", "true"));
+        StandardEnvironment inBand = environment(Map.of("ripcord.cancel.propagation", "in-band"));
+
+        // The channel StreamBridge looks up by the binding's name, so the name must be the full binding name.
+        assertThat(gateway.getProperty("spring.cloud.stream.output-bindings")).isEqualTo("ripcordCancel-out-0");
+        assertThat(worker.getProperty("spring.cloud.stream.output-bindings")).isNull();
+        assertThat(inBand.getProperty("spring.cloud.stream.output-bindings")).isNull();
+    }
+
+    @Test
     void aRandomInstanceIdIsFixedOncePerEnvironment() {
         StandardEnvironment env = environment(Map.of());
         String id = env.getProperty("ripcord.cancel.instance-id");

@@ -59,6 +59,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 class CancelDurabilityIT {
 
     private static final String TOPIC = "ripcord.cancellations";
+    /** Kafka client settings of the workers' cancel consumer (cancel-events' input binding). */
+    private static final String CANCEL_CONSUMER =
+            "spring.cloud.stream.kafka.bindings.ripcordCancelConsumer-in-0.consumer.configuration.";
 
     private static KraftBroker broker;
     private static LocalStack stack;
@@ -71,8 +74,12 @@ class CancelDurabilityIT {
         // than the 30 s default, so that a loaded CI machine does not fail the restart itself.
         // Window and tombstone TTL of 1 h: no record or tombstone ages out during the test, however slow the machine
         // (the boundaries themselves are tested on a manual clock), so every count below is exact.
+        // The killed decode rejoins its consumer group (the stack names each instance, so its group survives it):
+        // the broker answers the rejoin once the killed member's session has expired, Kafka's 45 s by default, a
+        // wait that proves nothing. 10 s here (heartbeats every 3 s, so a busy machine does not expire a live one).
         Map<String, String> properties = TestStacks.withDefaults(Map.of("ripcord.cancel.replay-window", "1h",
-                "ripcord.cancel.tombstone-ttl", "1h", "ripcord.cancel.admin-timeout", "3m"));
+                "ripcord.cancel.tombstone-ttl", "1h", "ripcord.cancel.admin-timeout", "3m",
+                CANCEL_CONSUMER + "session.timeout.ms", "10000", CANCEL_CONSUMER + "heartbeat.interval.ms", "3000"));
         Map<Role, Integer> ports = new EnumMap<>(Role.class);
         for (Role role : Role.values()) {
             ports.put(role, freePort());

@@ -19,7 +19,12 @@ import dev.ripcord.stack.TestStacks;
 import dev.ripcord.stack.cancel.StreamingClient.Call;
 import dev.ripcord.stack.cancel.StreamingClient.Outcome;
 import org.awaitility.Awaitility;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Timeout;
 
 import static dev.ripcord.stack.cancel.CancelStacks.BOTH;
@@ -28,9 +33,11 @@ import static dev.ripcord.stack.cancel.CancelStacks.SMALL_MODEL;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Issue 11 item 6: SIGTERM to a worker with work in flight. Each test owns its stack (it terminates one of its
- * workers) and runs with {@code ripcord.worker.drain-timeout=0s}, so the work in flight always outlives the grace
+ * Issue 11 item 6: SIGTERM to a worker with work in flight. The class owns its stack (its tests terminate its
+ * workers) and runs it with {@code ripcord.worker.drain-timeout=0s}, so the work in flight always outlives the grace
  * period: what is tested is the drain's behaviour after its timeout, without depending on how long the work takes.
+ * The prefill worker is terminated first; the decode test starts it again (a new process on the same port, as an
+ * orchestrator would) rather than a second stack, which would cost a broker and three JVM starts.
  *
  * <p>The phase is reached by polling the prefill journal, never by waiting a time: the long prompt
  * ({@value #PROMPT_BYTES} bytes, about 90 chunks of the {@code small} model) has computed its first chunk, so it is
@@ -47,78 +54,92 @@ import static org.assertj.core.api.Assertions.assertThat;
  * </ul>
  * Facts only: states, counts and log order; durations are printed, never asserted.
  */
-@Timeout(value = 6, unit = TimeUnit.MINUTES) // a hang guard (two stacks start here), not a time assertion
+@Timeout(value = 6, unit = TimeUnit.MINUTES) // a hang guard (a stack and a worker start here), not a time assertion
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class GracefulShutdownIT {
 
     /** About 94 chunks of 64 tokens: seconds of prefill, so SIGTERM lands long before its end. */
     private static final int PROMPT_BYTES = 6000;
     private static final String NO_GRACE = "ripcord.worker.drain-timeout=0s";
 
-    @Test
-    void prefillTerminatedMidPrefillDrainsInOrderReleasesEverythingAndTheClientGetsAShutdownError() throws Exception {
-        try (LocalStack stack = start("prefill")) {
-            Endpoints endpoints = endpoints(stack);
-            String id = "sigterm-prefill-" + UUID.randomUUID();
-            long decodeMark = Journal.mark(endpoints.decode());
-            Call call = startLongPrompt(endpoints, id);
+    private static LocalStack stack;
 
-            boolean graceful = stack.terminate(Role.PREFILL);
-
-            assertThat(graceful).as("prefill exited on its own after SIGTERM").isTrue();
-            assertClearShutdownError(call.outcome().get(2, TimeUnit.MINUTES));
-            assertDrainedInOrder(stack.logFile(Role.PREFILL), id);
-            // Decode, awaiting the KV that will never come, lets go of everything it reserved.
-            Awaitility.await("decode holds nothing after prefill drained").atMost(Duration.ofMinutes(1))
-                    .pollInterval(Duration.ofMillis(50))
-                    .untilAsserted(() -> Endpoints.assertIdle(endpoints.status(Role.DECODE)));
-            Journal decode = Journal.since(endpoints.decode(), decodeMark);
-            System.out.printf("prefill SIGTERM: decode journal %s%n", decode.events(id));
-            assertThat(decode.count(id, "RESERVED")).as("decode journal %s", decode.events(id)).isEqualTo(1);
-            assertThat(decode.has(id, "KV_LANDED")).isFalse();
-            assertThat(decode.has(id, "FINISHED")).isFalse();
-            assertThat(decode.count(id, "FREED")).isEqualTo(1);
-        }
-    }
-
-    @Test
-    void decodeTerminatedMidTransferDrainsInOrderReleasesEverythingAndTheClientGetsAShutdownError() throws Exception {
-        try (LocalStack stack = start("decode")) {
-            Endpoints endpoints = endpoints(stack);
-            String id = "sigterm-decode-" + UUID.randomUUID();
-            long prefillMark = Journal.mark(endpoints.prefill());
-            long decodeMark = Journal.mark(endpoints.decode());
-            Call call = startLongPrompt(endpoints, id);
-            Journal decodeBefore = Journal.since(endpoints.decode(), decodeMark);
-            assertThat(decodeBefore.has(id, "RESERVED")).as("decode awaits the KV: %s", decodeBefore.events(id))
-                    .isTrue();
-            assertThat(decodeBefore.has(id, "KV_LANDED")).as("the transfer is still in flight").isFalse();
-
-            boolean graceful = stack.terminate(Role.DECODE);
-
-            assertThat(graceful).as("decode exited on its own after SIGTERM").isTrue();
-            assertClearShutdownError(call.outcome().get(2, TimeUnit.MINUTES));
-            assertDrainedInOrder(stack.logFile(Role.DECODE), id);
-            // Prefill, whose transfer decode aborted, stops and frees every page, session and registration.
-            Awaitility.await("prefill holds nothing after decode drained").atMost(Duration.ofMinutes(1))
-                    .pollInterval(Duration.ofMillis(50))
-                    .untilAsserted(() -> Endpoints.assertIdle(endpoints.status(Role.PREFILL)));
-            Journal prefill = Journal.since(endpoints.prefill(), prefillMark);
-            System.out.printf("decode SIGTERM: prefill journal %s%n", prefill.events(id));
-            assertThat(prefill.has(id, "DONE")).as("prefill journal %s", prefill.events(id)).isFalse();
-            assertThat(prefill.count(id, "FREED")).isEqualTo(1);
-        }
-    }
-
-    // ------------------------------------------------------------------------------------------------ helpers
-
-    private static LocalStack start(String name) {
+    @BeforeAll
+    static void startStack() {
         Map<String, String> properties = TestStacks.withDefaults(Map.of(
                 key(SMALL_MODEL), value(SMALL_MODEL), key(CHUNK_64), value(CHUNK_64), key(BOTH), value(BOTH),
                 key(NO_GRACE), value(NO_GRACE)));
-        Path logDir = TestStacks.repositoryRoot().resolve("local-stack/target/e2e-logs/graceful-shutdown-" + name
-                + "-" + ProcessHandle.current().pid());
-        return LocalStack.start(TestStacks.options(properties, logDir), null);
+        Path logDir = TestStacks.repositoryRoot().resolve("local-stack/target/e2e-logs/graceful-shutdown-"
+                + ProcessHandle.current().pid());
+        stack = LocalStack.start(TestStacks.options(properties, logDir), null);
     }
+
+    @AfterAll
+    static void stopStack() {
+        if (stack != null) {
+            stack.close();
+        }
+    }
+
+    @Test
+    @Order(1)
+    void prefillTerminatedMidPrefillDrainsInOrderReleasesEverythingAndTheClientGetsAShutdownError() throws Exception {
+        Endpoints endpoints = endpoints(stack);
+        String id = "sigterm-prefill-" + UUID.randomUUID();
+        long decodeMark = Journal.mark(endpoints.decode());
+        Call call = startLongPrompt(endpoints, id);
+
+        boolean graceful = stack.terminate(Role.PREFILL);
+
+        assertThat(graceful).as("prefill exited on its own after SIGTERM").isTrue();
+        assertClearShutdownError(call.outcome().get(2, TimeUnit.MINUTES));
+        assertDrainedInOrder(stack.logFile(Role.PREFILL), id);
+        // Decode, awaiting the KV that will never come, lets go of everything it reserved.
+        Awaitility.await("decode holds nothing after prefill drained").atMost(Duration.ofMinutes(1))
+                .pollInterval(Duration.ofMillis(50))
+                .untilAsserted(() -> Endpoints.assertIdle(endpoints.status(Role.DECODE)));
+        Journal decode = Journal.since(endpoints.decode(), decodeMark);
+        System.out.printf("prefill SIGTERM: decode journal %s%n", decode.events(id));
+        assertThat(decode.count(id, "RESERVED")).as("decode journal %s", decode.events(id)).isEqualTo(1);
+        assertThat(decode.has(id, "KV_LANDED")).isFalse();
+        assertThat(decode.has(id, "FINISHED")).isFalse();
+        assertThat(decode.count(id, "FREED")).isEqualTo(1);
+    }
+
+    @Test
+    @Order(2)
+    void decodeTerminatedMidTransferDrainsInOrderReleasesEverythingAndTheClientGetsAShutdownError() throws Exception {
+        if (!stack.isAlive(Role.PREFILL)) {
+            stack.restart(Role.PREFILL); // terminated by the test before; back once it answers healthy
+        }
+        Endpoints endpoints = endpoints(stack);
+        Endpoints.assertIdle(endpoints.status(Role.PREFILL));
+        Endpoints.assertIdle(endpoints.status(Role.DECODE));
+        String id = "sigterm-decode-" + UUID.randomUUID();
+        long prefillMark = Journal.mark(endpoints.prefill());
+        long decodeMark = Journal.mark(endpoints.decode());
+        Call call = startLongPrompt(endpoints, id);
+        Journal decodeBefore = Journal.since(endpoints.decode(), decodeMark);
+        assertThat(decodeBefore.has(id, "RESERVED")).as("decode awaits the KV: %s", decodeBefore.events(id))
+                .isTrue();
+        assertThat(decodeBefore.has(id, "KV_LANDED")).as("the transfer is still in flight").isFalse();
+
+        boolean graceful = stack.terminate(Role.DECODE);
+
+        assertThat(graceful).as("decode exited on its own after SIGTERM").isTrue();
+        assertClearShutdownError(call.outcome().get(2, TimeUnit.MINUTES));
+        assertDrainedInOrder(stack.logFile(Role.DECODE), id);
+        // Prefill, whose transfer decode aborted, stops and frees every page, session and registration.
+        Awaitility.await("prefill holds nothing after decode drained").atMost(Duration.ofMinutes(1))
+                .pollInterval(Duration.ofMillis(50))
+                .untilAsserted(() -> Endpoints.assertIdle(endpoints.status(Role.PREFILL)));
+        Journal prefill = Journal.since(endpoints.prefill(), prefillMark);
+        System.out.printf("decode SIGTERM: prefill journal %s%n", prefill.events(id));
+        assertThat(prefill.has(id, "DONE")).as("prefill journal %s", prefill.events(id)).isFalse();
+        assertThat(prefill.count(id, "FREED")).isEqualTo(1);
+    }
+
+    // ------------------------------------------------------------------------------------------------ helpers
 
     private static Endpoints endpoints(LocalStack stack) {
         return new Endpoints(URI.create(stack.url(Role.GATEWAY)), URI.create(stack.url(Role.PREFILL)),

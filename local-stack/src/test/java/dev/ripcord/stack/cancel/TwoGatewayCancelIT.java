@@ -1,6 +1,9 @@
 package dev.ripcord.stack.cancel;
 
 import java.util.UUID;
+import java.util.concurrent.Callable;
+import java.util.concurrent.Future;
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 
 import dev.ripcord.stack.LocalStackTest;
@@ -57,9 +60,14 @@ class TwoGatewayCancelIT {
                 StreamingClient.completion(stack.modelName(), "Hello there", 480, true)), id);
         call.firstText().get(1, TimeUnit.MINUTES);
 
-        assertThat(otherThere.cancel(id)).as("another key, at the other gateway").isEqualTo(404);
-        assertThat(otherThere.delete(id)).as("another key, DELETE at the other gateway").isEqualTo(404);
-        assertThat(otherHere.cancel(id)).as("another key, at the owning gateway").isEqualTo(404);
+        // All three at once: each 404 comes exactly the relay's answer timeout after its cancel (10 s here), whatever
+        // the gateway knows; one after another they would only wait it three times.
+        Future<Integer> cancelThere = atOnce(() -> otherThere.cancel(id));
+        Future<Integer> deleteThere = atOnce(() -> otherThere.delete(id));
+        Future<Integer> cancelHere = atOnce(() -> otherHere.cancel(id));
+        assertThat(cancelThere.get(1, TimeUnit.MINUTES)).as("another key, at the other gateway").isEqualTo(404);
+        assertThat(deleteThere.get(1, TimeUnit.MINUTES)).as("another key, DELETE at the other gateway").isEqualTo(404);
+        assertThat(cancelHere.get(1, TimeUnit.MINUTES)).as("another key, at the owning gateway").isEqualTo(404);
 
         Outcome outcome = call.outcome().get(1, TimeUnit.MINUTES);
         assertThat(outcome.completed()).as("the owner's request was not cancelled: %s", outcome).isTrue();
@@ -70,13 +78,22 @@ class TwoGatewayCancelIT {
     }
 
     @Test
-    void anIdNoGatewayHoldsIsA404FromEitherGatewayWithoutForwarding(TestStack stack) {
+    void anIdNoGatewayHoldsIsA404FromEitherGatewayWithoutForwarding(TestStack stack) throws Exception {
         // This stack runs without forward-unknown-cancels (the production default): whether the ID is unknown, or
         // another key's at a gateway that refuses late or in time, the answer is the same 404. (Forwarding, and the
-        // 202 it answers, are CancelBeforeRegistrationIT's, on one gateway.)
+        // 202 it answers, are CancelBeforeRegistrationIT's, on one gateway.) Both at once, as above.
         String id = "two-gw-unknown-" + UUID.randomUUID();
-        assertThat(new StreamingClient(stack.url(Role.GATEWAY, 1)).cancel(id)).isEqualTo(404);
-        assertThat(new StreamingClient(stack.url(Role.GATEWAY, 0)).delete(id + "-b")).isEqualTo(404);
+        Future<Integer> cancel = atOnce(() -> new StreamingClient(stack.url(Role.GATEWAY, 1)).cancel(id));
+        Future<Integer> delete = atOnce(() -> new StreamingClient(stack.url(Role.GATEWAY, 0)).delete(id + "-b"));
+        assertThat(cancel.get(1, TimeUnit.MINUTES)).isEqualTo(404);
+        assertThat(delete.get(1, TimeUnit.MINUTES)).isEqualTo(404);
+    }
+
+    /** {@code call} on a thread of its own: a cancel whose answer waits for the relay's timeout. */
+    private static Future<Integer> atOnce(Callable<Integer> call) {
+        FutureTask<Integer> task = new FutureTask<>(call);
+        Thread.ofVirtual().name("two-gw-cancel").start(task);
+        return task;
     }
 
     /**
