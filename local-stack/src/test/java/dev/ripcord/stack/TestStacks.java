@@ -20,7 +20,7 @@ public final class TestStacks {
      * of 16 tokens and pages of 32 (a 150-byte prompt is 10 chunks over 5 pages, and chunk and page boundaries do
      * not line up), one engine thread per worker (2 cores are shared by three JVMs and the test) and a KV pool
      * large enough for the concurrent tests (decode commits prompt + max_tokens for each request up front). KV moves
-     * through shared memory, as on {@code ./ripcord up} ({@link StackOptions#UP_DEFAULTS}); the two-of-each stack
+     * through shared memory, as on {@code ./ripcord up} ({@link StackOptions#UP_DEFAULTS}); the abort storm's stack
      * runs TCP and the small-model {@code both} stack {@code auto} instead (see {@code KvBackendIT}).
      *
      * <p>Authentication is on, as in production (each stack generates its key and token; clients find them through

@@ -1,5 +1,12 @@
 package dev.ripcord.stack.cancel;
 
+import static dev.ripcord.stack.cancel.CancelStacks.STORM_ATTACH_TIMEOUT;
+import static dev.ripcord.stack.cancel.CancelStacks.STORM_JOURNAL;
+import static dev.ripcord.stack.cancel.CancelStacks.STORM_KV_PAGES;
+import static dev.ripcord.stack.cancel.CancelStacks.STORM_QUEUE;
+import static dev.ripcord.stack.cancel.CancelStacks.TCP_BACKEND;
+import static dev.ripcord.stack.cancel.CancelStacks.TWO_RUNNING;
+
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.HashMap;
@@ -43,18 +50,20 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 @LocalStackTest(properties = {
         // Decode commits prompt + max_tokens up front: 500 requests of up to 12 pages each must all fit.
-        "ripcord.engine.kv-pages=8192",
-        "ripcord.prefill.queue-capacity=1024",
+        STORM_KV_PAGES,
+        STORM_QUEUE,
         // Two prompts in prefill at once, interleaved chunk by chunk: cancels land in a round-robin, too.
-        "ripcord.prefill.max-running=2",
+        TWO_RUNNING,
         // Regression guard: prefill used to attach a prompt's send session only when the prompt started, so a prompt
         // queued longer than the attach timeout failed at decode with ATTACH_TIMEOUT although nobody cancelled it.
         // The storm queues hundreds of prompts at once (tens of seconds of queue); a timeout well below that makes such
         // a failure likely to show here. Not much shorter: under heavy load the gateway alone can take 5 s between
         // decode's reservation and prefill's admission, and a left-alone request then fails honestly.
-        "ripcord.kv.attach-timeout=15s",
+        STORM_ATTACH_TIMEOUT,
         // Every event of the storm must still be in the journal when it is read.
-        "ripcord.worker.journal-size=200000"})
+        STORM_JOURNAL,
+        // The storm's KV goes over TCP (KvBackendIT checks it on this stack); every other stack's over shared memory.
+        TCP_BACKEND})
 class AbortStormIT {
 
     private static final int REQUESTS = 500;

@@ -23,10 +23,18 @@ final class CancelStacks {
 
     /**
      * The {@code both} stack's KV backend: {@code auto}, which must pick shared memory on one host (every other test
-     * stack runs {@code shm}, {@link dev.ripcord.stack.TestStacks#DEFAULT_PROPERTIES}; the two-of-each stack
+     * stack runs {@code shm}, {@link dev.ripcord.stack.TestStacks#DEFAULT_PROPERTIES}; the abort storm's stack
      * {@code tcp}). A property of an existing stack, not a stack of its own: {@link KvBackendIT}.
      */
     static final String AUTO_BACKEND = "ripcord.kv.backend=auto";
+
+    /** The abort storm's stack ({@link AbortStormIT} says why each): its KV goes over TCP ({@link KvBackendIT}). */
+    static final String STORM_KV_PAGES = "ripcord.engine.kv-pages=8192";
+    static final String STORM_QUEUE = "ripcord.prefill.queue-capacity=1024";
+    static final String TWO_RUNNING = "ripcord.prefill.max-running=2";
+    static final String STORM_ATTACH_TIMEOUT = "ripcord.kv.attach-timeout=15s";
+    static final String STORM_JOURNAL = "ripcord.worker.journal-size=200000";
+    static final String TCP_BACKEND = "ripcord.kv.backend=tcp";
 
     /** Chunk size of the small-model stacks, in tokens. */
     static final int CHUNK_TOKENS = 64;

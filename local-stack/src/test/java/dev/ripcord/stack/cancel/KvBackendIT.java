@@ -5,6 +5,12 @@ import static dev.ripcord.stack.cancel.CancelStacks.BOTH;
 import static dev.ripcord.stack.cancel.CancelStacks.CHUNK_64;
 import static dev.ripcord.stack.cancel.CancelStacks.ONE_RUNNING;
 import static dev.ripcord.stack.cancel.CancelStacks.SMALL_MODEL;
+import static dev.ripcord.stack.cancel.CancelStacks.STORM_ATTACH_TIMEOUT;
+import static dev.ripcord.stack.cancel.CancelStacks.STORM_JOURNAL;
+import static dev.ripcord.stack.cancel.CancelStacks.STORM_KV_PAGES;
+import static dev.ripcord.stack.cancel.CancelStacks.STORM_QUEUE;
+import static dev.ripcord.stack.cancel.CancelStacks.TCP_BACKEND;
+import static dev.ripcord.stack.cancel.CancelStacks.TWO_RUNNING;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.ArrayList;
@@ -31,7 +37,7 @@ import tools.jackson.databind.node.ObjectNode;
  *
  * <ul>
  *   <li>{@code shm}: the default test stack, as {@code ./ripcord up} (one host);</li>
- *   <li>{@code tcp}: the two-of-each stack (two gateways, prefills and decodes), which runs TCP;</li>
+ *   <li>{@code tcp}: the abort storm's stack ({@link AbortStormIT}), which runs TCP;</li>
  *   <li>{@code auto}: the small-model {@code both} stack; all its services share one host, so it picks shared
  *   memory.</li>
  * </ul>
@@ -51,10 +57,8 @@ class KvBackendIT {
     }
 
     @Nested
-    @LocalStackTest(gateways = 2, prefills = 2, decodes = 2,
-            properties = {"ripcord.gateway.auth.forward-unknown-cancels=false",
-                    "ripcord.gateway.cancel-relay.answer-timeout=10s",
-                    "ripcord.kv.backend=tcp"})
+    @LocalStackTest(properties = {STORM_KV_PAGES, STORM_QUEUE, TWO_RUNNING, STORM_ATTACH_TIMEOUT, STORM_JOURNAL,
+            TCP_BACKEND})
     @Timeout(value = 3, unit = TimeUnit.MINUTES) // a hang guard, not a time assertion
     class Tcp {
         @Test

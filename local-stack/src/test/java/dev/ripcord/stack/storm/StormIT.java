@@ -13,9 +13,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 @LocalStackTest(gateways = 2, prefills = 2, decodes = 2,
         properties = {"ripcord.gateway.auth.forward-unknown-cancels=false",
-                "ripcord.gateway.cancel-relay.answer-timeout=10s",
-                // This stack's KV goes over TCP (KvBackendIT checks it), every other stack's over shared memory.
-                "ripcord.kv.backend=tcp"})
+                "ripcord.gateway.cancel-relay.answer-timeout=10s"})
 class StormIT {
 
     static final int REQUESTS = 300;
