@@ -113,6 +113,7 @@ class PrefillSchedulerTest {
         final ReceiveSession receive;
         final PrefillJob job;
         final List<PrefillEvent> events = Collections.synchronizedList(new ArrayList<>());
+        private volatile boolean eventsEnded;
 
         Prompt(int tokens) {
             long pageBytes = engine.pagePool().pageBytes();
@@ -121,8 +122,19 @@ class PrefillSchedulerTest {
                     .toList();
             receive = decodeSide.openReceive(id, landing, targets);
             int[] prompt = IntStream.range(0, tokens).map(i -> 'a' + i % 26).toArray();
-            job = scheduler.submit(new PrefillRequest(id, prompt, new Sampling(0, 1, 5), receive.descriptor().encode()));
-            job.events().subscribe(events::add);
+            job = scheduler.submit(new PrefillRequest(id, prompt, new Sampling(0, 1, 5),
+                    receive.descriptor().encode()));
+            job.events().subscribe(events::add, error -> eventsEnded = true, () -> eventsEnded = true);
+        }
+
+        /**
+         * Every event the job emitted, once its stream has ended. The job's state turns terminal just before its
+         * last event is emitted, on whichever thread ended it (a transport thread for DONE), so a test that saw the
+         * terminal state waits for the stream's end before it reads the last event.
+         */
+        List<PrefillEvent> allEvents() {
+            runUntil("the job's event stream to end", () -> eventsEnded);
+            return List.copyOf(events);
         }
 
         List<String> journal() {
@@ -154,7 +166,7 @@ class PrefillSchedulerTest {
         scheduler.engineLoop().runUntilIdle(10_000);
         assertThat(p.job.state()).isEqualTo(JobState.DONE);
         int first = TransferMetadata.decodeFirstToken(p.receive.completion().join());
-        assertThat(p.events).last().isEqualTo(new PrefillEvent.Done(first));
+        assertThat(p.allEvents()).last().isEqualTo(new PrefillEvent.Done(first));
         runUntil("freed", () -> p.journal().contains("FREED"));
         scheduler.engineLoop().runUntilIdle(10_000);
         assertThat(p.journal()).containsExactly("QUEUED", "STARTED", "CHUNK", "CHUNK", "CHUNK", "DONE", "FREED");
@@ -210,7 +222,7 @@ class PrefillSchedulerTest {
         assertThat(p.job.state()).isEqualTo(JobState.CANCELLED);
         assertThat(typedAbortAtDecode(p.receive))
                 .isEqualTo(new AbortReason.Cancel(CancelReason.CLIENT_CANCEL, CancelSource.KAFKA));
-        assertThat(p.events).containsExactly(new PrefillEvent.Queued(0),
+        assertThat(p.allEvents()).containsExactly(new PrefillEvent.Queued(0),
                 new Cancelled(CancelReason.CLIENT_CANCEL, CancelSource.KAFKA));
         assertThat(p.journal()).containsExactly("QUEUED", "CANCEL_OBSERVED", "REMOVED_FROM_QUEUE");
         assertThat(scheduler.aborts()).isEqualTo(1);
@@ -226,7 +238,7 @@ class PrefillSchedulerTest {
         runUntil("freed", () -> p.journal().contains("FREED"));
         scheduler.engineLoop().runUntilIdle(10_000);
         assertThat(p.journal()).containsExactly("QUEUED", "STARTED", "CHUNK", "CANCEL_OBSERVED", "STOPPED", "FREED");
-        assertThat(p.events).last().isEqualTo(new Cancelled(CancelReason.CLIENT_STALLED, CancelSource.IN_BAND));
+        assertThat(p.allEvents()).last().isEqualTo(new Cancelled(CancelReason.CLIENT_STALLED, CancelSource.IN_BAND));
         assertThat(typedAbortAtDecode(p.receive))
                 .isEqualTo(new AbortReason.Cancel(CancelReason.CLIENT_STALLED, CancelSource.IN_BAND));
         assertThat(scheduler.chunksAfterCancel()).isZero();
@@ -264,7 +276,7 @@ class PrefillSchedulerTest {
         assertThat(p.job.pagesSent).as("only the first chunk's page was pushed").isEqualTo(1);
         assertThat(p.receive.bytesReceived()).as("decode received nothing of the stopped chunk")
                 .isLessThanOrEqualTo(engine.pagePool().pageBytes());
-        assertThat(p.events).last().isEqualTo(new Cancelled(CancelReason.CLIENT_DISCONNECT, CancelSource.IN_BAND));
+        assertThat(p.allEvents()).last().isEqualTo(new Cancelled(CancelReason.CLIENT_DISCONNECT, CancelSource.IN_BAND));
         assertThat(typedAbortAtDecode(p.receive))
                 .isEqualTo(new AbortReason.Cancel(CancelReason.CLIENT_DISCONNECT, CancelSource.IN_BAND));
         assertThat(scheduler.chunksAfterCancel()).as("no chunk completed after the cancel").isZero();
@@ -315,7 +327,7 @@ class PrefillSchedulerTest {
         assertThat(p.job.cancelRequest().reason()).isEqualTo(CancelReason.DEADLINE);
         assertThat(p.job.cancelRequest().source()).isEqualTo(CancelSource.UPSTREAM);
         assertThat(registry.isCancelled(p.id)).as("the registration reports the cancel").isTrue();
-        assertThat(p.events).last().isEqualTo(new Cancelled(CancelReason.DEADLINE, CancelSource.UPSTREAM));
+        assertThat(p.allEvents()).last().isEqualTo(new Cancelled(CancelReason.DEADLINE, CancelSource.UPSTREAM));
         assertThat(scheduler.aborts()).isEqualTo(1);
     }
 
@@ -328,7 +340,7 @@ class PrefillSchedulerTest {
         runUntil("freed", () -> p.journal().contains("FREED"));
         scheduler.engineLoop().runUntilIdle(10_000);
         assertThat(p.job.state()).isEqualTo(JobState.FAILED);
-        assertThat(p.events).last().isInstanceOfSatisfying(Failed.class,
+        assertThat(p.allEvents()).last().isInstanceOfSatisfying(Failed.class,
                 f -> assertThat(f.code()).isEqualTo(Failed.TRANSFER_FAILED));
         assertThat(p.journal()).doesNotContain("CANCEL_OBSERVED");
         assertThat(scheduler.aborts()).isZero();
