@@ -141,15 +141,15 @@ public final class TextDeltas {
             return delta;
         }
 
-        /** The last delta of an aborted generation: whatever was held back, and the tokens relayed so far. */
+        /**
+         * The last delta of an aborted generation: the text the stop-string scanner held back, and the tokens relayed
+         * so far. Bytes the detokenizer still holds are the start of a character whose remaining bytes were never
+         * generated: they are dropped, not rendered as U+FFFD as at a natural end, so an aborted answer's text is
+         * always a prefix of the answer the request would have had.
+         */
         TextDelta abort() {
             finished = true;
-            String held = detokenizer.flush();
-            String shown = scanner.accept(held);
-            if (scanner.stopped()) {
-                return delta(shown, GeneratedToken.STOP); // the answer was complete
-            }
-            return delta(shown + scanner.drain(), TextDelta.ABORT);
+            return delta(scanner.drain(), TextDelta.ABORT);
         }
     }
 }

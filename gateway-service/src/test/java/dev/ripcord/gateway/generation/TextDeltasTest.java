@@ -65,6 +65,21 @@ class TextDeltasTest {
     }
 
     @Test
+    void anAbortDropsTheBytesOfAnIncompleteCharacterSoTheTextStaysAPrefixOfTheFullAnswer() {
+        TestPublisher<GeneratedToken> generation = TestPublisher.create();
+
+        StepVerifier.create(decode(generation.flux()))
+                .then(() -> generation.next(new GeneratedToken(0, 'a', null)))
+                .expectNext(new TextDelta("a", null, 1))
+                .then(() -> generation.next(new GeneratedToken(1, 0xE2, null))) // first byte of a 3-byte sequence
+                .expectNoEvent(Duration.ofMillis(20))
+                .then(() -> generation.error(RequestCancelledException.of("r-5", CancelReason.CLIENT_CANCEL)))
+                .as("no U+FFFD: the character's other bytes were never generated")
+                .expectNext(new TextDelta("", TextDelta.ABORT, 2))
+                .verifyComplete();
+    }
+
+    @Test
     void aCancelBeforeAnyTokenIsAnEmptyAbortWithZeroTokens() {
         StepVerifier.create(decode(Flux.error(new RequestCancelledException("r-3", "client_cancel via kafka"))))
                 .expectNext(new TextDelta("", TextDelta.ABORT, 0))
