@@ -1,5 +1,7 @@
 package dev.ripcord.stack;
 
+import static dev.ripcord.stack.JsonStrings.quote;
+
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -81,23 +83,5 @@ public final class StackStateFile {
         } catch (IOException | RuntimeException e) {
             // Gone already, or unreadable: nothing of ours to remove.
         }
-    }
-
-    private static String quote(String s) {
-        StringBuilder out = new StringBuilder("\"");
-        for (char c : s.toCharArray()) {
-            switch (c) {
-                case '"' -> out.append("\\\"");
-                case '\\' -> out.append("\\\\");
-                default -> {
-                    if (c < 0x20) {
-                        out.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        out.append(c);
-                    }
-                }
-            }
-        }
-        return out.append('"').toString();
     }
 }

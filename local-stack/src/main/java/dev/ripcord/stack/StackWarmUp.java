@@ -1,5 +1,7 @@
 package dev.ripcord.stack;
 
+import static dev.ripcord.stack.JsonStrings.quote;
+
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;
@@ -221,23 +223,5 @@ public final class StackWarmUp {
     static String chat(String model, String prompt) {
         return "{\"model\":" + quote(model) + ",\"messages\":[{\"role\":\"user\",\"content\":" + quote(prompt)
                 + "}],\"max_tokens\":8,\"temperature\":0,\"stream\":true}";
-    }
-
-    private static String quote(String s) {
-        StringBuilder out = new StringBuilder("\"");
-        for (char c : s.toCharArray()) {
-            switch (c) {
-                case '"' -> out.append("\\\"");
-                case '\\' -> out.append("\\\\");
-                default -> {
-                    if (c < 0x20) {
-                        out.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        out.append(c);
-                    }
-                }
-            }
-        }
-        return out.append('"').toString();
     }
 }
