@@ -1,5 +1,6 @@
 package dev.ripcord.kv;
 
+import dev.ripcord.kv.wire.FrameType;
 import dev.ripcord.kv.wire.Frames;
 import io.netty.channel.EventLoopGroup;
 import java.time.Duration;
@@ -27,6 +28,9 @@ interface ConnectionHost {
     int maxPieceBytes();
 
     EventLoopGroup eventLoops();
+
+    /** A connection read a frame of {@code type} (counted, for tests of the frames a transfer costs). */
+    void frameReceived(FrameType type);
 
     /** A connection was closed because its peer fell silent past the lease (counted). */
     void leaseExpired();

@@ -87,6 +87,7 @@ final class ReceiverConnection extends FrameDecoder {
 
     @Override
     protected void onControlFrame(ChannelHandlerContext ctx, FrameType type, ByteBuf body) {
+        host.frameReceived(type);
         if (type != FrameType.HELLO && peer == null) {
             throw new ProtocolException(type + " before HELLO");
         }
@@ -191,6 +192,7 @@ final class ReceiverConnection extends FrameDecoder {
         if (peer == null) {
             throw new ProtocolException("DATA before HELLO");
         }
+        host.frameReceived(FrameType.DATA);
         ReceiveSession s = bound.get(sessionId);
         return s == null ? null : s.landing(this, writeId, dstOffset, length, lastPiece);
     }

@@ -47,11 +47,17 @@ public final class SendSession {
     /** What the session tells the receiver once drained after an abort. */
     enum Notice { ABORT, ABORT_ACK, NONE }
 
-    /** One {@link #send}: a source span that the transport reads, maybe in several pieces. */
+    /**
+     * One write ({@link #send} or {@link #sendBatch}): source spans, in order, that land contiguously at
+     * {@code dstOffset} of the receiver's targets, and that the transport reads, maybe in several pieces. The
+     * receiver acknowledges a write as a whole, once every byte of it landed.
+     */
     static final class WriteOp {
         final long writeId;
         final KvRegion source;
-        final long srcOffset;
+        /** Source offset of each span, and the write offset at which each span starts (prefix sums). */
+        private final long[] spanSource;
+        private final long[] spanStart;
         final long length;
         final long dstOffset;
         final CompletableFuture<Void> acked = new CompletableFuture<>();
@@ -62,11 +68,58 @@ public final class SendSession {
         boolean closed; // no more pieces will be issued
 
         WriteOp(long writeId, KvRegion source, long srcOffset, long length, long dstOffset) {
+            this(writeId, source, List.of(new ByteRange(srcOffset, length)), dstOffset);
+        }
+
+        WriteOp(long writeId, KvRegion source, List<ByteRange> spans, long dstOffset) {
             this.writeId = writeId;
             this.source = source;
-            this.srcOffset = srcOffset;
-            this.length = length;
+            this.spanSource = new long[spans.size()];
+            this.spanStart = new long[spans.size()];
+            long at = 0;
+            for (int i = 0; i < spans.size(); i++) {
+                spanSource[i] = spans.get(i).offset();
+                spanStart[i] = at;
+                at += spans.get(i).length();
+            }
+            this.length = at;
             this.dstOffset = dstOffset;
+        }
+
+        /** Number of source spans (1 for {@link #send}). */
+        int spans() {
+            return spanSource.length;
+        }
+
+        private int spanAt(long at) {
+            int i = java.util.Arrays.binarySearch(spanStart, at);
+            return i >= 0 ? i : -i - 2;
+        }
+
+        private long spanEnd(int i) {
+            return i + 1 < spanStart.length ? spanStart[i + 1] : length;
+        }
+
+        /** Source offset of the write's byte {@code at}. */
+        long sourceOffsetAt(long at) {
+            int i = spanAt(at);
+            return spanSource[i] + at - spanStart[i];
+        }
+
+        /** Bytes from the write's byte {@code at} to the end of the source span holding it. */
+        long contiguousFrom(long at) {
+            return spanEnd(spanAt(at)) - at;
+        }
+
+        /** Calls {@code part} for each source-contiguous part of the write's bytes {@code [from, from + n)}. */
+        void forEachSource(long from, long n, TargetMap.Part part) {
+            long done = 0;
+            while (done < n) {
+                long at = from + done;
+                long len = Math.min(n - done, contiguousFrom(at));
+                part.accept(sourceOffsetAt(at), done, len);
+                done += len;
+            }
         }
     }
 
@@ -156,11 +209,44 @@ public final class SendSession {
      */
     public CompletableFuture<Void> send(KvRegion source, long srcOffset, long length, long dstOffset) {
         Objects.requireNonNull(source, "source");
-        Checks.requireArgument(host.owns(source), "request %s: region %s belongs to another agent",
-                requestId(), source.id());
         Checks.requireArgument(length > 0 && srcOffset >= 0 && srcOffset <= source.byteSize() - length,
                 "request %s: source span [%s, +%s) outside region of %s bytes", requestId(), srcOffset, length,
                 source.byteSize());
+        return post(source, List.of(new ByteRange(srcOffset, length)), length, dstOffset);
+    }
+
+    /**
+     * Pushes several source spans of {@code source} as <em>one</em> write: they are gathered, in list order, into
+     * the contiguous destination {@code [dstOffset, dstOffset + sum of lengths)} of the receiver's targets — e.g.
+     * the pages one prefill chunk finished, scattered in the engine's pool, to the request's next logical pages.
+     * The receiver acknowledges the batch once, when every byte of it landed: with shared memory the spans are
+     * copied on the caller's thread (one fence bracket per {@code shmPieceBytes}), then one SHM_WRITTEN and one
+     * WRITE_ACK cross the control connection, instead of one pair per span; with TCP each span goes out as DATA
+     * pieces (no copy) and one WRITE_ACK answers the whole batch.
+     *
+     * <p>All or nothing for the receiver: a batch stopped by an abort or a fence (before its last piece) is never
+     * announced or acknowledged, so the receiver counts none of its bytes as landed and the session can only abort.
+     * The returned future completes on the acknowledgement, or fails with {@link TransferAbortedException}.
+     *
+     * @throws IllegalArgumentException no spans, a span out of bounds, the destination out of bounds, or a region
+     *                                  of another agent
+     * @throws IllegalStateException    after {@code complete()}, or the source region is closed
+     */
+    public CompletableFuture<Void> sendBatch(KvRegion source, List<ByteRange> sourceSpans, long dstOffset) {
+        Objects.requireNonNull(source, "source");
+        Checks.requireArgument(!sourceSpans.isEmpty(), "request %s: a batch without spans", requestId());
+        long total = 0;
+        for (ByteRange span : sourceSpans) {
+            Checks.requireArgument(span.end() <= source.byteSize(),
+                    "request %s: source span %s outside region of %s bytes", requestId(), span, source.byteSize());
+            total += span.length();
+        }
+        return post(source, List.copyOf(sourceSpans), total, dstOffset);
+    }
+
+    private CompletableFuture<Void> post(KvRegion source, List<ByteRange> spans, long length, long dstOffset) {
+        Checks.requireArgument(host.owns(source), "request %s: region %s belongs to another agent",
+                requestId(), source.id());
         Checks.requireArgument(dstOffset >= 0 && dstOffset <= descriptor.totalBytes() - length,
                 "request %s: destination span [%s, +%s) outside the receiver's %s bytes", requestId(), dstOffset,
                 length, descriptor.totalBytes());
@@ -174,7 +260,7 @@ public final class SendSession {
                     "request %s: send() after complete() (session is %s)", requestId(), state);
             Checks.requireState(source.retain(), "request %s: source region %s is closed", requestId(),
                     source.id());
-            op = new WriteOp(++nextWriteId, source, srcOffset, length, dstOffset);
+            op = new WriteOp(++nextWriteId, source, spans, dstOffset);
             opsInFlight++;
             awaitingAck.put(op.writeId, op);
             transport.accepted(op);

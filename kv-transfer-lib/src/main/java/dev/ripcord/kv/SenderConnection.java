@@ -161,7 +161,7 @@ final class SenderConnection extends FrameDecoder implements ConnectionPool.Pool
                         op.dstOffset + p.offset(), (int) p.length(), p.last()), channel.voidPromise());
                 // Zero copy: the socket reads the source segment itself. Pinned until this write completes.
                 ByteBuf payload = Unpooled.wrappedBuffer(op.source.segment()
-                        .asSlice(op.srcOffset + p.offset(), p.length()).asByteBuffer());
+                        .asSlice(op.sourceOffsetAt(p.offset()), p.length()).asByteBuffer());
                 channel.write(payload).addListener(f -> s.pieceWritten(op));
             }
             wrote = true;
@@ -264,6 +264,7 @@ final class SenderConnection extends FrameDecoder implements ConnectionPool.Pool
 
     @Override
     protected void onControlFrame(ChannelHandlerContext ctx, FrameType type, ByteBuf body) {
+        host.frameReceived(type);
         if (type != FrameType.HELLO && !ready) {
             throw new ProtocolException(type + " before HELLO");
         }

@@ -10,7 +10,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * Shared-memory transport of one send session: the caller's thread copies each write into the receiver's mapping,
  * piece by piece (at most {@code pieceBytes}, the longest an abort waits for a copy), each piece inside the
  * session's fence bracket: the bracket opens only while the receiver has not fenced the session's epoch. Once a
- * write is copied the receiver is told (SHM_WRITTEN), and COMPLETE is written by the session when no copy is in
+ * write is copied (all its spans, for a batch) the receiver is told, once per write (SHM_WRITTEN), and COMPLETE is written by the session when no copy is in
  * flight any more. See docs/kv-transfer.md, "The fence word".
  */
 final class ShmCopier implements Transport {
@@ -90,8 +90,10 @@ final class ShmCopier implements Transport {
                 }
                 try {
                     long base = done;
-                    target.targets().forEach(op.dstOffset + base, n, (at, rel, len) ->
-                            MemorySegment.copy(src, op.srcOffset + base + rel, target.data(), at, len));
+                    // gather (the write's source spans) x scatter (the receiver's target pages)
+                    op.forEachSource(base, n, (srcAt, rel, len) ->
+                            target.targets().forEach(op.dstOffset + base + rel, len, (at, rel2, len2) ->
+                                    MemorySegment.copy(src, srcAt + rel2, target.data(), at, len2)));
                 } finally {
                     target.fences().endWrite(target.slot());
                 }

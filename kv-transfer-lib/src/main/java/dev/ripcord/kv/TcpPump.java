@@ -20,7 +20,7 @@ final class TcpPump implements Transport {
         }
     }
 
-    private static final SendSession.WriteOp COMPLETE_MARKER = new SendSession.WriteOp(-1, null, 0, 0, 0);
+    private static final SendSession.WriteOp COMPLETE_MARKER = new SendSession.WriteOp(-1, null, List.of(), 0);
 
     private final SendSession session;
     private final SenderConnection connection;
@@ -110,7 +110,7 @@ final class TcpPump implements Transport {
                 return new Piece(null, 0, 0, true, bytesAccepted, session.completeLeaving());
             }
             long offset = op.issuedBytes;
-            long n = Math.min(maxPiece, op.length - offset);
+            long n = Math.min(maxPiece, op.contiguousFrom(offset)); // a piece never crosses a source span
             op.issuedBytes += n;
             op.issuedPieces++;
             bytesIssued += n;

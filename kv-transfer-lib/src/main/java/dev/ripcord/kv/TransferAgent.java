@@ -5,6 +5,7 @@ import dev.ripcord.kv.shm.HostIdentity;
 import dev.ripcord.kv.shm.PeerProcess;
 import dev.ripcord.kv.shm.SharedRegionFile;
 import dev.ripcord.kv.shm.ShmFiles;
+import dev.ripcord.kv.wire.FrameType;
 import dev.ripcord.kv.wire.Frames;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.AdaptiveRecvByteBufAllocator;
@@ -32,6 +33,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -77,6 +79,7 @@ public final class TransferAgent implements AutoCloseable {
     private final AtomicLong regionIds = new AtomicLong();
     private final AtomicLong sessionIds = new AtomicLong();
     private final FenceSlots fenceSlots;
+    private final AtomicLongArray framesReceived = new AtomicLongArray(FrameType.values().length);
     private final DrainWatchdog drainWatchdog;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final SecureRandom tokens = new SecureRandom();
@@ -305,6 +308,14 @@ public final class TransferAgent implements AutoCloseable {
         return fenceSlots.inUse();
     }
 
+    /**
+     * Frames of {@code type} this agent's connections have read, over its lifetime (DATA counted per frame); for
+     * tests that count the control round trips a transfer costs.
+     */
+    long framesReceived(FrameType type) {
+        return framesReceived.get(type.ordinal());
+    }
+
     // ---- send -------------------------------------------------------------------------------------------------
 
     /**
@@ -434,6 +445,11 @@ public final class TransferAgent implements AutoCloseable {
         @Override
         public EventLoopGroup eventLoops() {
             return eventLoops;
+        }
+
+        @Override
+        public void frameReceived(FrameType type) {
+            framesReceived.incrementAndGet(type.ordinal());
         }
 
         @Override
