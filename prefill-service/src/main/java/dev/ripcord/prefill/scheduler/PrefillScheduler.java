@@ -13,6 +13,7 @@ import dev.ripcord.engine.SamplingParams;
 import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveDescriptor;
 import dev.ripcord.kv.Backend;
+import dev.ripcord.kv.ByteRange;
 import dev.ripcord.kv.SendSession;
 import dev.ripcord.kv.Side;
 import dev.ripcord.lifecycle.LifecycleEvent;
@@ -321,23 +322,36 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
 
     /**
      * Sends the pages no later chunk will write: every full page, and the last partial page after the last chunk.
-     * A page is never sent twice and never modified while a send may be reading it.
+     * A page is never sent twice and never modified while a send may be reading it. The pages one chunk finished
+     * go as one batch ({@link SendSession#sendBatch}): gathered from wherever the pool holds them into the request's
+     * next logical pages, announced and acknowledged once, so a burst costs one control round trip, not one per
+     * page (issue #14). Pool pages that follow each other are merged into one span.
      */
     private void pushFinishedPages(PrefillJob job, boolean last) {
         int pageTokens = pool.layout().pageTokens();
         int finished = last ? pool.layout().pagesFor(job.tokensDone) : job.tokensDone / pageTokens;
+        if (finished <= job.pagesSent) {
+            return;
+        }
         long pageBytes = pool.pageBytes();
-        KvSendBursts.Burst burst = sendBursts.start();
-        List<CompletableFuture<Void>> sends = new ArrayList<>();
+        List<ByteRange> spans = new ArrayList<>();
         for (int p = job.pagesSent; p < finished; p++) {
             long src = pool.offsetOf(job.sequence.poolPage(p));
-            long dst = p * pageBytes;
-            sends.add(job.transferClock.time(pageBytes,
-                    () -> job.send.send(context.poolRegion(), src, pageBytes, dst)));
+            ByteRange tail = spans.isEmpty() ? null : spans.getLast();
+            if (tail != null && tail.end() == src) {
+                spans.set(spans.size() - 1, new ByteRange(tail.offset(), tail.length() + pageBytes));
+            } else {
+                spans.add(new ByteRange(src, pageBytes));
+            }
         }
-        job.sends.addAll(sends);
-        burst.whenAcknowledged(sends, sends.size() * pageBytes);
-        job.pagesSent = Math.max(job.pagesSent, finished);
+        long bytes = (finished - job.pagesSent) * pageBytes;
+        long dst = job.pagesSent * pageBytes;
+        KvSendBursts.Burst burst = sendBursts.start();
+        CompletableFuture<Void> sent = job.transferClock.time(bytes,
+                () -> job.send.sendBatch(context.poolRegion(), spans, dst));
+        job.sends.add(sent);
+        burst.whenAcknowledged(List.of(sent), bytes);
+        job.pagesSent = finished;
     }
 
     private void finish(PrefillJob job) {
