@@ -47,6 +47,11 @@ import org.openjdk.jmh.annotations.Warmup;
  *   <li>{@code tcp} / {@code shm}: a full session through the library: open, descriptor, connect, one send of
  *   the whole span (cut into 1 MiB pieces), complete, wait for both sides RELEASED. Agents and their connection
  *   live for the whole trial, as in a service.</li>
+ *   <li>{@code tcp-pages} / {@code shm-pages}: the same session, but the span goes as {@value #PAGE_BYTES}-byte
+ *   pages scattered in the source (in reverse order), one {@code send} per page: how prefill posted a chunk's
+ *   pages before issue #14's fix, one announcement and one acknowledgement per page.</li>
+ *   <li>{@code tcp-batch} / {@code shm-batch}: the same scattered pages as one {@code sendBatch}: how prefill posts
+ *   them now, one announcement and one acknowledgement per batch.</li>
  * </ul>
  * Throughput = {@code mib} / (ms/op). Run: {@code ./ripcord bench kv-transfer-lib TransferBenchmark}. Trials run one
  * after another, so on a machine shared with other work the raw and library figures may come from different load;
@@ -60,7 +65,10 @@ import org.openjdk.jmh.annotations.Warmup;
 @Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "-Xmx1g", "-Dkv.log.level=WARN"})
 public class TransferBenchmark {
 
-    @Param({"copy", "socket", "tcp", "shm"})
+    /** Page size of the {@code -pages} and {@code -batch} paths: about one 64-token page of the {@code small} preset. */
+    static final int PAGE_BYTES = 512 << 10;
+
+    @Param({"copy", "socket", "tcp", "shm", "tcp-pages", "shm-pages", "tcp-batch", "shm-batch"})
     public String path;
 
     @Param({"1", "4", "16", "64", "256"})
@@ -100,8 +108,8 @@ public class TransferBenchmark {
                 }
             }
             case "socket" -> setUpSocket();
-            case "tcp", "shm" -> {
-                Backend backend = path.equals("tcp") ? Backend.TCP : Backend.AUTO;
+            case "tcp", "shm", "tcp-pages", "shm-pages", "tcp-batch", "shm-batch" -> {
+                Backend backend = path.startsWith("tcp") ? Backend.TCP : Backend.AUTO;
                 decode = TransferAgent.start(TransferAgentOptions.defaults("bench-decode").withBackend(backend));
                 prefill = TransferAgent.start(TransferAgentOptions.defaults("bench-prefill").withBackend(backend));
                 pool = decode.allocateRegion(bytes);
@@ -156,13 +164,29 @@ public class TransferBenchmark {
                 ReceiveSession rx = decode.openReceive("bench-" + ++requests, pool,
                         List.of(new ByteRange(0, bytes)));
                 SendSession tx = prefill.connect(rx.descriptor());
-                tx.send(source, 0, bytes, 0);
+                switch (path) {
+                    case "tcp-pages", "shm-pages" -> {
+                        List<ByteRange> pages = scatteredPages();
+                        for (int i = 0; i < pages.size(); i++) {
+                            tx.send(source, pages.get(i).offset(), PAGE_BYTES, (long) i * PAGE_BYTES);
+                        }
+                    }
+                    case "tcp-batch", "shm-batch" -> tx.sendBatch(source, scatteredPages(), 0);
+                    default -> tx.send(source, 0, bytes, 0);
+                }
                 tx.complete(new byte[] {1}).get(60, TimeUnit.SECONDS);
                 rx.released().get(60, TimeUnit.SECONDS);
                 tx.released().get(60, TimeUnit.SECONDS);
             }
         }
         return bytes;
+    }
+
+    /** The source pages of the span, in reverse order: logical page i is source page (n - 1 - i). */
+    private List<ByteRange> scatteredPages() {
+        int n = (int) (bytes / PAGE_BYTES);
+        return java.util.stream.IntStream.range(0, n)
+                .mapToObj(i -> new ByteRange((long) (n - 1 - i) * PAGE_BYTES, PAGE_BYTES)).toList();
     }
 
     @TearDown(Level.Trial)
