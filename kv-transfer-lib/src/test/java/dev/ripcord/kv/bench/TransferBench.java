@@ -30,7 +30,9 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * Backend throughput next to the raw limits, measured interleaved: each round runs raw copy, shm, raw socket and
- * TCP back to back, so load from other processes hits all four alike (on a shared 2-core machine the sequential
+ * TCP back to back (and the same session posted as one send per scattered 512 KiB page, {@code -pages}, or as one
+ * {@code sendBatch} of those pages, {@code -batch}: prefill's posting before and after issue #14's fix; leave those
+ * out with {@code -Dbench.wholeOnly=true}), so load from other processes hits all four alike (on a shared 2-core machine the sequential
  * trials of a JMH run can differ by 2x for reasons that have nothing to do with the code). Prints, per size, the
  * median and the best round of each path and the backend/raw ratios. Every path reads the same source memory.
  *
@@ -125,14 +127,41 @@ public final class TransferBench {
         }
     }
 
+    /** How a session posts its bytes: one send; one send per scattered page; the same pages as one batch. */
+    private enum Posting { WHOLE, PAGES, BATCH }
+
     private void session(TransferAgent decode, TransferAgent prefill, KvRegion pool, KvRegion src, long bytes)
             throws Exception {
+        session(decode, prefill, pool, src, bytes, Posting.WHOLE);
+    }
+
+    private void session(TransferAgent decode, TransferAgent prefill, KvRegion pool, KvRegion src, long bytes,
+                         Posting posting) throws Exception {
         ReceiveSession rx = decode.openReceive("bench-" + ++requests, pool, List.of(new ByteRange(0, bytes)));
         SendSession tx = prefill.connect(rx.descriptor());
-        tx.send(src, 0, bytes, 0);
+        switch (posting) {
+            case WHOLE -> tx.send(src, 0, bytes, 0);
+            case PAGES -> {
+                List<ByteRange> pages = scatteredPages(bytes);
+                for (int i = 0; i < pages.size(); i++) {
+                    tx.send(src, pages.get(i).offset(), PAGE_BYTES, (long) i * PAGE_BYTES);
+                }
+            }
+            case BATCH -> tx.sendBatch(src, scatteredPages(bytes), 0);
+        }
         tx.complete(new byte[] {1}).get(60, TimeUnit.SECONDS);
         rx.released().get(60, TimeUnit.SECONDS);
         tx.released().get(60, TimeUnit.SECONDS);
+    }
+
+    /** Page size of the -pages and -batch paths: about one 64-token page of the {@code small} preset. */
+    private static final long PAGE_BYTES = 512 << 10;
+
+    /** The span's pages in reverse order: logical page i is source page (n - 1 - i), as a pool scatters them. */
+    private static List<ByteRange> scatteredPages(long bytes) {
+        int n = (int) (bytes / PAGE_BYTES);
+        return java.util.stream.IntStream.range(0, n)
+                .mapToObj(i -> new ByteRange((n - 1 - i) * PAGE_BYTES, PAGE_BYTES)).toList();
     }
 
     private interface Op {
@@ -178,7 +207,18 @@ public final class TransferBench {
         paths.put("shm", n -> b.session(b.shmDecode, b.shmPrefill, b.shmPool, b.shmSource, n));
         paths.put("socket", b::socket);
         paths.put("tcp", n -> b.session(b.tcpDecode, b.tcpPrefill, b.tcpPool, b.tcpSource, n));
-        System.out.println("size    | path   | median GiB/s | best GiB/s | median ratio | best ratio");
+        if (!Boolean.getBoolean("bench.wholeOnly")) {
+            // how prefill posts a chunk's pages: one send per 512 KiB page (before issue #14's fix), one batch (now)
+            paths.put("shm-pages", n -> b.session(b.shmDecode, b.shmPrefill, b.shmPool, b.shmSource, n,
+                    Posting.PAGES));
+            paths.put("shm-batch", n -> b.session(b.shmDecode, b.shmPrefill, b.shmPool, b.shmSource, n,
+                    Posting.BATCH));
+            paths.put("tcp-pages", n -> b.session(b.tcpDecode, b.tcpPrefill, b.tcpPool, b.tcpSource, n,
+                    Posting.PAGES));
+            paths.put("tcp-batch", n -> b.session(b.tcpDecode, b.tcpPrefill, b.tcpPool, b.tcpSource, n,
+                    Posting.BATCH));
+        }
+        System.out.println("size    | path      | median GiB/s | best GiB/s | median ratio | best ratio");
         try {
             for (long mib : sizes) {
                 long bytes = mib * MIB;
@@ -194,10 +234,10 @@ public final class TransferBench {
                     }
                 }
                 for (String p : paths.keySet()) {
-                    String raw = p.equals("shm") ? "copy" : p.equals("tcp") ? "socket" : null;
+                    String raw = p.startsWith("shm") ? "copy" : p.startsWith("tcp") ? "socket" : null;
                     double med = median(gibs.get(p));
                     double best = best(gibs.get(p));
-                    System.out.printf("%4d MiB | %-6s | %12.2f | %10.2f | %12s | %10s%n", mib, p, med, best,
+                    System.out.printf("%4d MiB | %-9s | %12.2f | %10.2f | %12s | %10s%n", mib, p, med, best,
                             raw == null ? "" : "%.0f %%".formatted(100 * med / median(gibs.get(raw))),
                             raw == null ? "" : "%.0f %%".formatted(100 * best / best(gibs.get(raw))));
                 }
