@@ -233,7 +233,11 @@ public final class Transformer {
             rowTable[r] = pageTable;
             embed(r, tokens[from + r]);
         }
-        return forward(safePoint);
+        try {
+            return forward(safePoint);
+        } finally {
+            this.safePoint = SafePoint.NEVER; // holds no caller's sequence between forwards
+        }
     }
 
     /**
@@ -252,7 +256,11 @@ public final class Transformer {
             rowTable[r] = pageTables[r];
             embed(r, tokens[r]);
         }
-        return forward(safePoint);
+        try {
+            return forward(safePoint);
+        } finally {
+            this.safePoint = SafePoint.NEVER; // holds no caller's sequence between forwards
+        }
     }
 
     /** Copies logits row {@code row} of the last forward into {@code dst[0..vocab)}. */
