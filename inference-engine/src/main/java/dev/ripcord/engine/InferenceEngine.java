@@ -46,9 +46,11 @@ import dev.ripcord.format.gguf.GgufFile;
  * threads (e.g. a transfer library reading pages).
  *
  * <h2>Safe points</h2>
- * Every layer boundary of a forward is a safe point. {@link Sequence#requestStop()}, from any thread, makes a
- * {@link #prefill} of that sequence in progress stop at the next boundary (before the next layer, or before the
- * output head) and throw {@link ComputeStoppedException}, which says at which layer; a {@link #decodeStep} stops
+ * Every layer boundary of a forward is a safe point, and so is, in a prefill, every work item of a layer's
+ * projections and attention. {@link Sequence#requestStop()}, from any thread, makes a {@link #prefill} of that
+ * sequence in progress stop at the next of them (the chunk in progress abandons its layer part way, or stops before
+ * the next layer or the output head) and throw {@link ComputeStoppedException}, which says at which layer and
+ * whether inside it; a {@link #decodeStep} stops at the next layer boundary
  * the same way once every sequence of its batch has a stop requested (if only some have, the step completes for
  * all). A stopped call leaves its sequences as they were before it (length, logits, pending token, history); only
  * pages it allocated for the stopped positions stay with the sequence until {@link #free}. Between two calls is a
@@ -419,7 +421,8 @@ public final class InferenceEngine implements AutoCloseable {
      * into the sequence's pages (allocating pages as needed) and keeping the logits of position {@code to - 1} for
      * {@link #sample}. {@code from} must equal {@link Sequence#length()}; afterwards the length is {@code to}.
      * It returns after one chunk, and no lock is held while it computes. A {@link Sequence#requestStop() stop}
-     * requested before or during the call stops it at the next layer boundary.
+     * requested before or during the call stops it at the next safe point: before the next work item of the layer
+     * in progress (its projections and attention), or at the next layer boundary.
      *
      * @throws KvPoolExhaustedException if the pool lacks the pages (nothing is computed or allocated)
      * @throws ComputeStoppedException  if the sequence's stop was requested: the chunk is discarded (the length
@@ -449,14 +452,23 @@ public final class InferenceEngine implements AutoCloseable {
             long start = System.nanoTime();
             LayerBoundaryListener listener = layerListener;
             Transformer.SafePoint safePoint = !options.safePoints() ? Transformer.SafePoint.NEVER
-                    : listener == null ? layer -> {
-                        boundary.setRelease(layer);
-                        return seq.stopRequested();
-                    }
-                    : layer -> {
-                        boundary.setRelease(layer);
-                        listener.beforeLayer(layer);
-                        return seq.stopRequested();
+                    : new Transformer.SafePoint() {
+                        @Override
+                        public boolean stopBefore(int layer) {
+                            boundary.setRelease(layer);
+                            if (listener != null) {
+                                listener.beforeLayer(layer);
+                            }
+                            return seq.stopRequested();
+                        }
+
+                        @Override
+                        public boolean stopInside(int layer) {
+                            if (listener != null) {
+                                listener.insideLayer(layer);
+                            }
+                            return seq.stopRequested();
+                        }
                     };
             int stoppedAt;
             try {
@@ -468,7 +480,7 @@ public final class InferenceEngine implements AutoCloseable {
                 prefillNanos.addAndGet(System.nanoTime() - start);
                 prefillStops.incrementAndGet();
                 throw new ComputeStoppedException("prefill of sequence " + seq.id, stoppedAt, config.layers(),
-                        to - from);
+                        to - from, transformer.stoppedInside());
             }
             seq.recordPrompt(tokens, from, to);
             transformer.copyLogits(0, seq.logits);
@@ -600,6 +612,14 @@ public final class InferenceEngine implements AutoCloseable {
          * layers} is the boundary before the output head). Runs on the compute thread, between parallel regions.
          */
         void beforeLayer(int layer);
+
+        /**
+         * A prefill forward is about to check its stop flag inside layer {@code layer}, before one of the layer's
+         * projection or attention work items (many calls per layer). May run on any compute worker. A stop requested
+         * here abandons the layer part way ({@link ComputeStoppedException#inside()}).
+         */
+        default void insideLayer(int layer) {
+        }
     }
 
     /**

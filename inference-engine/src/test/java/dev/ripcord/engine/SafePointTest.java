@@ -128,6 +128,66 @@ class SafePointTest {
     }
 
     @Test
+    void aStopRequestedWhileALayerComputesAbandonsThatLayerBeforeItsNextWorkItemLeavingTheSequenceAsBefore() {
+        InferenceEngine engine = engine();
+        int[] prompt = TestData.tokens(3 * CHUNK, 5, 259);
+        Snapshot reference = reference(engine, prompt);
+        for (int stopIn = 0; stopIn < LAYERS; stopIn++) {
+            Sequence seq = engine.newSequence(SamplingParams.greedy());
+            engine.prefill(seq, prompt, 0, CHUNK);
+            Snapshot before = Snapshot.of(engine, seq);
+            List<Integer> boundaries = new ArrayList<>();
+            List<Integer> itemsAfterTheStop = new ArrayList<>();
+            int layer = stopIn;
+            // The stop arrives inside layer `layer`, at its first work item (as one arriving while it computes).
+            engine.onLayerBoundary(new InferenceEngine.LayerBoundaryListener() {
+                @Override
+                public void beforeLayer(int l) {
+                    boundaries.add(l);
+                }
+
+                @Override
+                public void insideLayer(int l) {
+                    if (seq.stopRequested()) {
+                        itemsAfterTheStop.add(l);
+                    } else if (l == layer) {
+                        seq.requestStop();
+                    }
+                }
+            });
+            ComputeStoppedException stopped;
+            try {
+                stopped = catchThrowableOfType(ComputeStoppedException.class,
+                        () -> engine.prefill(seq, prompt, CHUNK, 2 * CHUNK));
+            } finally {
+                engine.onLayerBoundary(null);
+            }
+
+            assertThat(stopped).as("stopped inside layer %d", layer).isNotNull();
+            assertThat(stopped.inside()).isTrue();
+            assertThat(stopped.layer()).isEqualTo(layer);
+            assertThat(stopped.tokens()).isEqualTo(CHUNK);
+            assertThat(boundaries).as("no later boundary reached: the layer was abandoned part way")
+                    .last().isEqualTo(layer);
+            assertThat(itemsAfterTheStop).as("no work item asked again after the stop (one thread)").isEmpty();
+            assertThat(seq.length()).as("the stopped chunk's positions are not counted").isEqualTo(CHUNK);
+            Snapshot after = Snapshot.of(engine, seq);
+            assertThat(after.kv()).as("the KV of the computed positions is untouched").containsExactly(before.kv());
+            assertThat(after.logits()).as("the previous chunk's logits are kept").containsExactly(before.logits());
+            assertThat(seq.pendingToken()).isEqualTo(before.pending());
+
+            // A copy goes on from the state the stop left (a partly written layer beyond its length), to the
+            // never-stopped result, bit for bit.
+            Sequence copy = engine.fork(seq, SamplingParams.greedy());
+            engine.free(seq);
+            TestData.prefill(engine, copy, prompt, CHUNK);
+            assertSameAs(Snapshot.of(engine, copy), reference);
+            engine.free(copy);
+            assertThat(engine.pagePool().pagesLive()).as("free gives every page back").isZero();
+        }
+    }
+
+    @Test
     void aStoppedSequenceLeavesOtherSequencesUntouched() {
         InferenceEngine engine = engine();
         int[] prompt = TestData.tokens(3 * CHUNK, 3, 259);

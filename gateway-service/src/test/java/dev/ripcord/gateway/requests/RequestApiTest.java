@@ -15,6 +15,7 @@ import dev.ripcord.gateway.auth.GatewayUnderTest;
 import dev.ripcord.gateway.auth.ScriptedGenerator;
 import dev.ripcord.gateway.generation.GeneratedToken;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -63,6 +64,8 @@ class RequestApiTest {
 
     private WebTestClient http;
     private WebClient streaming;
+    /** Every answer this test started: one a failed test left open is cancelled, so it cannot fail the next test. */
+    private final List<CompletableFuture<List<String>>> answers = new ArrayList<>();
 
     @BeforeEach
     void clients() {
@@ -70,6 +73,11 @@ class RequestApiTest {
                 .build();
         streaming = WebClient.create("http://127.0.0.1:" + port);
         await().atMost(Duration.ofSeconds(10)).until(() -> contexts.liveRequests() == 0);
+    }
+
+    @AfterEach
+    void closeAnswers() {
+        answers.forEach(answer -> answer.cancel(true)); // a no-op for those that completed
     }
 
     // --- an explicit cancel answers with what was produced ------------------------------------------------------
@@ -339,7 +347,7 @@ class RequestApiTest {
 
     /** Sends a request and collects its answer: the SSE data of a stream, or a body's text in pieces. */
     private CompletableFuture<List<String>> stream(String key, String id, String path, String body) {
-        return streaming.post().uri(path).contentType(MediaType.APPLICATION_JSON)
+        CompletableFuture<List<String>> answer = streaming.post().uri(path).contentType(MediaType.APPLICATION_JSON)
                 .headers(h -> {
                     h.setBearerAuth(key);
                     h.set("X-Request-Id", id);
@@ -348,6 +356,8 @@ class RequestApiTest {
                 .collect(ArrayList<String>::new, ArrayList::add)
                 .map(list -> (List<String>) list)
                 .toFuture();
+        answers.add(answer);
+        return answer;
     }
 
     private WebTestClient.ResponseSpec get(String path, String key) {

@@ -91,6 +91,11 @@ public final class Transformer {
 
     private final MatmulRegion matmul = new MatmulRegion();
     private final AttentionRegion attention = new AttentionRegion();
+    /** The forward's safe point, the layer it computes, and whether a region of that layer was abandoned. */
+    private SafePoint safePoint = SafePoint.NEVER;
+    private int layer;
+    private volatile boolean abandoned;
+    private boolean stoppedInside;
     private final RowRegion rowRegion = new RowRegion();
 
     /**
@@ -186,10 +191,21 @@ public final class Transformer {
      * Asked at every layer boundary of a forward whether to stop there: before each layer {@code l} (layers
      * {@code [0, l)} are done) and before the output head ({@code l = layers}). Runs on the calling thread,
      * between parallel regions (no worker is computing), so it must be quick: one acquire load of a flag.
+     *
+     * <p>{@link #stopInside} is asked inside layer {@code l}, before each work item of its projection and attention
+     * regions, whether to abandon the layer: once it says so, no worker takes another item, the region returns
+     * when the items in progress are done, and the forward returns without starting another region (the layer's
+     * keys and values may be partly written). Any compute worker may ask it, so it must be thread-safe and as
+     * quick as {@link #stopBefore}. By default it never stops: such a safe point stops at boundaries only.
      */
     @FunctionalInterface
     public interface SafePoint {
         boolean stopBefore(int layer);
+
+        /** Whether to abandon layer {@code layer} part way; see the interface note. */
+        default boolean stopInside(int layer) {
+            return false;
+        }
 
         /** Never stops: the forward runs to its end. */
         SafePoint NEVER = layer -> false;
@@ -205,7 +221,9 @@ public final class Transformer {
      *
      * @return {@link #COMPLETED}, or the layer boundary where {@code safePoint} stopped it: layers
      *         {@code [0, boundary)} wrote their keys and values for these positions, the others did not, and the
-     *         logits are not computed
+     *         logits are not computed; when {@link #stoppedInside()} says so, the layer it abandoned part way
+     *         (layers {@code [0, layer)} done, layer {@code layer} partly: its keys and values for these positions
+     *         may be partly written)
      */
     public int prefill(int[] tokens, int from, int to, int[] pageTable, SafePoint safePoint) {
         rows = to - from;
@@ -215,7 +233,11 @@ public final class Transformer {
             rowTable[r] = pageTable;
             embed(r, tokens[from + r]);
         }
-        return forward(safePoint);
+        try {
+            return forward(safePoint);
+        } finally {
+            this.safePoint = SafePoint.NEVER; // holds no caller's sequence between forwards
+        }
     }
 
     /**
@@ -234,7 +256,11 @@ public final class Transformer {
             rowTable[r] = pageTables[r];
             embed(r, tokens[r]);
         }
-        return forward(safePoint);
+        try {
+            return forward(safePoint);
+        } finally {
+            this.safePoint = SafePoint.NEVER; // holds no caller's sequence between forwards
+        }
     }
 
     /** Copies logits row {@code row} of the last forward into {@code dst[0..vocab)}. */
@@ -252,13 +278,25 @@ public final class Transformer {
                 (long) dim * Float.BYTES);
     }
 
+    /**
+     * Whether the last forward that stopped abandoned a layer part way ({@link SafePoint#stopInside}) rather than
+     * stopping at a boundary; its return value was then that layer.
+     */
+    public boolean stoppedInside() {
+        return stoppedInside;
+    }
+
     private int forward(SafePoint safePoint) {
         int last = rows - 1;
+        this.safePoint = safePoint;
+        stoppedInside = false;
+        abandoned = false;
         for (int l = 0; l < c.layers(); l++) {
             // ── SAFE POINT: between layers no worker is computing and every page write of layer l - 1 is done. ──
             if (safePoint.stopBefore(l)) {
                 return l;
             }
+            layer = l;
             boolean trim = prefillMode && l == c.layers() - 1;
             int qFrom = trim ? last : 0;
             rowOp(OP_ATT_NORM, l, 0, rows, qFrom);
@@ -266,32 +304,66 @@ public final class Transformer {
             matmul.add(w.wq[l], xb, qFrom, dim, q, qFrom, dim, rows - qFrom);
             matmul.add(w.wk[l], xb, 0, dim, k, 0, kvDim, rows);
             matmul.add(w.wv[l], xb, 0, dim, v, 0, kvDim, rows);
-            matmul.run();
+            // ── SAFE POINTS inside the layer: each projection and attention item asks stopInside first; a region
+            //    that was abandoned ends the forward (its workers are done: run() returned). ──
+            if (matmul.run()) {
+                return abandon(l);
+            }
             rowOp(OP_ROPE_KV, l, 0, rows, qFrom);
             attention.begin(l, qFrom);
             workers.run(attention);
+            if (abandoned) {
+                return abandon(l);
+            }
             matmul.begin();
             matmul.add(w.wo[l], xb, qFrom, dim, xb2, qFrom, dim, rows - qFrom);
-            matmul.run();
+            if (matmul.run()) {
+                return abandon(l);
+            }
             rowOp(OP_FFN_NORM, l, qFrom, rows, qFrom);
             matmul.begin();
             matmul.add(w.w1[l], xb, qFrom, dim, hb, qFrom, hidden, rows - qFrom);
             matmul.add(w.w3[l], xb, qFrom, dim, hb2, qFrom, hidden, rows - qFrom);
-            matmul.run();
+            if (matmul.run()) {
+                return abandon(l);
+            }
             rowOp(OP_SWIGLU, l, qFrom, rows, qFrom);
             matmul.begin();
             matmul.add(w.w2[l], hb, qFrom, hidden, xb2, qFrom, dim, rows - qFrom);
-            matmul.run();
+            if (matmul.run()) {
+                return abandon(l);
+            }
         }
         if (safePoint.stopBefore(c.layers())) {
             return c.layers();
         }
+        this.safePoint = SafePoint.NEVER; // the output head runs to its end once started: the logits are whole
         int outFrom = prefillMode ? last : 0;
         rowOp(OP_FINAL_NORM, 0, outFrom, rows, outFrom);
         matmul.begin();
         matmul.add(w.classifier, xb, outFrom, dim, logits, 0, vocab, rows - outFrom);
         matmul.run();
         return COMPLETED;
+    }
+
+    private int abandon(int l) {
+        stoppedInside = true;
+        return l;
+    }
+
+    /**
+     * An item of layer {@link #layer}'s region is about to start: whether the region is abandoned (already, or now
+     * because {@link SafePoint#stopInside} says so). Any worker.
+     */
+    private boolean abandonItem() {
+        if (abandoned) {
+            return true;
+        }
+        if (safePoint.stopInside(layer)) {
+            abandoned = true;
+            return true;
+        }
+        return false;
     }
 
     private void rowOp(int op, int layer, int from, int to, int qFrom) {
@@ -508,9 +580,11 @@ public final class Transformer {
             itemEnd[j] = (j == 0 ? 0 : itemEnd[j - 1]) + w.panels() * blocks[j];
         }
 
-        void run() {
+        /** Runs the projections added since {@link #begin}; true if the region was abandoned (see SafePoint). */
+        boolean run() {
             next.set(0);
             workers.run(this);
+            return abandoned;
         }
 
         @Override
@@ -518,6 +592,9 @@ public final class Transformer {
             int total = itemEnd[jobs - 1];
             int item;
             while ((item = next.getAndIncrement()) < total) {
+                if (abandonItem()) {
+                    return;
+                }
                 int j = 0;
                 while (item >= itemEnd[j]) {
                     j++;
@@ -595,6 +672,9 @@ public final class Transformer {
             AttentionScratch w = attentionScratch[worker];
             int item;
             while ((item = next.getAndIncrement()) < items) {
+                if (abandonItem()) {
+                    return;
+                }
                 if (prefillMode) {
                     int block = blocks - 1 - item / kvHeads;
                     int g = item % kvHeads;

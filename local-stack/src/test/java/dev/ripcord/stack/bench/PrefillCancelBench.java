@@ -8,7 +8,6 @@ import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -42,28 +41,32 @@ import tools.jackson.databind.json.JsonMapper;
  * <ul>
  *   <li><b>TTFT</b>: client side, request sent → first piece of text (streaming, greedy). Idle: the same short
  *       request with nothing else running, median of several.</li>
- *   <li><b>disconnect → abort</b>: the client's clock from closing the connection to the moment a poller that reads
- *       the prefill journal every 2 ms first sees {@code STOPPED} for the prompt (so it includes up to one poll and
- *       one HTTP round trip). <b>Overrun</b> is that minus the duration of the chunk that was in flight at the
+ *   <li><b>disconnect → abort</b>: from the client closing the connection (its clock carried over to the host's
+ *       wall clock) to the prefill journal's {@code STOPPED} for the prompt (the entry's own wall-clock stamp,
+ *       {@code atMicros}; one host, so one clock). Before the journal had stamps a poller read it every 2 ms, which
+ *       added up to a poll and an HTTP round trip and took CPU from the engine it measured ({@code --poll-ms}
+ *       brings it back for comparison). The <b>hops</b> line splits this leg: disconnect → decode's and prefill's
+ *       {@code CANCEL_OBSERVED} → prefill's {@code STOPPED}. <b>Overrun</b> is that minus the duration of the chunk that was in flight at the
  *       disconnect (last chunk seen before it → first chunk seen after it): the target "abort within one chunk +
  *       25 ms" is an overrun of at most 25 ms. The workers' own {@code ripcord_cancel_abort_latency_seconds}
  *       histogram (cancel <em>observed</em> → stopped) is printed beside it.</li>
- *   <li><b>chunk time</b>: intervals between consecutive {@code CHUNK} entries of the long prompts as the poller first
- *       saw them, median: the contract's unit ("stopped within one chunk").</li>
+ *   <li><b>chunk time</b>: intervals between consecutive {@code CHUNK} entries of the long prompts (their stamps),
+ *       median: the contract's unit ("stopped within one chunk").</li>
  *   <li><b>chunks wasted</b>: {@code CHUNK} entries of the long prompt after the journal position read at the
  *       disconnect: work done for a client that was gone. The chunk in flight at the disconnect counts.</li>
  *   <li><b>layers after cancel</b> (mean, p99): prefill work done after the worker observed the cancel, in
  *       layer-chunks, from the journal alone: the forward's position when the cancel was observed
  *       ({@code CANCEL_OBSERVED … chunk=C layer=B/L}, or the chunks completed so far when no chunk was computing)
- *       to where it stopped ({@code STOPPED … chunk=C layer=M/L} inside a chunk, or after the chunks completed when
- *       it stopped between two), each chunk counting L layers. Integer boundaries: an upper bound on the work.</li>
+ *       to where it stopped ({@code STOPPED … chunk=C layer=M/L} at a boundary inside a chunk, counted as M + 1 when
+ *       it says {@code inside} (layer M abandoned part way), or after the chunks completed when it stopped between
+ *       two), each chunk counting L layers. Integer boundaries: an upper bound on the work.</li>
  *   <li><b>KV transfer</b>: prefill's send bursts (the pages one chunk finished, handed to the transfer session →
  *       all acknowledged by decode; {@code ripcord.prefill.kv.send.*}) over the measured iterations, bytes over burst
  *       time, beside a {@code memcpy} and a loopback TCP send of a burst of the same size sampled on this machine
  *       between the same iterations (while the stack is idle).</li>
  * </ul>
  * Targets with {@code both}: TTFT ratio ≤ 1.2; disconnect → abort p99 ≤ one chunk time + 25 ms; layers after
- * cancel ≤ 1 on average (issue #14: the chunk in progress stops at the next layer boundary); KV transfer ≥ 70 % of
+ * cancel ≤ 1 on average (issue #14: the chunk in progress stops at the next safe point, at the latest the next layer boundary); KV transfer ≥ 70 % of
  * memcpy on shm, of loopback TCP on tcp.
  *
  * <p>Not a test: it asserts nothing, it prints figures. Against a running stack (one mode, whatever it runs):
@@ -88,9 +91,12 @@ public final class PrefillCancelBench {
               --prompt-tokens=T        long prompt length in tokens, BOS included (default 8192)
               --cancel-after-ms=MS     disconnect this long after sending the long prompt (default 1000)
               --short-bytes=B          short prompt length in bytes (default 32)
-              --idle-samples=S         idle TTFT samples (default 5)""";
+              --idle-samples=S         idle TTFT samples (default 5)
+              --poll-ms=MS             on every other long prompt, also poll the prefill journal every MS, as this
+                                       bench did before its times came from the journal's stamps, to see what the
+                                       polling costs (hops printed apart; default 0: never)""";
 
-    private static final Duration POLL = Duration.ofMillis(2);
+    private static final Duration IDLE_POLL = Duration.ofMillis(20);
     private static final String BURST_BYTES = "ripcord_prefill_kv_send_bytes";
     private static final String BURST_TIME = "ripcord_prefill_kv_send_time_seconds";
 
@@ -101,10 +107,12 @@ public final class PrefillCancelBench {
     private final long cancelAfterMillis;
     private final int shortBytes;
     private final int idleSamples;
+    private final long pollMillis;
     private String transferLine = "";
 
     PrefillCancelBench(Endpoints stack, int n, int promptTokens, long cancelAfterMillis, int shortBytes,
-                       int idleSamples) {
+                       int idleSamples, long pollMillis) {
+        this.pollMillis = pollMillis;
         this.stack = stack;
         this.client = new StreamingClient(stack.gateway());
         this.n = n;
@@ -140,6 +148,7 @@ public final class PrefillCancelBench {
         long cancelAfter = Long.parseLong(options.getOrDefault("cancel-after-ms", "1000"));
         int shortBytes = Integer.parseInt(options.getOrDefault("short-bytes", "32"));
         int idleSamples = Integer.parseInt(options.getOrDefault("idle-samples", "5"));
+        long pollMillis = Long.parseLong(options.getOrDefault("poll-ms", "0"));
         PrintStream out = System.out;
         List<String> report = new ArrayList<>();
         List<String> transfers = new ArrayList<>();
@@ -162,7 +171,7 @@ public final class PrefillCancelBench {
                             URI.create(started.url(Role.PREFILL)), URI.create(started.url(Role.DECODE)),
                             servedModel(URI.create(started.url(Role.GATEWAY))));
                     PrefillCancelBench bench = new PrefillCancelBench(endpoints, n, promptTokens, cancelAfter,
-                            shortBytes, idleSamples);
+                            shortBytes, idleSamples, pollMillis);
                     report.add(bench.run(mode, out));
                     transfers.add(bench.transferLine);
                 }
@@ -173,7 +182,7 @@ public final class PrefillCancelBench {
                     URI.create(options.getOrDefault("prefill", "http://localhost:8081")),
                     URI.create(options.getOrDefault("decode", "http://localhost:8082")), servedModel(gateway));
             PrefillCancelBench bench = new PrefillCancelBench(endpoints, n, promptTokens, cancelAfter, shortBytes,
-                    idleSamples);
+                    idleSamples, pollMillis);
             report.add(bench.run("running stack", out));
             transfers.add(bench.transferLine);
         }
@@ -182,8 +191,8 @@ public final class PrefillCancelBench {
                 "obs→stop", "wasted", "layers mean", "layers p99");
         report.forEach(out::println);
         out.println("(ms. TTFT: short request sent at the disconnect; ratio = TTFT p50 / idle TTFT (target ≤ 1.2 with "
-                + "both); abort: disconnect → STOPPED seen; overrun: abort − duration of the chunk in flight at the "
-                + "disconnect (target: abort ≤ one chunk + 25 ms, i.e. overrun ≤ 25); obs→stop: workers' histogram "
+                + "both); abort: disconnect → the journal's STOPPED stamp; overrun: abort − duration of the chunk "
+                + "in flight at the disconnect (target: abort ≤ one chunk + 25 ms, i.e. overrun ≤ 25); obs→stop: workers' histogram "
                 + "p99 bucket; wasted: chunks computed after the disconnect, mean per long prompt; layers: prefill "
                 + "work after the worker observed the cancel, in layer-chunks, from the journal's CANCEL_OBSERVED and "
                 + "STOPPED positions, mean and p99 over the prompts stopped mid-prefill)");
@@ -198,7 +207,7 @@ public final class PrefillCancelBench {
     String run(String mode, PrintStream out) throws Exception {
         int promptBytes = promptTokens - 1;
         out.printf("%s: warming up (one long prompt cancelled, %d short requests)%n", mode, idleSamples);
-        iteration("warmup", promptBytes);
+        iteration("warmup", promptBytes, false);
         List<Double> idle = new ArrayList<>();
         for (int i = 0; i < idleSamples + 2; i++) {
             double ttft = ttftMillis(shortRequest("bench-idle-" + i));
@@ -219,9 +228,12 @@ public final class PrefillCancelBench {
         List<Double> chunkTimes = new ArrayList<>();
         List<Double> overruns = new ArrayList<>();
         List<Double> layersAfter = new ArrayList<>();
+        List<Hops> hops = new ArrayList<>();
+        List<Hops> polledHops = new ArrayList<>();
         long wasted = 0;
         for (int i = 0; i < n; i++) {
-            Iteration it = iteration("bench-" + i, promptBytes);
+            boolean polled = pollMillis > 0 && i % 2 == 1;
+            Iteration it = iteration("bench-" + i, promptBytes, polled);
             ttfts.add(it.shortTtftMillis());
             if (it.abortMillis() >= 0) {
                 aborts.add(it.abortMillis());
@@ -234,17 +246,23 @@ public final class PrefillCancelBench {
             }
             limits.sample(); // the stack is idle here (iteration() waits for it)
             out.printf("%s #%d: short TTFT %s ms, disconnect→abort %s (chunk in flight %s ms), chunks wasted %d, "
-                            + "layers after the cancel %s (%s)%n",
+                            + "layers after the cancel %s (%s)%n    %s%s%n",
                     mode, i, fmt(it.shortTtftMillis()), !it.reachedPrefill() ? "- (cancelled before it reached prefill)"
                             : it.abortMillis() < 0 ? "never (ran to completion)" : fmt(it.abortMillis()) + " ms",
                     fmt(it.inFlightChunkMillis()), it.wastedChunks(),
-                    it.layersAfterCancel() < 0 ? "-" : Integer.toString(it.layersAfterCancel()), it.stopDetail());
+                    it.layersAfterCancel() < 0 ? "-" : Integer.toString(it.layersAfterCancel()), it.stopDetail(),
+                    it.hops(), polled ? " (journal polled every " + pollMillis + " ms)" : "");
+            (polled ? polledHops : hops).add(it.hops());
         }
         Prometheus after = Prometheus.scrape(stack.prefill());
         double observedToStopped = histogramP99Millis(histogramBefore, after);
         transferLine = transferLine(mode, histogramBefore, after, limits);
         limits.close();
         out.println(transferLine);
+        out.println(hopsLine(mode, hops));
+        if (!polledHops.isEmpty()) {
+            out.println(hopsLine(mode + " polled", polledHops));
+        }
         double chunk = percentile(chunkTimes, 50);
         double ttftP50 = percentile(ttfts, 50);
         double layersMean = layersAfter.stream().mapToDouble(Double::doubleValue).average().orElse(Double.NaN);
@@ -258,6 +276,18 @@ public final class PrefillCancelBench {
                 "%.1f".formatted((double) wasted / n),
                 Double.isNaN(layersMean) ? "-" : "%.2f".formatted(layersMean),
                 layersAfter.isEmpty() ? "-" : fmt(percentile(layersAfter, 99)));
+    }
+
+    /** p50 / p99 of each hop of the disconnect → abort leg over this mode's iterations. */
+    private static String hopsLine(String mode, List<Hops> hops) {
+        java.util.function.Function<java.util.function.ToDoubleFunction<Hops>, String> p = f -> {
+            List<Double> v = hops.stream().mapToDouble(f).filter(x -> x >= 0).boxed().toList();
+            return fmt(percentile(v, 50)) + " / " + fmt(percentile(v, 99));
+        };
+        return ("%-14s hops, p50 / p99 ms: disconnect→decode CANCEL_OBSERVED %s; disconnect→prefill CANCEL_OBSERVED "
+                + "%s; prefill CANCEL_OBSERVED→STOPPED %s; STOPPED→seen by the poller %s; a layer of the chunk before "
+                + "%s").formatted(mode, p.apply(Hops::toDecodeObserved), p.apply(Hops::toPrefillObserved),
+                p.apply(Hops::observedToStopped), p.apply(Hops::stoppedToSeen), p.apply(Hops::layerMillis));
     }
 
     /**
@@ -294,53 +324,67 @@ public final class PrefillCancelBench {
      * One round: the long prompt, the disconnect after {@link #cancelAfterMillis}, the short request at once; then
      * wait until the long prompt's prefill has ended and both workers are idle.
      */
-    private Iteration iteration(String tag, int promptBytes) throws Exception {
+    private Iteration iteration(String tag, int promptBytes, boolean poll) throws Exception {
         awaitIdle();
         String longId = tag + "-long-" + UUID.randomUUID();
         long mark = Journal.mark(stack.prefill());
-        JournalPoller poller = new JournalPoller(stack.prefill(), mark, longId);
-        Thread polling = Thread.ofPlatform().daemon().name("journal-poller").start(poller);
+        long decodeMark = Journal.mark(stack.decode());
+        JournalPoller poller = poll ? new JournalPoller(stack.prefill(), mark, longId, pollMillis) : null;
+        Thread polling = poller == null ? null : Thread.ofPlatform().daemon().name("journal-poller").start(poller);
         try {
             Call longCall = client.start(StreamingClient.completion(stack.model(), Texts.ofBytes(promptBytes), 1, true),
                     longId);
             Thread.sleep(cancelAfterMillis);
-            // Read right before the disconnect (the poller may lag by a poll): later chunks ran for nobody.
-            List<JournalEntry> newer = Journal.since(stack.prefill(), poller.lastSeq.get()).entries();
-            long seqAtDisconnect = newer.isEmpty() ? poller.lastSeq.get() : newer.getLast().seq();
+            // Read right before the disconnect: later chunks ran for nobody.
+            List<JournalEntry> before = Journal.since(stack.prefill(), mark).entries();
+            long seqAtDisconnect = before.isEmpty() ? mark : before.getLast().seq();
             longCall.disconnect();
-            long disconnectedAt = longCall.disconnectNanos();
+            long disconnectedMicros = epochMicros(longCall.disconnectNanos());
             Call shortCall = shortRequest(tag + "-short-" + UUID.randomUUID());
             shortCall.outcome().get(10, TimeUnit.MINUTES);
             // Over when both workers hold nothing: the long prompt may have ended at any stage, or (cold, in the
             // warm-up) never have reached prefill at all.
             longCall.outcome().get(10, TimeUnit.MINUTES);
             awaitIdle();
-            Thread.sleep(POLL.multipliedBy(5)); // let the poller read the last entries
-            Long stoppedSeen = poller.firstSeen.get("STOPPED");
-            List<Long> chunkSeen = poller.chunkSeenBefore(disconnectedAt);
-            // The chunk in flight at the disconnect: from the last chunk (or the start) seen before it to the first
-            // chunk seen after it. The contract is that the abort waits for at most this one chunk.
-            Long started = poller.firstSeen.get("STARTED");
-            long inFlightFrom = !chunkSeen.isEmpty() ? chunkSeen.getLast()
-                    : started != null ? started : disconnectedAt;
-            double inFlightChunk = poller.chunkSeenAfter(disconnectedAt).stream().findFirst()
-                    .map(t -> (t - inFlightFrom) / 1e6).orElse(0.0);
-            List<Double> chunkMillis = new ArrayList<>();
-            for (int i = 1; i < chunkSeen.size(); i++) {
-                chunkMillis.add((chunkSeen.get(i) - chunkSeen.get(i - 1)) / 1e6);
-            }
             Journal journal = Journal.since(stack.prefill(), mark);
+            Long stoppedSeen = poller == null ? null : poller.firstSeen.get("STOPPED");
+            Hops hops = Hops.of(journal, Journal.since(stack.decode(), decodeMark), longId, disconnectedMicros,
+                    stoppedSeen == null ? -1 : epochMicros(stoppedSeen));
+            // Every time below is the prefill journal's own stamp (atMicros), on the host's wall clock.
+            List<Long> chunkAt = journal.of(longId).stream().filter(e -> e.event().equals("CHUNK"))
+                    .map(JournalEntry::atMicros).toList();
+            long stoppedAt = stamp(journal, longId, "STOPPED");
+            // The chunk in flight at the disconnect: from the last chunk (or the start) before it to the first
+            // chunk after it. The contract is that the abort waits for at most this one chunk.
+            List<Long> chunkBefore = chunkAt.stream().filter(t -> t < disconnectedMicros).toList();
+            long started = stamp(journal, longId, "STARTED");
+            long inFlightFrom = !chunkBefore.isEmpty() ? chunkBefore.getLast()
+                    : started > 0 ? started : disconnectedMicros;
+            double inFlightChunk = chunkAt.stream().filter(t -> t >= disconnectedMicros).findFirst()
+                    .map(t -> (t - inFlightFrom) / 1e3).orElse(0.0);
+            List<Double> chunkMillis = new ArrayList<>();
+            for (int i = 1; i < chunkAt.size(); i++) {
+                chunkMillis.add((chunkAt.get(i) - chunkAt.get(i - 1)) / 1e3);
+            }
             long wasted = journal.of(longId).stream()
                     .filter(e -> e.event().equals("CHUNK") && e.seq() > seqAtDisconnect).count();
             return new Iteration(shortCall.ttftNanos() / 1e6,
-                    stoppedSeen == null ? -1 : (stoppedSeen - disconnectedAt) / 1e6, chunkMillis, wasted,
-                    poller.firstSeen.containsKey("QUEUED"), inFlightChunk, layersAfterCancel(journal, longId),
+                    stoppedAt <= 0 ? -1 : (stoppedAt - disconnectedMicros) / 1e3, chunkMillis, wasted,
+                    journal.has(longId, "QUEUED"), inFlightChunk, layersAfterCancel(journal, longId),
                     journal.events(longId).stream().filter(e -> e.startsWith("CANCEL_OBSERVED")
-                            || e.startsWith("STOPPED")).toList().toString());
+                            || e.startsWith("STOPPED")).toList().toString(), hops);
         } finally {
-            poller.stop = true;
-            polling.join();
+            if (poller != null) {
+                poller.stop = true;
+                polling.join();
+            }
         }
+    }
+
+    /** The journal's wall-clock stamp of {@code id}'s first {@code event}, or -1. */
+    private static long stamp(Journal journal, String id, String event) {
+        return journal.of(id).stream().filter(e -> e.event().equals(event)).mapToLong(JournalEntry::atMicros)
+                .findFirst().orElse(-1);
     }
 
     /** The model's layer count, learnt from the first journal entry that carries {@code layer=B/L}. */
@@ -367,8 +411,10 @@ public final class PrefillCancelBench {
         long chunksAll = journal.count(longId, "CHUNK");
         long from = observedAt.isPresent() ? (long) journal.chunk(longId, "CANCEL_OBSERVED") * layers + observedAt.get()[0]
                 : chunksBefore * layers;
+        boolean inside = journal.of(longId).stream().anyMatch(e -> e.event().equals("STOPPED")
+                && e.detail().endsWith(" inside"));
         long to = stoppedAt.isPresent() ? (long) journal.chunk(longId, "STOPPED") * layers + stoppedAt.get()[0]
-                : chunksAll * layers;
+                + (inside ? 1 : 0) : chunksAll * layers;
         return (int) Math.max(0, to - from);
     }
 
@@ -378,12 +424,63 @@ public final class PrefillCancelBench {
      */
     private record Iteration(double shortTtftMillis, double abortMillis, List<Double> chunkMillis, long wastedChunks,
                              boolean reachedPrefill, double inFlightChunkMillis, int layersAfterCancel,
-                             String stopDetail) {
+                             String stopDetail, Hops hops) {
 
         /** How far the abort overran the chunk it had to wait for: the target is at most 25 ms. */
         double overrunMillis() {
             return abortMillis - inFlightChunkMillis;
         }
+    }
+
+    /**
+     * The disconnect → abort leg split at the stamps the processes already keep, all on the host's wall clock in
+     * microseconds (one host: the processes share it): the client's disconnect (its {@code nanoTime} carried over to
+     * the wall clock), decode's {@code CANCEL_OBSERVED} (the gateway noticed the disconnect and told decode; in mode
+     * {@code kafka} decode hears it over Kafka), prefill's {@code CANCEL_OBSERVED} and {@code STOPPED} (journal
+     * {@code atMicros}), and the poller's first sight of {@code STOPPED}. {@code layerMillis} is the mean layer of the
+     * chunk before the one that stopped (its {@code CHUNK} entries' interval over the layer count), for scale. Each
+     * figure is -1 when a stamp is missing.
+     */
+    record Hops(double toDecodeObserved, double toPrefillObserved, double observedToStopped, double stoppedToSeen,
+                double layerMillis) {
+
+        static Hops of(Journal prefill, Journal decode, String id, long disconnectedMicros, long seenMicros) {
+            long prefillObserved = at(prefill, id, "CANCEL_OBSERVED");
+            long stopped = at(prefill, id, "STOPPED");
+            long decodeObserved = at(decode, id, "CANCEL_OBSERVED");
+            List<Long> chunkEnds = new ArrayList<>();
+            long started = at(prefill, id, "STARTED");
+            if (started > 0) {
+                chunkEnds.add(started);
+            }
+            prefill.of(id).stream().filter(e -> e.event().equals("CHUNK")).forEach(e -> chunkEnds.add(e.atMicros()));
+            int[] layer = prefill.layer(id, "STOPPED").or(() -> prefill.layer(id, "CANCEL_OBSERVED")).orElse(null);
+            double layerMillis = chunkEnds.size() < 2 || layer == null ? -1
+                    : (chunkEnds.getLast() - chunkEnds.get(chunkEnds.size() - 2)) / 1e3 / layer[1];
+            return new Hops(between(disconnectedMicros, decodeObserved), between(disconnectedMicros, prefillObserved),
+                    between(prefillObserved, stopped), between(stopped, seenMicros), layerMillis);
+        }
+
+        private static long at(Journal journal, String id, String event) {
+            return journal.of(id).stream().filter(e -> e.event().equals(event)).mapToLong(JournalEntry::atMicros)
+                    .findFirst().orElse(-1);
+        }
+
+        private static double between(long fromMicros, long toMicros) {
+            return fromMicros <= 0 || toMicros <= 0 ? -1 : (toMicros - fromMicros) / 1e3;
+        }
+
+        @Override
+        public String toString() {
+            return "disconnect→decode observed %s, →prefill observed %s, observed→STOPPED %s, STOPPED→seen %s ms; "
+                    .formatted(fmt(toDecodeObserved), fmt(toPrefillObserved), fmt(observedToStopped),
+                            fmt(stoppedToSeen)) + "a layer of the chunk before: %s ms".formatted(fmt(layerMillis));
+        }
+    }
+
+    /** {@code nanos} of {@link System#nanoTime()} on the wall clock, microseconds since the epoch. */
+    private static long epochMicros(long nanos) {
+        return JournalEntry.nowMicros() - (System.nanoTime() - nanos) / 1_000;
     }
 
     /** Both workers hold nothing; without {@link Endpoints#awaitWorkersIdle}'s minute limit (mode none is slow). */
@@ -393,7 +490,7 @@ public final class PrefillCancelBench {
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("workers still busy after 10 minutes");
             }
-            Thread.sleep(POLL.multipliedBy(10));
+            Thread.sleep(IDLE_POLL);
         }
     }
 
@@ -415,21 +512,22 @@ public final class PrefillCancelBench {
     }
 
     /**
-     * Reads the prefill journal every {@link #POLL} and notes when each entry of one request was first seen. The
-     * journal has no timestamps (orderings are its point); for a latency we need the client's clock, and a 2 ms poll
-     * over loopback is fine-grained next to chunks of hundreds of milliseconds.
+     * Reads the prefill journal every {@code pollMillis} and notes when each entry of one request was first seen: what
+     * this bench did before the journal had wall-clock stamps, kept as an option ({@code --poll-ms}) to measure
+     * what such polling costs the stack (an HTTP request and a JSON answer on the prefill worker every poll).
      */
     private static final class JournalPoller implements Runnable {
         final URI prefill;
         final String requestId;
+        final long pollMillis;
         final AtomicLong lastSeq;
         final Map<String, Long> firstSeen = new ConcurrentHashMap<>();
-        final List<long[]> chunks = Collections.synchronizedList(new ArrayList<>());
         volatile boolean stop;
 
-        JournalPoller(URI prefill, long mark, String requestId) {
+        JournalPoller(URI prefill, long mark, String requestId, long pollMillis) {
             this.prefill = prefill;
             this.requestId = requestId;
+            this.pollMillis = pollMillis;
             this.lastSeq = new AtomicLong(mark);
         }
 
@@ -440,33 +538,15 @@ public final class PrefillCancelBench {
                 long now = System.nanoTime();
                 for (JournalEntry e : entries) {
                     lastSeq.set(e.seq());
-                    if (!e.requestId().equals(requestId)) {
-                        continue;
-                    }
-                    firstSeen.putIfAbsent(e.event(), now);
-                    if (e.event().equals("CHUNK")) {
-                        chunks.add(new long[] {e.seq(), now});
+                    if (e.requestId().equals(requestId)) {
+                        firstSeen.putIfAbsent(e.event(), now);
                     }
                 }
                 try {
-                    Thread.sleep(POLL);
+                    Thread.sleep(pollMillis);
                 } catch (InterruptedException ex) {
                     return;
                 }
-            }
-        }
-
-        /** When each chunk was first seen, for chunks seen before {@code nanos}. */
-        List<Long> chunkSeenBefore(long nanos) {
-            synchronized (chunks) {
-                return chunks.stream().map(c -> c[1]).filter(t -> t < nanos).toList();
-            }
-        }
-
-        /** When each chunk was first seen, for chunks seen at or after {@code nanos}, in order. */
-        List<Long> chunkSeenAfter(long nanos) {
-            synchronized (chunks) {
-                return chunks.stream().map(c -> c[1]).filter(t -> t >= nanos).toList();
             }
         }
     }

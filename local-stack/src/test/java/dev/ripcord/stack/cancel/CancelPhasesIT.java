@@ -27,7 +27,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * A cancel in each phase of a request's life stops exactly the work of that phase, through the phase's own exit:
- * queued (removed from the prefill queue, never started), mid-prefill (stopped at the next layer boundary), during
+ * queued (removed from the prefill queue, never started), mid-prefill (stopped at the next safe point inside the chunk), during
  * the KV transfer (decode aborts its receive session before any KV lands), during decode (leaves the batch at the
  * next step, or inside the step when it had no other sequence; the bug report's control case). Each phase is reached by observing the journal or the stream, never by
  * waiting a time.
@@ -94,8 +94,8 @@ class CancelPhasesIT {
     }
 
     /**
-     * Issue #14's acceptance: a cancel while a chunk computes stops it at the next layer boundary (the journal says
-     * which), nothing of the stopped chunk is ever sent (the KV bytes both workers moved cover only the chunks that
+     * Issue #14's acceptance: a cancel while a chunk computes stops it at the next safe point, at or inside a layer (the
+     * journal says which), nothing of the stopped chunk is ever sent (the KV bytes both workers moved cover only the chunks that
      * completed), and nothing is held afterwards. The chunks are back to back, so an explicit cancel lands inside one
      * all but always; one that lands in the instant between two (stopped at the check point instead, which the
      * same assertions cover) is retried, at most twice.

@@ -52,8 +52,9 @@ import org.slf4j.LoggerFactory;
  *     pick the next running job (round-robin) and
  *        ── CANCEL CHECK POINT ── a job whose cancel was observed stops here, before its next chunk
  *        compute one chunk: ── SAFE POINTS ── a cancel observed while it computes requests the engine's stop on
- *                                 the job's sequence, and the chunk stops at the next layer boundary; it is
- *                                 discarded (never sent), and the journal's STOPPED says at which layer
+ *                                 the job's sequence, and the chunk stops before the next work item of the layer
+ *                                 in progress (or at the next layer boundary); it is discarded (never sent), and
+ *                                 the journal's STOPPED says at or inside which layer
  *        push the chunk's finished pages to decode, emit CHUNK
  *        after the last chunk: sample the first token, complete the transfer with it          ─► DONE
  *  a cancel for a WAITING job removes it from the queue at once (no engine work ever happens for it);
@@ -62,12 +63,13 @@ import org.slf4j.LoggerFactory;
  *  pages are freed only after the send session is RELEASED: no write may still be reading them
  * </pre>
  *
- * <p>Only completed chunks are sent: a chunk's pages are pushed after it computed, and a chunk stopped at a layer
- * boundary pushes nothing (its positions are not counted; its pages, partly written, are freed with the rest once
- * the aborted send session is released). The journal's {@code CANCEL_OBSERVED} says, for a prompt whose chunk was
- * computing, where the forward was ({@code chunk=C layer=B/L}: boundary {@code B} of {@code L} layers) and
- * {@code STOPPED} where it stopped ({@code chunk=C layer=M/L}), so the work done after the cancel is {@code M - B}
- * layers, exactly.
+ * <p>Only completed chunks are sent: a chunk's pages are pushed after it computed, and a stopped chunk pushes
+ * nothing (its positions are not counted; its pages, partly written, are freed with the rest once the aborted send
+ * session is released). The journal's {@code CANCEL_OBSERVED} says, for a prompt whose chunk was computing, where
+ * the forward was ({@code chunk=C layer=B/L}: boundary {@code B} of {@code L} layers, so layer {@code B} was
+ * computing) and {@code STOPPED} where it stopped ({@code chunk=C layer=M/L} at boundary {@code M}, or
+ * {@code chunk=C layer=M/L inside} when it abandoned layer {@code M} part way), so the work done after the cancel
+ * is at most {@code M - B} layers, or {@code M + 1 - B} inside (a part of one layer when {@code M = B}).
  *
  * <p>Every engine call happens on the {@link EngineLoop} thread. Cancels arrive on any thread (Netty, Kafka
  * consumer, a transfer's event loop) through the registry, whose handler only records the request, ends a job that
@@ -195,13 +197,13 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
                 stopFinishing(job);
             }
         } else {
-            // Running: the chunk in progress (if any) stops at its next layer boundary; otherwise the check point
+            // Running: the chunk in progress (if any) stops at its next safe point inside it; otherwise the check point
             // before the next chunk stops the job. A job whose sequence is not set yet is caught there too.
             Sequence sequence = job.sequence;
             if (sequence != null) {
                 sequence.requestStop();
             }
-            log.info("requestId={} cancel observed; prefill stops at the next layer boundary", job.requestId());
+            log.info("requestId={} cancel observed; prefill stops at the next safe point", job.requestId());
             loop.wakeUp();
         }
     }
@@ -406,9 +408,9 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     }
 
     /**
-     * Ends a cancelled job at a safe point: between chunks ({@code stopped} null) or at a layer boundary inside the
-     * chunk {@code stopped} interrupted. The send session is aborted (it has carried only completed chunks); pages
-     * are freed once it is released.
+     * Ends a cancelled job at a safe point: between chunks ({@code stopped} null), or inside the chunk
+     * {@code stopped} interrupted (at a layer boundary, or inside a layer before one of its work items). The send
+     * session is aborted (it has carried only completed chunks); pages are freed once it is released.
      */
     private void stopCancelled(PrefillJob job, ComputeStoppedException stopped) {
         JobCancel.Request cancel = job.cancelRequest();
@@ -416,7 +418,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         runningCount = running.size();
         abortTransfer(job, cancel);
         String where = stopped == null ? "" : " chunk=" + job.chunks + " layer=" + stopped.layer() + "/"
-                + stopped.layers();
+                + stopped.layers() + (stopped.inside() ? " inside" : "");
         int chunk = job.chunks;
         if (lifecycle.cancel(job, JobState.RUNNING, "prefill", "STOPPED",
                 job.tokensDone + "/" + job.tokens.length + " tokens" + where, null,
@@ -425,8 +427,9 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
                 log.info("requestId={} prefill stopped at chunk boundary after {} of {} tokens", job.requestId(),
                         job.tokensDone, job.tokens.length);
             } else {
-                log.info("requestId={} prefill stopped at layer {} of {} in chunk {} after {} of {} tokens; the "
-                                + "chunk's {} tokens are discarded", job.requestId(), stopped.layer(),
+                log.info("requestId={} prefill stopped {} layer {} of {} in chunk {} after {} of {} tokens; the "
+                                + "chunk's {} tokens are discarded", job.requestId(),
+                        stopped.inside() ? "inside" : "at", stopped.layer(),
                         stopped.layers(), job.chunks, job.tokensDone, job.tokens.length, stopped.tokens());
             }
         }

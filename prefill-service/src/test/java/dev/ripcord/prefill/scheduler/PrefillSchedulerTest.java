@@ -287,6 +287,50 @@ class PrefillSchedulerTest {
                 .count()).isEqualTo(1);
     }
 
+    /**
+     * A cancel that arrives while a layer computes (here: delivered through the registry at the first work item of
+     * the second chunk's layer 1, as a Netty or Kafka thread would deliver it at that moment) does not wait for the
+     * layer to end: the chunk abandons layer 1 before its next work item. The journal says it stopped inside the
+     * layer where the cancel found the forward; nothing of the stopped chunk is sent, and every page comes back.
+     */
+    @Test
+    void cancelWhileALayerComputesStopsTheChunkInsideThatLayerWithoutReachingTheNextBoundary() {
+        Prompt p = new Prompt(40);
+        runUntil("the first chunk", () -> p.journal().contains("CHUNK"));
+        int layers = engine.config().layers();
+        List<Integer> boundaries = Collections.synchronizedList(new ArrayList<>());
+        java.util.concurrent.atomic.AtomicBoolean delivered = new java.util.concurrent.atomic.AtomicBoolean();
+        engine.onLayerBoundary(new InferenceEngine.LayerBoundaryListener() {
+            @Override
+            public void beforeLayer(int layer) {
+                boundaries.add(layer);
+            }
+
+            @Override
+            public void insideLayer(int layer) {
+                if (layer == 1 && delivered.compareAndSet(false, true)) {
+                    registry.cancel(p.id, CancelReason.CLIENT_DISCONNECT, CancelSource.IN_BAND);
+                }
+            }
+        });
+        runUntil("stopped", () -> p.job.state().isTerminal());
+        engine.onLayerBoundary(null);
+        runUntil("freed", () -> p.journal().contains("FREED"));
+        scheduler.engineLoop().runUntilIdle(10_000);
+
+        assertThat(boundaries).as("the second chunk's forward never reached boundary 2").containsExactly(0, 1);
+        assertThat(p.journal()).containsExactly("QUEUED", "STARTED", "CHUNK", "CANCEL_OBSERVED", "STOPPED", "FREED");
+        assertThat(detail(p, "CANCEL_OBSERVED")).endsWith("via IN_BAND chunk=1 layer=1/" + layers);
+        assertThat(detail(p, "STOPPED")).isEqualTo("16/40 tokens chunk=1 layer=1/" + layers + " inside");
+        assertThat(p.job.tokensDone).as("the stopped chunk is not counted").isEqualTo(CHUNK);
+        assertThat(p.job.pagesSent).as("only the first chunk's page was pushed").isEqualTo(1);
+        assertThat(p.receive.bytesReceived()).as("decode received nothing of the stopped chunk")
+                .isLessThanOrEqualTo(engine.pagePool().pageBytes());
+        assertThat(scheduler.chunksAfterCancel()).as("no chunk completed after the cancel").isZero();
+        assertThat(scheduler.aborts()).isEqualTo(1);
+        assertThat(engine.pagePool().pagesLive()).as("every page came back").isZero();
+    }
+
     @Test
     void aPromptAfterOneStoppedMidChunkComputesWhatItWouldOnAQuietEngine() {
         Prompt quiet = new Prompt(40);
