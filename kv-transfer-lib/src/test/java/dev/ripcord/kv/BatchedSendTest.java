@@ -263,6 +263,49 @@ class BatchedSendTest {
     }
 
     /**
+     * TCP: a receiver falls silent (it never reads nor writes again) while a batch is stuck in the sender's
+     * outbound buffer. The lease expires, the connection is closed, the batch fails with LEASE_EXPIRED, and only
+     * then is the session released and the source unpinned.
+     */
+    @Test
+    void aBatchStuckBehindASilentReceiverFailsWhenTheLeaseExpires() throws Exception {
+        int spanBytes = 4 << 20;
+        int spans = 16;
+        long size = (long) spanBytes * spans;
+        TransferAgent prefill = agent(TransferAgentOptions.defaults("prefill").withBackend(Backend.TCP)
+                .withLease(Duration.ofMillis(300)).withCloseTimeout(Duration.ofSeconds(2)));
+        KvRegion src = prefill.allocateRegion(size);
+        List<ByteRange> batch = new ArrayList<>();
+        for (int i = spans - 1; i >= 0; i--) {
+            batch.add(new ByteRange((long) i * spanBytes, spanBytes));
+        }
+        try (ServerSocket server = new ServerSocket()) {
+            server.setReceiveBufferSize(4096);
+            server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            ReceiveDescriptor d = new ReceiveDescriptor("req-lease-batch", "fake-decode", 78, "127.0.0.1",
+                    server.getLocalPort(), null, null, null, -1, 0, 8, 99, 1, List.of(new ByteRange(0, size)), size);
+            SendSession tx = prefill.connect(d);
+            try (RawPeer receiver = new RawPeer(server.accept())) {
+                receiver.readUntil(FrameType.HELLO, -1);
+                receiver.send(RawPeer.hello(78, "fake-decode").encode(RawPeer.ALLOC));
+                receiver.readUntil(FrameType.ATTACH, 8);
+                receiver.send(Frames.attached(RawPeer.ALLOC, 8));
+
+                CompletableFuture<Void> write = tx.sendBatch(src, batch, 0);
+                // from here on the receiver is silent: no byte read, none written
+                assertThat(get(tx.released())).isEqualTo(SessionState.ABORTED);
+                assertThat(write).isCompletedExceptionally();
+                assertThat(TransferAbortedException.reasonOf(write)).map(AbortReason::cause)
+                        .contains(AbortReason.Cause.LEASE_EXPIRED);
+                assertThat(src.references()).isZero();
+                assertThat(registry.get("ripcord.kv.lease.expiries").tag("agent", "prefill").counter().count())
+                        .isEqualTo(1);
+            }
+        }
+        src.close();
+    }
+
+    /**
      * A batch racing an abort from either side, on both backends, many times: the receiver acknowledges and
      * reports (onChunkLanded) a batch whole or not at all, shared memory counts none of an unannounced batch's
      * bytes, both sides release exactly once, and nothing leaks.
