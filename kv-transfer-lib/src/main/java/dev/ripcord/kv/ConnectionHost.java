@@ -38,6 +38,12 @@ interface ConnectionHost {
     /** The live receive session {@code sessionId}, or null. */
     ReceiveSession receiveSession(long sessionId);
 
+    /**
+     * Why receive session {@code sessionId} ended, if it was released after a request's cancel (and
+     * {@code attachToken} is its token); null otherwise. See {@link CancelledSessions}.
+     */
+    AbortReason releasedForCancel(long sessionId, long attachToken);
+
     void opened(ReceiverConnection connection);
 
     void closed(ReceiverConnection connection);

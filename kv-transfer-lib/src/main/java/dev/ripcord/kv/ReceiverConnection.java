@@ -172,8 +172,9 @@ final class ReceiverConnection extends FrameDecoder {
             s = null; // answer exactly as for an unknown session
         }
         if (s == null) {
-            refusal = new AbortReason(AbortReason.Cause.UNKNOWN_SESSION, Side.RECEIVER,
-                    "no live session " + sessionId + " (released, or the descriptor is stale)");
+            AbortReason cancelled = host.releasedForCancel(sessionId, token); // a cancel released it before ATTACH
+            refusal = cancelled != null ? cancelled : new AbortReason(AbortReason.Cause.UNKNOWN_SESSION,
+                    Side.RECEIVER, "no live session " + sessionId + " (released, or the descriptor is stale)");
         } else if (sharedMemory && s.descriptor().epoch() != epoch) {
             refusal = new AbortReason(AbortReason.Cause.UNKNOWN_SESSION, Side.RECEIVER, "stale epoch " + epoch);
         } else {

@@ -73,6 +73,7 @@ public final class TransferAgent implements AutoCloseable {
     private final ShmMappings shmMappings = new ShmMappings();
     private final Map<Long, KvRegion> regions = new ConcurrentHashMap<>();
     private final Map<Long, ReceiveSession> receiveSessions = new ConcurrentHashMap<>();
+    private final CancelledSessions cancelledSessions = new CancelledSessions();
     private final Set<SendSession> sendSessions = ConcurrentHashMap.newKeySet();
     private final ConnectionPool<SenderConnection> senderConnections;
     private final Set<ReceiverConnection> receiverConnections = ConcurrentHashMap.newKeySet();
@@ -416,6 +417,7 @@ public final class TransferAgent implements AutoCloseable {
 
         @Override
         public void released(ReceiveSession s, SessionState terminal, long abortStartNanos) {
+            cancelledSessions.released(s.sessionId(), s.descriptor().attachToken(), s.abortReason().orElse(null));
             receiveSessions.remove(s.sessionId(), s);
             metrics.liveSessions.decrementAndGet();
             metrics.liveSessionBytes.addAndGet(-s.descriptor().totalBytes());
@@ -460,6 +462,11 @@ public final class TransferAgent implements AutoCloseable {
         @Override
         public ReceiveSession receiveSession(long sessionId) {
             return receiveSessions.get(sessionId);
+        }
+
+        @Override
+        public AbortReason releasedForCancel(long sessionId, long attachToken) {
+            return cancelledSessions.refusal(sessionId, attachToken);
         }
 
         @Override

@@ -8,6 +8,8 @@ import dev.ripcord.kv.shm.FenceTable;
 import dev.ripcord.kv.testing.KvLeakCheck;
 import dev.ripcord.kv.wire.FrameType;
 import dev.ripcord.kv.wire.Frames;
+import dev.ripcord.protocol.CancelReason;
+import dev.ripcord.protocol.CancelSource;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -395,6 +397,34 @@ class SafetyRulesTest {
         assertThat(get(rx.released())).isEqualTo(SessionState.ABORTED);
         assertThat(rx.abortReason()).get().extracting(AbortReason::cause)
                 .isEqualTo(AbortReason.Cause.ATTACH_TIMEOUT);
+        pool.close();
+    }
+
+    @Test
+    void aSenderThatAttachesAfterTheReceiverCancelledAndReleasedLearnsTheCancel() throws Exception {
+        // Decode cancels before prefill attached: no connection to send the ABORT on, and nothing to drain, so the
+        // session releases at once. Prefill's late ATTACH must still carry the typed cancel back (the hammer caught
+        // prefill ending FAILED on "no live session" instead of CANCELLED by UPSTREAM).
+        TransferAgent decode = agent(TransferAgentOptions.defaults("decode"));
+        TransferAgent prefill = agent(TransferAgentOptions.defaults("prefill"));
+        KvRegion pool = decode.allocateRegion(PAGE);
+        KvRegion source = prefill.allocateRegion(PAGE);
+        ReceiveSession rx = decode.openReceive("req-cancelled-early", pool, List.of(new ByteRange(0, PAGE)));
+        assertThat(rx.abort(CancelReason.CLIENT_STALLED, CancelSource.IN_BAND)).isTrue();
+        assertThat(get(rx.released())).isEqualTo(SessionState.ABORTED);
+
+        SendSession tx = prefill.connect(rx.descriptor());
+        CompletableFuture<Void> sent = tx.send(source, 0, PAGE, 0);
+
+        assertThat(get(tx.released())).isEqualTo(SessionState.ABORTED);
+        AbortReason why = tx.abortReason().orElseThrow();
+        assertThat(why.cause()).isEqualTo(AbortReason.Cause.REQUESTED);
+        assertThat(why.origin()).isEqualTo(Side.RECEIVER);
+        assertThat(why.cancellation()).contains(new AbortReason.Cancel(CancelReason.CLIENT_STALLED,
+                CancelSource.IN_BAND));
+        assertThat(sent).failsWithin(Duration.ofSeconds(10)).withThrowableThat()
+                .havingRootCause().isInstanceOf(TransferAbortedException.class);
+        source.close();
         pool.close();
     }
 
