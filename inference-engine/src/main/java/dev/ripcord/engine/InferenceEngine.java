@@ -46,8 +46,8 @@ import dev.ripcord.format.gguf.GgufFile;
  * threads (e.g. a transfer library reading pages).
  *
  * <h2>Safe points</h2>
- * Every layer boundary of a forward is a safe point, and so is, in a prefill, every work item of a layer's
- * projections and attention. {@link Sequence#requestStop()}, from any thread, makes a {@link #prefill} of that
+ * Every layer boundary of a forward is a safe point, and so is, in a prefill, every eighth work item of a layer's
+ * projections and attention (item 0 of each region always). {@link Sequence#requestStop()}, from any thread, makes a {@link #prefill} of that
  * sequence in progress stop at the next of them (the chunk in progress abandons its layer part way, or stops before
  * the next layer or the output head) and throw {@link ComputeStoppedException}, which says at which layer and
  * whether inside it; a {@link #decodeStep} stops at the next layer boundary
@@ -421,8 +421,8 @@ public final class InferenceEngine implements AutoCloseable {
      * into the sequence's pages (allocating pages as needed) and keeping the logits of position {@code to - 1} for
      * {@link #sample}. {@code from} must equal {@link Sequence#length()}; afterwards the length is {@code to}.
      * It returns after one chunk, and no lock is held while it computes. A {@link Sequence#requestStop() stop}
-     * requested before or during the call stops it at the next safe point: before the next work item of the layer
-     * in progress (its projections and attention), or at the next layer boundary.
+     * requested before or during the call stops it at the next safe point: within eight work items of the layer in
+     * progress (its projections and attention), or at the next layer boundary.
      *
      * @throws KvPoolExhaustedException if the pool lacks the pages (nothing is computed or allocated)
      * @throws ComputeStoppedException  if the sequence's stop was requested: the chunk is discarded (the length
@@ -615,7 +615,8 @@ public final class InferenceEngine implements AutoCloseable {
 
         /**
          * A prefill forward is about to check its stop flag inside layer {@code layer}, before one of the layer's
-         * projection or attention work items (many calls per layer). May run on any compute worker. A stop requested
+         * projection or attention work items (every eighth item, item 0 of each region always; many calls per
+         * layer). May run on any compute worker. A stop requested
          * here abandons the layer part way ({@link ComputeStoppedException#inside()}).
          */
         default void insideLayer(int layer) {

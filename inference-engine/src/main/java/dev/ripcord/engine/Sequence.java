@@ -108,12 +108,12 @@ public final class Sequence {
 
     /**
      * Asks the engine to stop computing for this sequence at the next safe point: a {@code prefill} of it in
-     * progress (or the next one) throws {@link ComputeStoppedException} before the next work item of the layer in
+     * progress (or the next one) throws {@link ComputeStoppedException} within eight work items of the layer in
      * progress (or at the next layer boundary), leaving the sequence as it was before that chunk; a decode step
      * stops at the next layer boundary once every sequence of its batch has a stop requested (if only some have,
      * the step completes for all of them, and the scheduler drops the stopped ones after it). Safe from any thread,
      * at any time, any number of times; never undone. Costs the compute threads one acquire load per layer and per
-     * prefill work item.
+     * eighth prefill work item.
      */
     public void requestStop() {
         STOP.setRelease(this, true);
