@@ -8,7 +8,6 @@ import dev.ripcord.kv.shm.FenceTable;
 import dev.ripcord.kv.testing.KvLeakCheck;
 import dev.ripcord.kv.wire.FrameType;
 import dev.ripcord.kv.wire.Frames;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -20,10 +19,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 import org.awaitility.Awaitility;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -35,34 +31,9 @@ import org.junit.jupiter.params.provider.EnumSource;
  * for a batch as a whole: all or nothing for the receiver, abort -> drain -> release, exactly once.
  */
 @ExtendWith(KvLeakCheck.class)
-class BatchedSendTest {
+class BatchedSendTest extends AgentsPerTest {
     static final int PAGE = 4096;
     static final int PAGES = 8;
-    static final Duration WAIT = Duration.ofSeconds(10);
-
-    final SimpleMeterRegistry registry = new SimpleMeterRegistry();
-    final List<TransferAgent> agents = new ArrayList<>();
-
-    @BeforeAll
-    static void pollFast() {
-        Awaitility.setDefaultPollDelay(Duration.ZERO);
-        Awaitility.setDefaultPollInterval(Duration.ofMillis(1));
-    }
-
-    TransferAgent agent(TransferAgentOptions options) {
-        TransferAgent a = TransferAgent.start(options.withMeterRegistry(registry));
-        agents.add(a);
-        return a;
-    }
-
-    @AfterEach
-    void closeAgents() {
-        agents.reversed().forEach(TransferAgent::close);
-    }
-
-    static <T> T get(CompletableFuture<T> f) throws Exception {
-        return f.get(WAIT.toSeconds(), TimeUnit.SECONDS);
-    }
 
     /** Source pages in the order a prefill pool scatters them: page {@code i} of the request at pool page 2i+1. */
     static List<ByteRange> scatteredSourcePages(int first, int count) {

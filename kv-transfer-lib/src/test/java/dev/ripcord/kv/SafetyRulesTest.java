@@ -10,7 +10,6 @@ import dev.ripcord.kv.wire.FrameType;
 import dev.ripcord.kv.wire.Frames;
 import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.protocol.CancelSource;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -26,11 +25,8 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.awaitility.Awaitility;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -38,33 +34,8 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /** One test per safety rule of issue #4, on both backends where the rule applies to both. */
 @ExtendWith(KvLeakCheck.class)
-class SafetyRulesTest {
+class SafetyRulesTest extends AgentsPerTest {
     static final int PAGE = 4096;
-    static final Duration WAIT = Duration.ofSeconds(10);
-
-    final SimpleMeterRegistry registry = new SimpleMeterRegistry();
-    final List<TransferAgent> agents = new ArrayList<>();
-
-    @BeforeAll
-    static void pollFast() {
-        Awaitility.setDefaultPollDelay(Duration.ZERO);
-        Awaitility.setDefaultPollInterval(Duration.ofMillis(1));
-    }
-
-    TransferAgent agent(TransferAgentOptions options) {
-        TransferAgent a = TransferAgent.start(options.withMeterRegistry(registry));
-        agents.add(a);
-        return a;
-    }
-
-    @AfterEach
-    void closeAgents() {
-        agents.reversed().forEach(TransferAgent::close);
-    }
-
-    static <T> T get(CompletableFuture<T> f) throws Exception {
-        return f.get(WAIT.toSeconds(), TimeUnit.SECONDS);
-    }
 
     // ---- a receiver region is never released while a write into it may still land ---------------------------
 
