@@ -51,7 +51,7 @@ public record ReceiveDescriptor(String requestId, String agentName, long agentIn
                 sum);
     }
 
-    /** True when the receiver offered the shared-memory backend for this session. */
+    /** True when the receiver offered the shared-memory backend for this transfer session. */
     public boolean offersSharedMemory() {
         return shmHost != null && shmRegionFile != null && shmFenceFile != null && fenceSlot >= 0;
     }

@@ -29,7 +29,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Design note. The backend shows in two places only: the session's {@link SessionFence} (a fence-table slot
  * when the session is offered shared memory, nothing for TCP only), and {@link TcpLanding}, which lands a DATA
- * piece's payload inside a bracket this session opens only while it accepts bytes. Everything it needs from its
+ * piece's payload inside a bracket the session opens only while it accepts bytes. Everything it needs from its
  * agent goes through a {@link SessionHost}.
  */
 public final class ReceiveSession {
@@ -129,7 +129,7 @@ public final class ReceiveSession {
 
     /**
      * Completes, with the terminal state (COMPLETED or ABORTED), once the session is RELEASED: from then on no
-     * write of this session can land in its pages, so they may be freed or handed to another session.
+     * write of this transfer session can land in its pages, so they may be freed or handed to another session.
      */
     public CompletableFuture<SessionState> released() {
         return released;
@@ -195,7 +195,7 @@ public final class ReceiveSession {
         return null;
     }
 
-    /** A DATA header for this session; returns where its payload lands, or null to drop it. */
+    /** A DATA header for this transfer session; returns where its payload lands, or null to drop it. */
     FrameDecoder.DataSink landing(ReceiverConnection c, long writeId, long dstOffset, int length, boolean last) {
         AbortReason violation = null;
         synchronized (this) {
@@ -346,7 +346,7 @@ public final class ReceiveSession {
         maybeRelease();
     }
 
-    /** The connection this session is bound to died or its lease expired. */
+    /** The connection this transfer session is bound to died or its lease expired. */
     void onConnectionLost(ReceiverConnection c, AbortReason reason) {
         synchronized (this) {
             if (connection != c) {

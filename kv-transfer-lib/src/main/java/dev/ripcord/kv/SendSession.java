@@ -22,7 +22,7 @@ import org.slf4j.LoggerFactory;
  *   <li>{@link #send} may be called as soon as a chunk's pages are computed, from any thread, any number of
  *   times; destination offsets address the concatenation of the receiver's targets. Its future completes when the
  *   receiver acknowledges that the bytes landed.</li>
- *   <li>Source memory is pinned while a write may read it: the source region cannot be released, and this session
+ *   <li>Source memory is pinned while a write may read it: the source region cannot be released, and the session
  *   cannot be RELEASED, until every such write has finished or been dropped. With TCP the bytes go from the source
  *   segment to the socket without a copy, so a write reads the source until the kernel has taken it; with shared
  *   memory the copy into the receiver's mapping runs on the calling thread, piece by piece, each piece inside
@@ -147,7 +147,7 @@ public final class SendSession {
     private boolean releaseClaimed;
 
     /**
-     * @param transport makes this session's transport (the agent chose the backend); called once, here
+     * @param transport makes this transfer session's transport (the agent chose the backend); called once, here
      */
     SendSession(SessionHost host, ReceiveDescriptor descriptor, SenderConnection connection,
                 Function<SendSession, Transport> transport) {
@@ -172,7 +172,7 @@ public final class SendSession {
         return descriptor;
     }
 
-    /** TCP or SHM: the backend chosen for this session. */
+    /** TCP or SHM: the backend chosen for this transfer session. */
     public Backend backend() {
         return transport.backend();
     }
@@ -194,7 +194,7 @@ public final class SendSession {
         return completion;
     }
 
-    /** Completes with the terminal state once RELEASED: no write of this session reads source memory any more. */
+    /** Completes with the terminal state once RELEASED: no write of the session reads source memory any more. */
     public CompletableFuture<SessionState> released() {
         return released;
     }

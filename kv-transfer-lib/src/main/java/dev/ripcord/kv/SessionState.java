@@ -22,7 +22,7 @@ package dev.ripcord.kv;
  *   <li>COMPLETING (sender): {@code complete()} was called; waiting for the receiver's verdict.</li>
  *   <li>COMPLETED: the receiver holds exactly the bytes the sender sent, and the metadata.</li>
  *   <li>ABORTING: abort decided; nothing new is accepted or started; in-flight writes drain.</li>
- *   <li>ABORTED: drained: no write of this session can still land (receiver) or still read source memory
+ *   <li>ABORTED: drained: no write of this transfer session can still land (receiver) or still read source memory
  *   (sender).</li>
  *   <li>RELEASED: the session's resources (fence slot, region reference, source pins, registration) are given back,
  *   exactly once; the receiver's pages may be reused.</li>

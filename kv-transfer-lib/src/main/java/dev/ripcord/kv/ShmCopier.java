@@ -30,7 +30,7 @@ final class ShmCopier implements Transport {
     private final ShmMappings.Target target;
     private final int pieceBytes;
     private final long pid;
-    /** The fence word has one WRITING bit: this session's copies take turns, piece by piece. */
+    /** The fence word has one WRITING bit: this transfer session's copies take turns, piece by piece. */
     private final ReentrantLock copyTurn = new ReentrantLock();
     private long bytesCopied; // guarded by the session's monitor: fully copied writes
 
@@ -83,7 +83,7 @@ final class ShmCopier implements Transport {
                 FenceTable.Begin begin;
                 while ((begin = target.fences().tryBeginWrite(target.slot(), target.epoch(), pid))
                         == FenceTable.Begin.BUSY && !session.writesStopped()) {
-                    LockSupport.parkNanos(10_000); // another process writes this session: a control-plane bug
+                    LockSupport.parkNanos(10_000); // another process writes this transfer session: a control-plane bug
                 }
                 if (begin != FenceTable.Begin.WRITING) {
                     return begin == FenceTable.Begin.FENCED ? Outcome.FENCED : Outcome.STOPPED;

@@ -12,7 +12,7 @@ import java.util.List;
  */
 final class TcpPump implements Transport {
 
-    /** The next thing the pump writes for this session: a piece of a write, or COMPLETE. */
+    /** The next thing the pump writes for this transfer session: a piece of a write, or COMPLETE. */
     record Piece(SendSession.WriteOp op, long offset, long length, boolean last, long completeTotal,
                  byte[] metadata) {
         boolean isComplete() {

@@ -26,7 +26,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * {@link SendSession#sendBatch}: one prefill chunk's pages as one write, acknowledged once (issue #14: a
+ * {@link SendSession#sendBatch}: one prefill chunk's pages as one write, acknowledged once (a
  * per-page acknowledgement made shared-memory bursts run at 3-4 % of memcpy). The guarantees of single writes hold
  * for a batch as a whole: all or nothing for the receiver, abort -> drain -> release, exactly once.
  */
@@ -142,7 +142,7 @@ class BatchedSendTest extends AgentsPerTest {
 
     /**
      * The receiver fences a shared-memory session while the batch waits for the fence bracket (another copy of
-     * this session is inside it): the batch never starts, is never announced, the receiver's pages stay untouched,
+     * the same session is inside it): the batch never starts, is never announced, the receiver's pages stay untouched,
      * and the receiver releases only after the copy inside the bracket left it.
      */
     @Test

@@ -32,7 +32,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
-/** One test per safety rule of issue #4, on both backends where the rule applies to both. */
+/**
+ * One test per memory-safety rule of a transfer (abort, drain, then release, each exactly once: docs/kv-transfer.md),
+ * on both backends where the rule applies to both.
+ */
 @ExtendWith(KvLeakCheck.class)
 class SafetyRulesTest extends AgentsPerTest {
     static final int PAGE = 4096;

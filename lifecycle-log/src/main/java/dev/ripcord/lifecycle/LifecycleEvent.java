@@ -145,7 +145,7 @@ public record LifecycleEvent(String requestId, String service, String instance, 
                 detail);
     }
 
-    /** One line for humans: {@code decode/3f2a#17 12:00:00.123Z CANCEL_OBSERVED reason=... step=4}. */
+    /** One line for humans: {@code decode/3f2a#417 12:00:00.123Z CANCEL_OBSERVED reason=... step=4}. */
     @Override
     public String toString() {
         StringBuilder s = new StringBuilder();

@@ -57,7 +57,7 @@ import org.springframework.kafka.test.EmbeddedKafkaKraftBroker;
  * (paced, like real cancels, not a throughput test). So a busy machine hurts every variant alike.
  *
  * <p>Variants: {@code shipped} (no overrides: what the services run), {@code previous} (the settings the services
- * ran before issue 14: Kafka's 5-minute {@code metadata.max.idle.ms}, the cancel output bound on the first send),
+ * ran before their cancel-latency tuning: Kafka's 5-minute {@code metadata.max.idle.ms}, the cancel output bound on the first send),
  * {@code raw-client} (the floor: a bare {@code KafkaProducer} and an {@code assign}ing {@code KafkaConsumer}, no
  * Spring), plus any named with {@code --set}. Before the rounds, each variant's first cancel after its contexts
  * started is printed; the variant that goes first also pays this JVM's class loading for the whole path, so compare
@@ -79,7 +79,7 @@ public final class KafkaPropagationBench {
     private static final String OUTPUT = "spring.cloud.stream.kafka.bindings.ripcordCancel-out-0.producer.";
 
     /**
-     * What issue 14 changed, as it was before: the producer's topic metadata dropped after 5 idle minutes, and the
+     * What the cancel-latency tuning changed, as it was before: the producer's topic metadata dropped after 5 idle minutes, and the
      * cancel output bound lazily. Kept here, not guessed, so that {@code previous} keeps meaning "before" as defaults
      * move.
      */

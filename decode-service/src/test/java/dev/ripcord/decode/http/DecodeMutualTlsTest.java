@@ -32,7 +32,7 @@ import reactor.netty.http.client.HttpClient;
 
 /**
  * A worker configured for mutual TLS as docs/security.md says, over real handshakes: Boot's
- * {@code server.ssl.bundle} and {@code server.ssl.client-auth=need}, a PKCS#12 bundle whose certificates
+ * {@code server.ssl.bundle} and {@code server.ssl.client-auth=need}, a PKCS12 bundle whose certificates
  * {@code keytool} made for this test ({@link TestPki}), and actuator on its own plain port. Real decode worker
  * (tiny engine), no Kafka.
  */

@@ -240,7 +240,7 @@ record CancelScenario(Phase phase, Source source, Mode mode, int promptTokens, i
                 Set.of("TRANSFER_ABORTED", "STOPPED", "CANCELLED_AT_ADMISSION"), "RESERVED", "FINISHED");
         if (phase == Phase.DECODING && o.decode() == JobState.CANCELLED) {
             // The sequence leaves the batch at the step after the one during which its cancel was observed, or,
-            // when that step had only cancelled sequences, inside it, at a layer boundary (issue #14).
+            // when that step had only cancelled sequences, inside it, at a layer boundary.
             List<JournalEntry> d = TwoWorkers.entries(w.decodeJournal, id);
             long observed = step(d.stream().filter(e -> e.event().equals("CANCEL_OBSERVED")).findFirst().orElseThrow());
             JournalEntry stopped = d.stream().filter(e -> e.event().equals("STOPPED")).findFirst().orElseThrow();

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * Issue #14, decode side: a cancel observed while a decode step computes requests the engine's stop on the
+ * Safe points, decode side: a cancel observed while a decode step computes requests the engine's stop on the
  * sequence; a step whose every sequence is cancelled stops at the next layer boundary (none advances, no token is
  * emitted, they leave inside that step), and one with others still wanted completes for all, the cancelled one leaving
  * at the next step. The cancel is delivered at an exact layer boundary of the step through the engine's

@@ -13,7 +13,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Regression (issue 11): with {@code ripcord.cancel.propagation=kafka}, a request cancelled while still QUEUED at
+ * Regression: with {@code ripcord.cancel.propagation=kafka}, a request cancelled while still QUEUED at
  * prefill ended its decode job FAILED, because prefill told decode about the cancel in free text that decode's
  * parser did not recognise (the queued variant of the message). The Kafka record reaches prefill first here; decode learns of
  * the cancel only from prefill's abort of the transfer, then gets its own copy of the record later.

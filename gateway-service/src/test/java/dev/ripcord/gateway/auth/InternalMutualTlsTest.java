@@ -42,7 +42,7 @@ import reactor.netty.http.server.HttpServer;
 /**
  * The gateway's worker client over real TLS handshakes: its {@code internalWebClient}, built by the application's
  * own configuration ({@link AuthConfiguration}, {@link ServingConfiguration}, Boot's SSL bundles) with
- * {@code ripcord.gateway.internal-ssl-bundle} naming a PKCS#12 bundle, calls a worker stand-in that requires a
+ * {@code ripcord.gateway.internal-ssl-bundle} naming a PKCS12 bundle, calls a worker stand-in that requires a
  * client certificate (as {@code server.ssl.client-auth=need} does). The certificates are made by {@code keytool}
  * for this test ({@link TestPki}): a CA signs the worker's and the gateway's.
  */

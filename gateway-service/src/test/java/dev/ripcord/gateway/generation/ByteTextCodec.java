@@ -88,7 +88,7 @@ public final class ByteTextCodec implements TextCodec {
             for (int back = 1; back <= Math.min(3, bytes.length); back++) {
                 int b = bytes[bytes.length - back] & 0xFF;
                 if ((b & 0xC0) == 0x80) {
-                    continue; // continuation byte: look further back for the lead
+                    continue; // continuation byte: look further back for its leading byte
                 }
                 int needed = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
                 return needed > back ? back : 0;

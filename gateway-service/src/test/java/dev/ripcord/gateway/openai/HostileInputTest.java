@@ -35,7 +35,7 @@ import reactor.netty.DisposableServer;
 import reactor.netty.http.server.HttpServer;
 
 /**
- * Issue #7 item 4, bad input: one table of hostile request bodies and headers, sent as raw bytes to both generation
+ * Bad input: one table of hostile request bodies and headers, sent as raw bytes to both generation
  * endpoints through a real Reactor Netty server (so framing, chunked bodies and byte-level encoding are the real
  * thing, not an in-memory shortcut). Every row must get its 4xx with an OpenAI error body naming the problem, never a
  * 5xx, never reach the generator; and after the whole table the same server still serves a normal request.

@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 
 /**
- * The response side of the #15 request fields, in-process with a scripted generator: logprobs in both endpoints'
+ * The response side of the optional OpenAI request fields, in-process with a scripted generator: logprobs in both endpoints'
  * shapes (whole and streamed), stop token ids hidden from the text, {@code n} choices with their indexes and summed
  * usage, and {@code continuous_usage_stats}.
  */

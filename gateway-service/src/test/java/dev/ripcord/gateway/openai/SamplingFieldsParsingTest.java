@@ -15,7 +15,7 @@ import dev.ripcord.gateway.generation.SamplingOptions;
 import org.junit.jupiter.api.Test;
 
 /**
- * The request fields of #15 as the parser reads them: each sampling knob, stop token ids, logprobs in both
+ * The optional OpenAI request fields as the parser reads them: each sampling knob, stop token ids, logprobs in both
  * endpoints' forms, {@code n}, the {@code developer} role, {@code continuous_usage_stats}, {@code user}, and
  * OpenAI's default {@code max_tokens}; out-of-range values are 400s naming the field (the table of refusals is
  * {@link HostileInputTest} and {@link RequestValidationTest}).

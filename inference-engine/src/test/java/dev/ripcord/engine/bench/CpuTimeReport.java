@@ -126,7 +126,7 @@ public final class CpuTimeReport {
     }
 
     /**
-     * What the stop checks between layers cost prefill (issue #14): two engines with the same weights, one with
+     * What the stop checks between layers cost prefill: two engines with the same weights, one with
      * {@link EngineOptions#safePoints()} off, prefill the same prompt alternately (on, off, on, off, ...) so that
      * whatever else the machine does falls on both; per chunk size, the median and best tokens per CPU-second of
      * each and their ratio.

@@ -23,7 +23,7 @@ import dev.ripcord.engine.tools.GgufConvert;
 import dev.ripcord.format.gguf.GgmlType;
 
 /**
- * The real stories15M through the project's GGUF converter and loader (deliverable 5 of issue 13): the F32 GGUF
+ * The real stories15M through the project's GGUF converter and loader: the F32 GGUF
  * yields the llama2.c checkpoint's greedy tokens (which are upstream run.c's text), F16 the same text, and Q8_0 /
  * Q4_0 stay within the documented logit tolerance and perplexity increase. Skipped, loudly, without the checkpoint
  * (see {@link Stories15M}).

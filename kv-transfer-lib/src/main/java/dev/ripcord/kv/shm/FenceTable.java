@@ -12,7 +12,7 @@ import java.nio.file.StandardOpenOption;
 
 /**
  * Per-session fence words in a file both processes map: the single source of truth for "may a shared-memory write
- * into this session's pages still start, or still be running, and by whom".
+ * into this transfer session's pages still start, or still be running, and by whom".
  *
  * <p>Design note. With the shared-memory backend the sender copies straight into the receiver's pages, so the
  * receiver cannot simply stop landing bytes the way the TCP path does; it must know that no copy of the sender is

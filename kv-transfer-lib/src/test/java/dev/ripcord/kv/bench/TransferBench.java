@@ -31,7 +31,7 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * Backend throughput next to the raw limits, measured interleaved: each round runs raw copy, shm, raw socket and
  * TCP back to back (and the same session posted as one send per scattered 512 KiB page, {@code -pages}, or as one
- * {@code sendBatch} of those pages, {@code -batch}: prefill's posting before and after issue #14's fix; leave those
+ * {@code sendBatch} of those pages, {@code -batch}: prefill's old per-page posting and its batched one; leave those
  * out with {@code -Dbench.wholeOnly=true}), so load from other processes hits all four alike (on a shared 2-core machine the sequential
  * trials of a JMH run can differ by 2x for reasons that have nothing to do with the code). Prints, per size, the
  * median and the best round of each path and the backend/raw ratios. Every path reads the same source memory.
@@ -208,7 +208,7 @@ public final class TransferBench {
         paths.put("socket", b::socket);
         paths.put("tcp", n -> b.session(b.tcpDecode, b.tcpPrefill, b.tcpPool, b.tcpSource, n));
         if (!Boolean.getBoolean("bench.wholeOnly")) {
-            // how prefill posts a chunk's pages: one send per 512 KiB page (before issue #14's fix), one batch (now)
+            // how prefill posts a chunk's pages: one send per 512 KiB page (as it once did), one batch (as it does)
             paths.put("shm-pages", n -> b.session(b.shmDecode, b.shmPrefill, b.shmPool, b.shmSource, n,
                     Posting.PAGES));
             paths.put("shm-batch", n -> b.session(b.shmDecode, b.shmPrefill, b.shmPool, b.shmSource, n,

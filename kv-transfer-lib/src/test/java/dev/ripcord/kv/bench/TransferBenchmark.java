@@ -49,7 +49,7 @@ import org.openjdk.jmh.annotations.Warmup;
  *   live for the whole trial, as in a service.</li>
  *   <li>{@code tcp-pages} / {@code shm-pages}: the same session, but the span goes as {@value #PAGE_BYTES}-byte
  *   pages scattered in the source (in reverse order), one {@code send} per page: how prefill posted a chunk's
- *   pages before issue #14's fix, one announcement and one acknowledgement per page.</li>
+ *   pages before it batched them, one announcement and one acknowledgement per page.</li>
  *   <li>{@code tcp-batch} / {@code shm-batch}: the same scattered pages as one {@code sendBatch}: how prefill posts
  *   them now, one announcement and one acknowledgement per batch.</li>
  * </ul>

@@ -34,7 +34,7 @@ import tools.jackson.databind.node.ObjectNode;
 /**
  * What the gateway costs a token stream: the same greedy generations read through the gateway (OpenAI SSE) and
  * straight from the decode worker (its NDJSON, with the client doing the gateway's two internal calls itself:
- * decode to reserve KV, prefill into the returned descriptor, then decode's tokens). Issue #5 item 8's target is a
+ * decode to reserve KV, prefill into the returned descriptor, then decode's tokens). The target is a
  * gateway throughput of at least 0.9 of direct.
  *
  * <p>Both modes send the same prompt tokens (the gateway gets them as a token-id array), the same

@@ -30,7 +30,7 @@ import dev.ripcord.stack.cancel.StreamingClient.Call;
 import dev.ripcord.stack.cancel.StreamingClient.Outcome;
 
 /**
- * Issue #7 item 5: many concurrent streaming clients, a share of whom disconnect at a random moment (while queued
+ * Many concurrent streaming clients, a share of whom disconnect at a random moment (while queued
  * or prefilling, or after a random number of streamed tokens), against the whole stack. Prints throughput (tokens
  * and requests per second), time to first token (p50, p99), errors by kind, and then checks that nothing leaked:
  * both workers back to zero pages, sessions, registrations and queued/running jobs with only the page pool's

@@ -66,7 +66,7 @@ import tools.jackson.databind.json.JsonMapper;
  *       between the same iterations (while the stack is idle).</li>
  * </ul>
  * Targets with {@code both}: TTFT ratio ≤ 1.2; disconnect → abort p99 ≤ one chunk time + 25 ms; layers after
- * cancel ≤ 1 on average (issue #14: the chunk in progress stops at the next safe point, at the latest the next layer boundary); KV transfer ≥ 70 % of
+ * cancel ≤ 1 on average (the chunk in progress stops at the next safe point, at the latest the next layer boundary); KV transfer ≥ 70 % of
  * memcpy on shm, of loopback TCP on tcp.
  *
  * <p>Not a test: it asserts nothing, it prints figures. Against a running stack (one mode, whatever it runs):

@@ -94,7 +94,7 @@ class CancelPhasesIT {
     }
 
     /**
-     * Issue #14's acceptance: a cancel while a chunk computes stops it at the next safe point, at or inside a layer (the
+     * A cancel while a chunk computes stops it at the next safe point, at or inside a layer (the
      * journal says which), nothing of the stopped chunk is ever sent (the KV bytes both workers moved cover only the chunks that
      * completed), and nothing is held afterwards. The chunks are back to back, so an explicit cancel lands inside one
      * all but always; one that lands in the instant between two (stopped at the check point instead, which the
@@ -219,7 +219,7 @@ class CancelPhasesIT {
         assertThat(d.seq(id, "STOPPED")).isGreaterThan(d.seq(id, "CANCEL_OBSERVED"));
         assertThat(d.has(id, "FINISHED")).as(d.toString()).isFalse();
         if (d.layer(id, "STOPPED").isPresent()) {
-            // Issue #14: its step had no other sequence, so the step itself stopped at a layer boundary.
+            // Its step had no other sequence, so the step itself stopped at a layer boundary.
             assertThat(d.step(id, "STOPPED")).as("stopped inside the step it was observed in\n" + d)
                     .isEqualTo(d.step(id, "CANCEL_OBSERVED"));
             assertThat(d.layer(id, "STOPPED").get()[0]).isBetween(0, d.layer(id, "STOPPED").get()[1]);
@@ -238,7 +238,7 @@ class CancelPhasesIT {
     }
 
     /**
-     * Issue #15's acceptance: an explicit cancel during decode answers the original caller with the partial text
+     * An explicit cancel during decode answers the original caller with the partial text
      * and its usage ({@code finish_reason: "abort"}), streamed (a final abort chunk, the usage chunk, {@code [DONE]})
      * and not (200 with the partial choice), and the request API records why it ended.
      */

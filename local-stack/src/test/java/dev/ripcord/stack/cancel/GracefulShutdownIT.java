@@ -33,7 +33,7 @@ import static dev.ripcord.stack.cancel.CancelStacks.SMALL_MODEL;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Issue 11 item 6: SIGTERM to a worker with work in flight. The class owns its stack (its tests terminate its
+ * SIGTERM to a worker with work in flight. The class owns its stack (its tests terminate its
  * workers) and runs it with {@code ripcord.worker.drain-timeout=0s}, so the work in flight always outlives the grace
  * period: what is tested is the drain's behaviour after its timeout, without depending on how long the work takes.
  * The prefill worker is terminated first; the decode test starts it again (a new process on the same port, as an

@@ -40,7 +40,7 @@ import static dev.ripcord.stack.cancel.CancelStacks.SMALL_MODEL;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Issue #7 item 4, faults, on a stack this class owns (it kills one of its workers, so no other class may share
+ * Worker faults, on a stack this class owns (it kills one of its workers, so no other class may share
  * it), one stack for every case, in this order:
  * <ol>
  *   <li>garbage to the workers' internal endpoints is a 400 that leaves nothing registered or reserved;</li>

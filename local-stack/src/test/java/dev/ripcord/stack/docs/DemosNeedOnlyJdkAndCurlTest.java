@@ -13,8 +13,8 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * The docs' commands need only the JDK (through {@code ./ripcord}), curl and a POSIX shell: no python, jq or kcat
- * (issue #15). Kafka is reached with {@code ./ripcord cancels}.
+ * The docs' commands need only the JDK (through {@code ./ripcord}), curl and a POSIX shell: no python, jq or kcat.
+ * Kafka is reached with {@code ./ripcord cancels}.
  */
 class DemosNeedOnlyJdkAndCurlTest {
 

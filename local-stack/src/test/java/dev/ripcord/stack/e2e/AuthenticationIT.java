@@ -22,7 +22,7 @@ import dev.ripcord.stack.cancel.StreamingClient.Outcome;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue #7's acceptance for authentication, on the shared default stack: a completion needs the stack's API key
+ * Authentication, on the shared default stack: a completion needs the stack's API key
  * (401 without or with a wrong one), a worker's internal endpoint needs the internal token (401 without, 403
  * wrong), health stays open, and a key cannot cancel another key's request (404, as for an unknown ID).
  */

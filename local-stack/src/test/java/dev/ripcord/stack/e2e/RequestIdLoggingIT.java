@@ -32,7 +32,7 @@ import tools.jackson.databind.node.ObjectNode;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Issue 11 item 6: every log line that concerns a request carries that request's ID, and no other, in all three
+ * Every log line that concerns a request carries that request's ID, and no other, in all three
  * services (gateway, prefill and decode), while several requests are in flight at once and end in different ways.
  *
  * <p>The stack is this class's own, with JSON (ECS) logs, so that the MDC's {@code requestId} is a field of each line

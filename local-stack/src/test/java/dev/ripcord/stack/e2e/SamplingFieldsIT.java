@@ -29,7 +29,7 @@ import tools.jackson.databind.node.ObjectNode;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The request fields of #15 through the whole P/D stack (gateway, prefill and decode in their own JVMs, the KV cache
+ * The optional OpenAI request fields through the whole P/D stack (gateway, prefill and decode in their own JVMs, the KV cache
  * moved between them), on the shared test stack: each sampling knob gives exactly what one engine in one process
  * gives with the same parameters (so the knob reached both the prefill worker, which samples the first token, and
  * the decode worker, which samples the rest, and the penalties' history survived the split); stop token ids end the

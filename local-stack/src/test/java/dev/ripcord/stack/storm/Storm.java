@@ -38,7 +38,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
 import tools.jackson.databind.node.ObjectNode;
 
 /**
- * The random-phase cancel storm (issue #12 item 6): many requests across every gateway of a stack, a share of them
+ * The random-phase cancel storm: many requests across every gateway of a stack, a share of them
  * cancelled at a phase, by a source and at a gateway drawn from a seed ({@link StormPlan}); then the checks:
  * every request that completed carries exactly the single-process reference engine's text, every cancelled stream's
  * partial text is a prefix of it, every worker is back to idle (no page, session, registration or extra region

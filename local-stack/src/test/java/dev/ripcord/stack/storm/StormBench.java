@@ -9,7 +9,7 @@ import dev.ripcord.stack.TestStack;
 import dev.ripcord.stack.TestStacks;
 
 /**
- * {@code ./ripcord bench storm}: the 10,000-request random-phase cancel storm (issue #12 item 6) on a stack it starts
+ * {@code ./ripcord bench storm}: the 10,000-request random-phase cancel storm on a stack it starts
  * (tiny preset, 2 gateways, 2 prefill, 2 decode; the test stacks' properties), then the report of {@link Storm}.
  * Exits 0 when every check passed, 1 otherwise, 2 on a usage error.
  *

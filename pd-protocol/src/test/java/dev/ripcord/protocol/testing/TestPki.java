@@ -16,7 +16,7 @@ import javax.net.ssl.TrustManagerFactory;
 
 /**
  * A throwaway PKI made at test time with the JDK's own {@code keytool}, as an operator would make one: a CA, and a
- * PKCS#12 key store per party holding its key and certificate chain (its certificate, which the CA signs, then the
+ * PKCS12 key store per party holding its key and certificate chain (its certificate, which the CA signs, then the
  * CA's). One trust store holds the CA, and both sides of a connection trust it. EC keys, valid for two days,
  * password {@link #PASSWORD}.
  *
@@ -57,7 +57,7 @@ public final class TestPki {
         return dir.resolve(name + ".p12");
     }
 
-    /** The PKCS#12 trust store holding the CA's certificate. */
+    /** The PKCS12 trust store holding the CA's certificate. */
     public Path truststore() {
         return dir.resolve("truststore.p12");
     }

@@ -327,7 +327,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
      * A page is never sent twice and never modified while a send may be reading it. The pages one chunk finished
      * go as one batch ({@link SendSession#sendBatch}): gathered from wherever the pool holds them into the request's
      * next logical pages, announced and acknowledged once, so a burst costs one control round trip, not one per
-     * page (issue #14). Pool pages that follow each other are merged into one span.
+     * page. Pool pages that follow each other are merged into one span.
      */
     private void pushFinishedPages(PrefillJob job, boolean last) {
         int pageTokens = pool.layout().pageTokens();

@@ -34,7 +34,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * How prefill posts a chunk's pages (issue #14): one batch per chunk, acknowledged once, covering exactly the pages
+ * How prefill posts a chunk's pages: one batch per chunk, acknowledged once, covering exactly the pages
  * that chunk finished, on both backends. Pages of 16 tokens and chunks of 64 tokens, so a chunk finishes 4 pages.
  */
 @ExtendWith(KvLeakCheck.class)

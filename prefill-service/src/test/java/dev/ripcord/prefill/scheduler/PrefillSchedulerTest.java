@@ -246,7 +246,7 @@ class PrefillSchedulerTest {
     }
 
     /**
-     * Issue #14: a cancel that arrives while a chunk computes (here: delivered through the registry at the boundary
+     * A cancel that arrives while a chunk computes (here: delivered through the registry at the boundary
      * before the second chunk's layer 1, on the loop thread, as a Netty thread would deliver it at that moment)
      * stops the chunk at that layer boundary. Nothing of the stopped chunk is sent (only the first chunk's page
      * was), the journal says where the cancel found the forward and where it stopped, and every page comes back.
