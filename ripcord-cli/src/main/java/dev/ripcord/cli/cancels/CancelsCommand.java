@@ -30,7 +30,8 @@ import picocli.CommandLine.Spec;
  * {@code CancelEventCodec}, {@code RequestIds}), and keyed by its request ID.
  *
  * <p>Exit codes: 0 done; 1 the command ran and something failed (a publish not acknowledged, a record that cannot be
- * retried); 2 usage (an invalid request ID or reason, a bad time).
+ * retried); 2 usage (an invalid request ID or reason, a bad time); 3 the topic to read does not exist on that broker
+ * ({@link MissingTopicException}; {@code tail}, which follows by default, waits for it instead).
  */
 @Command(name = "cancels", mixinStandardHelpOptions = true,
         description = "Operator tools over the cancellations topic: tail, publish, replay, dlq.",
@@ -52,6 +53,9 @@ public final class CancelsCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         try {
             return body.call();
+        } catch (MissingTopicException e) {
+            err.println("ripcord " + spec.qualifiedName().replace("ripcord ", "") + ": " + e.getMessage());
+            return MissingTopicException.EXIT_STATUS;
         } catch (IllegalArgumentException e) {
             err.println("ripcord " + spec.qualifiedName().replace("ripcord ", "") + ": " + e.getMessage());
             return 2;
@@ -74,7 +78,8 @@ public final class CancelsCommand implements Callable<Integer> {
         String since;
         @Option(names = "--from-beginning", description = "start at the oldest record the topic still has")
         boolean fromBeginning;
-        @Option(names = "--no-follow", description = "stop at the end of the topic as it was when the command started")
+        @Option(names = "--no-follow", description = "stop at the end of the topic as it was when the command started (a topic that "
+                + "does not exist is then exit status 3; without it, tail waits for the topic to appear)")
         boolean noFollow;
         @Option(names = "--json", description = "one JSON object per line")
         boolean json;
@@ -92,7 +97,12 @@ public final class CancelsCommand implements Callable<Integer> {
                         Runtime.getRuntime().addShutdownHook(hook);
                     }
                     try {
-                        reader.read(from, !noFollow, record -> {
+                        reader.read(from, !noFollow, () -> {
+                            spec.commandLine().getErr().println("ripcord cancels tail: topic " + kafka.topic
+                                    + " does not exist yet on the broker at " + kafka.clientConfig().get("bootstrap.servers")
+                                    + "; waiting for it (Ctrl-C to stop)");
+                            spec.commandLine().getErr().flush();
+                        }, record -> {
                             CancelRecords.Decoded d = CancelRecords.decode(record);
                             out.println(json ? CancelRecords.json(d) : CancelRecords.human(d));
                             out.flush();

@@ -6,6 +6,8 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -13,17 +15,26 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
  * Reads a topic without a consumer group (assigned partitions, nothing committed): every partition from a time (the
  * first record whose broker timestamp is not older) or from its start, up to the end offsets read when it started, or
  * on for ever ({@code follow}). Closing it stops a follow from another thread ({@link KafkaConsumer#wakeup()}).
+ *
+ * <p>It never creates a topic ({@code allow.auto.create.topics=false}): a topic that does not exist is a
+ * {@link MissingTopicException}, or, for a follow, something to wait for.
  */
 final class TopicReader implements AutoCloseable {
 
+    /** How often a follow asks again whether the topic exists yet. */
+    static final Duration TOPIC_RECHECK = Duration.ofSeconds(1);
+
     private final KafkaConsumer<byte[], byte[]> consumer;
     private final String topic;
+    private final String brokers;
+    private final CountDownLatch woken = new CountDownLatch(1);
 
     TopicReader(Map<String, Object> clientConfig, String topic) {
         Map<String, Object> config = new HashMap<>(clientConfig);
@@ -31,18 +42,38 @@ final class TopicReader implements AutoCloseable {
         config.put("auto.offset.reset", "earliest");
         config.put("key.deserializer", ByteArrayDeserializer.class.getName());
         config.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        config.put("allow.auto.create.topics", "false");
         this.consumer = new KafkaConsumer<>(config);
         this.topic = topic;
+        this.brokers = String.valueOf(config.get("bootstrap.servers"));
     }
 
     /**
      * Reads from {@code from} (null: each partition's start) to the end as it is now, or on for ever if {@code follow}
      * (null {@code from} with {@code follow}: only what arrives from now on).
      *
-     * @throws IllegalStateException if the topic does not exist
+     * @throws MissingTopicException if the topic does not exist and this is not a follow
      */
     void read(Instant from, boolean follow, Consumer<ConsumerRecord<byte[], byte[]>> sink) {
-        List<TopicPartition> partitions = partitions();
+        read(from, follow, () -> { }, sink);
+    }
+
+    /**
+     * {@link #read(Instant, boolean, Consumer)}, where a follow of a topic that does not exist yet calls
+     * {@code waiting} once and then waits for the topic to appear (asking every {@link #TOPIC_RECHECK}), reading it
+     * from its start once it does: every record it ever had is new to this follow.
+     */
+    void read(Instant start, boolean follow, Runnable waiting, Consumer<ConsumerRecord<byte[], byte[]>> sink) {
+        Instant from = start;
+        List<TopicPartition> partitions = follow ? partitionsOrNull() : partitions();
+        if (partitions == null) {
+            waiting.run();
+            while ((partitions = partitionsOrNull()) == null) {
+                sleep(TOPIC_RECHECK);
+            }
+            from = Instant.EPOCH;
+        }
+        Instant since = from;
         consumer.assign(partitions);
         Map<TopicPartition, Long> ends = consumer.endOffsets(partitions);
         if (from == null) {
@@ -53,7 +84,7 @@ final class TopicReader implements AutoCloseable {
             }
         } else {
             Map<TopicPartition, Long> query = new HashMap<>();
-            partitions.forEach(p -> query.put(p, from.toEpochMilli()));
+            partitions.forEach(p -> query.put(p, since.toEpochMilli()));
             Map<TopicPartition, OffsetAndTimestamp> found = consumer.offsetsForTimes(query);
             for (TopicPartition p : partitions) {
                 OffsetAndTimestamp first = found.get(p);
@@ -109,9 +140,18 @@ final class TopicReader implements AutoCloseable {
     }
 
     private List<TopicPartition> partitions() {
+        List<TopicPartition> partitions = partitionsOrNull();
+        if (partitions == null) {
+            throw new MissingTopicException(topic, brokers);
+        }
+        return partitions;
+    }
+
+    /** The topic's partitions, or null if the broker does not know the topic. */
+    private List<TopicPartition> partitionsOrNull() {
         List<PartitionInfo> infos = consumer.partitionsFor(topic);
         if (infos == null || infos.isEmpty()) {
-            throw new IllegalStateException("topic " + topic + " does not exist (or this client may not describe it)");
+            return null;
         }
         List<TopicPartition> partitions = new ArrayList<>();
         for (PartitionInfo info : infos) {
@@ -120,8 +160,21 @@ final class TopicReader implements AutoCloseable {
         return partitions;
     }
 
+    /** Waits {@code d}, or throws {@code WakeupException} at once if {@link #wakeup()} is called meanwhile. */
+    private void sleep(Duration d) {
+        try {
+            if (woken.await(d.toMillis(), TimeUnit.MILLISECONDS)) {
+                throw new WakeupException();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new WakeupException();
+        }
+    }
+
     /** Makes a blocked {@link #read} with {@code follow} return (by throwing {@code WakeupException}). */
     void wakeup() {
+        woken.countDown();
         consumer.wakeup();
     }
 

@@ -1,7 +1,9 @@
 package dev.ripcord.cli.cancels;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.assertj.core.api.Assertions.as;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.InstanceOfAssertFactories.STRING;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -22,6 +24,9 @@ import dev.ripcord.protocol.CancelReason;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.internals.RecordHeader;
@@ -53,6 +58,24 @@ class CancelsCommandTest {
         try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
             admin.createTopics(List.of(new NewTopic(topic, 3, (short) 1), new NewTopic(dlt, 1, (short) 1))).all().get();
         }
+        // The controller has the topics; wait until the broker a reader asks knows them too (its metadata follows).
+        awaitVisible(topic, 3);
+        awaitVisible(dlt, 1);
+    }
+
+    private void awaitVisible(String name, int partitions) throws InterruptedException {
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(Map.of("bootstrap.servers", bootstrap,
+                "allow.auto.create.topics", "false", "key.deserializer", ByteArrayDeserializer.class.getName(),
+                "value.deserializer", ByteArrayDeserializer.class.getName()))) {
+            for (int i = 0; i < 300; i++) {
+                List<PartitionInfo> infos = consumer.partitionsFor(name);
+                if (infos != null && infos.size() == partitions) {
+                    return;
+                }
+                Thread.sleep(100);
+            }
+        }
+        throw new AssertionError("topic " + name + " never became visible to a consumer of " + bootstrap);
     }
 
     private int cancels(String... args) {
@@ -102,6 +125,66 @@ class CancelsCommandTest {
         assertThat(cancels(kafka("publish", "req-1", "--reason", "BECAUSE"))).isEqualTo(2);
         assertThat(err.toString()).contains("invalid request ID").contains("--reason must be one of");
         assertThat(records(topic)).isEmpty();
+    }
+
+    @Test
+    void aRefusedPublishDoesNotEvenCreateTheTopic() {
+        String fresh = "cancels-never-" + TOPICS.incrementAndGet();
+        assertThat(cancels("publish", "req 1", "--reason", "CLIENT_CANCEL", "--kafka", bootstrap, "--topic", fresh))
+                .isEqualTo(2);
+        assertThat(cancels("tail", "--no-follow", "--kafka", bootstrap, "--topic", fresh))
+                .isEqualTo(MissingTopicException.EXIT_STATUS);
+        assertThat(err.toString()).contains("topic " + fresh + " does not exist on the broker at " + bootstrap);
+    }
+
+    @Test
+    void readingATopicThatDoesNotExistIsOneLineAndExitStatusThreeNeverAStackTrace() {
+        String missing = "cancels-missing-" + TOPICS.incrementAndGet();
+        String missingDlt = missing + ".dlt";
+        List<String[]> commands = List.of(
+                new String[] {"tail", "--no-follow"}, new String[] {"tail", "--from-beginning", "--no-follow"},
+                new String[] {"replay", "--since", "beginning"}, new String[] {"replay", "--since", "10m", "--dry-run"},
+                new String[] {"dlq", "list"}, new String[] {"dlq", "show", "0@0"}, new String[] {"dlq", "retry", "--all"});
+        for (String[] command : commands) {
+            err.getBuffer().setLength(0);
+            List<String> args = new ArrayList<>(List.of(command));
+            args.addAll(List.of("--kafka", bootstrap, "--topic", missing, "--dlt-topic", missingDlt));
+            assertThat(cancels(args.toArray(String[]::new))).as(String.join(" ", command))
+                    .isEqualTo(MissingTopicException.EXIT_STATUS);
+            String expected = command[0].equals("dlq") ? missingDlt : missing;
+            assertThat(err.toString().lines().toList()).as(String.join(" ", command)).singleElement(as(STRING))
+                    .startsWith("ripcord cancels " + String.join(" ", command[0].equals("dlq")
+                            ? List.of(command[0], command[1]) : List.of(command[0])) + ": topic " + expected
+                            + " does not exist on the broker at " + bootstrap);
+        }
+        assertThat(out.toString()).isEmpty();
+    }
+
+    @Test
+    void aFollowingTailWaitsForATopicThatDoesNotExistYetAndPrintsWhatItGets() throws Exception {
+        String later = "cancels-later-" + TOPICS.incrementAndGet();
+        AtomicInteger status = new AtomicInteger(-1);
+        Thread tail = Thread.ofPlatform().name("tail-" + later).start(() -> status.set(
+                cancels("tail", "--json", "--kafka", bootstrap, "--topic", later)));
+        try {
+            for (int i = 0; i < 300 && !err.toString().contains("waiting for it"); i++) {
+                Thread.sleep(100);
+            }
+            assertThat(err.toString()).contains("topic " + later + " does not exist yet on the broker at " + bootstrap)
+                    .contains("waiting for it");
+            assertThat(status).as("still waiting").hasValue(-1);
+
+            assertThat(cancels("publish", "req-late-1", "--reason", "CLIENT_CANCEL", "--kafka", bootstrap,
+                    "--topic", later)).isZero(); // the broker creates the topic on this first write
+            for (int i = 0; i < 300 && !out.toString().contains("\"key\":\"req-late-1\""); i++) {
+                Thread.sleep(100);
+            }
+            assertThat(out.toString()).contains("\"key\":\"req-late-1\"").contains("\"reason\":\"CLIENT_CANCEL\"");
+        } finally {
+            tail.interrupt();
+            tail.join(30_000);
+        }
+        assertThat(tail.isAlive()).isFalse();
     }
 
     @Test
