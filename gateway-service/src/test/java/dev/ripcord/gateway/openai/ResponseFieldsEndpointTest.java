@@ -2,13 +2,18 @@ package dev.ripcord.gateway.openai;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.ripcord.gateway.generation.ByteTextCodec;
 import dev.ripcord.gateway.generation.GeneratedToken;
+import dev.ripcord.gateway.generation.WorkerUnavailableException;
 import dev.ripcord.protocol.Logprobs;
 import org.junit.jupiter.api.Test;
+import org.springframework.test.web.reactive.server.WebTestClient;
+import reactor.core.publisher.Flux;
 import tools.jackson.databind.JsonNode;
 
 /**
@@ -151,6 +156,37 @@ class ResponseFieldsEndpointTest extends OpenAiEndpointTest {
         assertThat(texts[0].toString()).isEqualTo("ok");
         assertThat(texts[1].toString()).isEqualTo("ok");
         assertThat(chunks.getLast().path("usage").path("completion_tokens").asInt()).isEqualTo(6);
+    }
+
+    @Test
+    void aChoiceThatFailsEndsTheAnswerWithItsErrorAndStopsTheOthersStreamedAndNot() {
+        for (boolean stream : List.of(false, true)) {
+            generator.reset();
+            // Choices 0 and 1 send a token, then wait forever; choice 2 is refused, as a worker at capacity does.
+            AtomicInteger choice = new AtomicInteger();
+            generator.script(request -> choice.getAndIncrement() == 2
+                    ? Flux.<GeneratedToken>error(new WorkerUnavailableException(
+                            "the decode workers are at capacity; retry after 1 s", Duration.ofSeconds(1), null))
+                            .delaySubscription(Duration.ofMillis(50))
+                    : Flux.concat(Flux.fromIterable(ScriptedTokenGenerator.tokens("a", null)), Flux.never()));
+
+            WebTestClient.ResponseSpec response = post("/v1/completions",
+                    "{\"model\":\"ripcord-small\",\"prompt\":\"x\",\"max_tokens\":5,\"n\":3,\"stream\":%s}"
+                            .formatted(stream));
+
+            if (stream) {
+                // The first tokens went out before the refusal: the stream ends with the error event.
+                List<String> payloads = ssePayloads(raw(response.expectStatus().isOk()));
+                JsonNode error = json(payloads.get(payloads.size() - 2)).path("error");
+                assertThat(error.path("code").asString()).isEqualTo("service_unavailable");
+                assertThat(error.path("message").asString()).contains("decode workers are at capacity");
+            } else {
+                JsonNode error = json(raw(response.expectStatus().isEqualTo(503))).path("error");
+                assertThat(error.path("code").asString()).isEqualTo("service_unavailable");
+            }
+            assertThat(generator.subscriptions()).isEqualTo(3);
+            assertThat(generator.cancellations()).as("the two waiting choices are stopped").isEqualTo(2);
+        }
     }
 
     @Test
