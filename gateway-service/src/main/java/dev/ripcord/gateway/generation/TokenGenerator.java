@@ -33,7 +33,8 @@ public interface TokenGenerator {
      * under the contract of {@link #generate} for its own tokens. Cancelling one inner Flux stops that choice only
      * (a stop string matched in it); cancelling the outer one, or cancelling the request by its ID, stops them all.
      * The outer Flux completes once every inner one has ended; the caller must subscribe to each inner Flux as it
-     * is emitted (a {@code flatMap} with concurrency {@code n}).
+     * is emitted (a {@code flatMap} with concurrency {@code n}). A choice that fails fails the request: the caller's
+     * merge ends with its error, and the cancel of the outer Flux that follows stops the other choices.
      *
      * <p>This default runs {@code n} independent generations of {@code request} itself, sharing nothing: enough
      * for generators without a lifecycle (test doubles). The serving core overrides it so that the choices share

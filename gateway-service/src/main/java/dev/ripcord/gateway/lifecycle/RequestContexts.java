@@ -144,7 +144,9 @@ public final class RequestContexts {
     /**
      * The request ended: it leaves the table, and the lifecycle log records its one terminal outcome
      * ({@code FINISHED}): {@code CANCELLED} with the reason when its context was cancelled or {@code failure} is a
-     * worker's cancel (or the deadline), {@code FAILED} for any other {@code failure}, {@code COMPLETED} otherwise.
+     * worker's cancel (or the deadline), {@code FAILED} for any other {@code failure} (also when the context was
+     * cancelled with {@code UPSTREAM_ERROR} because of it: one choice failed and the others were cancelled),
+     * {@code COMPLETED} otherwise.
      *
      * @param failure how the generation ended, if it ended in error
      * @param tokens  tokens the client was sent
@@ -170,6 +172,10 @@ public final class RequestContexts {
     private static LifecycleEvent finishedEvent(RequestContext ctx, Throwable failure, int tokens) {
         LifecycleEvent finished = LifecycleEvent.of(LifecycleEventType.FINISHED, ctx.requestId()).withTokens(tokens);
         CancelReason reason = ctx.cancelReason();
+        if (reason == CancelReason.UPSTREAM_ERROR && failure != null) {
+            // Part of the request failed and the rest was cancelled for it: the request failed.
+            return finished.withOutcome(LifecycleOutcome.FAILED).withDetail(failure.getClass().getSimpleName());
+        }
         if (reason != null) {
             return finished.withOutcome(LifecycleOutcome.CANCELLED).withCancel(reason, null);
         } else if (failure instanceof DeadlineExceededException) {

@@ -149,6 +149,13 @@ public final class DisaggregatedGenerator implements TokenGenerator {
      * the worker-facing ID {@link #choiceId} and the seed {@link Sampling#choiceSeed}. Cancelling one choice's
      * Flux (a stop string matched in it) closes that choice's legs only. Out-of-band cancels are published for every
      * choice's ID, since each is registered under its own ID at the workers.
+     *
+     * <p>A choice that fails (a worker refused it, at capacity say, or failed it) fails the request: the caller's
+     * merge ends with that error and cancels this Flux, and the other choices are cancelled with
+     * {@link CancelReason#UPSTREAM_ERROR}, which their workers are told before their streams close. No choice waits
+     * on a sibling that has already lost, and the request is recorded as failed with that error, not as a client
+     * that went away. A choice cancelled from outside (by ID, or by its worker) is not a failure: it ends as
+     * {@code abort} and the others go on.
      */
     @Override
     public Flux<Flux<GeneratedToken>> generateChoices(GenerationRequest request) {
@@ -168,6 +175,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             });
             Sinks.Empty<Void> allEnded = Sinks.empty();
             AtomicInteger live = new AtomicInteger(request.n());
+            AtomicReference<Throwable> failure = new AtomicReference<>(); // the first choice that failed
             List<Flux<GeneratedToken>> choices = new ArrayList<>(request.n());
             for (int i = 0; i < request.n(); i++) {
                 String wireId = choiceId(id, i);
@@ -176,6 +184,13 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                         .doFinally(signal -> log.debug("requestId={} choice {} ended: {}", id, wireId, signal))
                         .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.empty()
                                 : Flux.error(cancelled(id, ctx.cancelReason()))))
+                        // Before the error travels on: the caller's merge cancels the rest as it receives it.
+                        .doOnError(e -> {
+                            if (!isCancel(e) && failure.compareAndSet(null, e)) {
+                                log.info("requestId={} choice {} failed ({}); cancelling the other choices", id,
+                                        wireId, e.toString());
+                            }
+                        })
                         .doFinally(signal -> {
                             if (live.decrementAndGet() == 0) {
                                 allEnded.tryEmitEmpty();
@@ -184,8 +199,9 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             }
             return Flux.fromIterable(choices)
                     .concatWith(allEnded.asMono().then(Mono.empty()))
-                    .doOnCancel(() -> contexts.cancel(ctx, CancelCause.of(view)))
-                    .doFinally(signal -> contexts.close(ctx));
+                    .doOnCancel(() -> contexts.cancel(ctx, failure.get() != null ? CancelReason.UPSTREAM_ERROR
+                            : CancelCause.of(view)))
+                    .doFinally(signal -> contexts.close(ctx, failure.get(), ctx.completionTokens()));
         });
     }
 
@@ -358,6 +374,11 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             }
         }
         return defaultRetryAfter;
+    }
+
+    /** Whether a choice ended because the request (or its worker's job) was cancelled, rather than failed. */
+    private static boolean isCancel(Throwable failure) {
+        return failure instanceof RequestCancelledException || failure instanceof DeadlineExceededException;
     }
 
     private static GenerationException cancelled(String id, CancelReason reason) {

@@ -9,6 +9,7 @@ import dev.ripcord.cancel.CancelPropagation;
 import dev.ripcord.cancel.CancelPublisher;
 import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.gateway.generation.DeadlineExceededException;
+import dev.ripcord.gateway.generation.WorkerUnavailableException;
 import dev.ripcord.lifecycle.LifecycleEvent;
 import dev.ripcord.lifecycle.LifecycleEventType;
 import dev.ripcord.lifecycle.LifecycleOutcome;
@@ -62,6 +63,20 @@ class RequestContextsLifecycleTest {
         assertThat(finished.type()).isEqualTo(LifecycleEventType.FINISHED);
         assertThat(finished.outcome()).isEqualTo(LifecycleOutcome.CANCELLED);
         assertThat(finished.reason()).isEqualTo(CancelReason.CLIENT_CANCEL);
+    }
+
+    @Test
+    void aRequestWhoseChoiceFailedAndWhoseOtherChoicesWereCancelledForItFinishesFailed() {
+        RequestContext ctx = contexts.open("req-5", Duration.ofMinutes(1));
+        contexts.cancel(ctx, CancelReason.UPSTREAM_ERROR);
+        contexts.close(ctx, new WorkerUnavailableException("the decode workers are at capacity; retry after 1 s",
+                Duration.ofSeconds(1), null), 7);
+
+        LifecycleEvent finished = events().getLast();
+        assertThat(finished.type()).isEqualTo(LifecycleEventType.FINISHED);
+        assertThat(finished.outcome()).isEqualTo(LifecycleOutcome.FAILED);
+        assertThat(finished.detail()).isEqualTo("WorkerUnavailableException");
+        assertThat(finished.tokens()).isEqualTo(7);
     }
 
     @Test

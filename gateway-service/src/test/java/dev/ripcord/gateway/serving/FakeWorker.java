@@ -32,14 +32,20 @@ final class FakeWorker implements AutoCloseable {
         Publisher<Void> answer(int call, HttpServerResponse response);
     }
 
+    /** How to answer call number {@code call} (from 1), by the request ID it carries (a choice's is {@code ID.i}). */
+    @FunctionalInterface
+    interface ByRequestId {
+        Publisher<Void> answer(String requestId, int call, HttpServerResponse response);
+    }
+
     private final DisposableServer server;
     private final AtomicInteger calls = new AtomicInteger();
     private final AtomicInteger closedByGateway = new AtomicInteger();
     private final List<String> requestIds = new CopyOnWriteArrayList<>();
     private final List<String> cancels = new CopyOnWriteArrayList<>();
-    private volatile Script script;
+    private volatile ByRequestId script;
 
-    private FakeWorker(Script script) {
+    private FakeWorker(ByRequestId script) {
         this.script = script;
         this.server = HttpServer.create().host("127.0.0.1").port(0)
                 .route(routes -> routes.post("/internal/v1/requests/{id}/cancel", (request, response) -> {
@@ -53,7 +59,7 @@ final class FakeWorker implements AutoCloseable {
                         requestIds.add(id);
                         int call = calls.incrementAndGet();
                         // Counts a close before the answer completed: what the worker sees as the in-band cancel.
-                        Flux<Void> answer = Flux.from(this.script.answer(call, response));
+                        Flux<Void> answer = Flux.from(this.script.answer(id, call, response));
                         return answer.doOnCancel(closedByGateway::incrementAndGet);
                     });
                 }))
@@ -61,6 +67,10 @@ final class FakeWorker implements AutoCloseable {
     }
 
     static FakeWorker start(Script script) {
+        return new FakeWorker((id, call, response) -> script.answer(call, response));
+    }
+
+    static FakeWorker startByRequestId(ByRequestId script) {
         return new FakeWorker(script);
     }
 
@@ -74,7 +84,7 @@ final class FakeWorker implements AutoCloseable {
     }
 
     void script(Script next) {
-        this.script = next;
+        this.script = (id, call, response) -> next.answer(call, response);
     }
 
     URI uri() {

@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalLong;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -22,7 +23,9 @@ import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.gateway.generation.GenerationFailedException;
 import dev.ripcord.gateway.generation.WorkerUnavailableException;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
+import dev.ripcord.gateway.auth.ApiKeys;
 import dev.ripcord.gateway.generation.GeneratedToken;
+import dev.ripcord.gateway.generation.SamplingOptions;
 import dev.ripcord.gateway.generation.GenerationRequest;
 import dev.ripcord.gateway.resilience.ResilienceProperties;
 import dev.ripcord.gateway.resilience.WorkerResilience;
@@ -38,6 +41,7 @@ import org.springframework.http.client.reactive.ReactorClientHttpConnector;
 import org.springframework.web.reactive.function.client.WebClient;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
@@ -574,10 +578,108 @@ class ResilientLegsTest {
         assertThat(metrics.getNumberOfSuccessfulCalls()).isEqualTo(1);
     }
 
+    // ------------------------------------------------------------------------------------------ several choices
+
+    @Test
+    void aChoiceRefusedForCapacityFailsTheRequestAndItsSiblingsAreCancelledAsAnUpstreamError() {
+        // Choices 0 and 1 are admitted and wait for KV; choice 2 is refused (503) on every attempt once they do.
+        Sinks.Empty<Void> siblingsWaiting = Sinks.empty();
+        FakeWorker.Script waitForKv = FakeWorker.stream(Flux.concat(Flux.just(FakeWorker.reserved()), Flux.never()));
+        FakeWorker decode = workerByRequestId((id, call, response) -> id.endsWith(".2")
+                ? siblingsWaiting.asMono().then(Mono.from(FakeWorker.status(503).answer(call, response)))
+                : waitForKv.answer(call, response));
+        FakeWorker prefill = worker(FakeWorker.stream(Flux.concat(Flux.just("{\"type\":\"QUEUED\",\"position\":0}"),
+                Flux.never())));
+        DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(decode.uri()));
+        GenerationRequest request = request(3, null);
+        String id = request.requestId();
+
+        // As the OpenAI edge merges the choices: the first error ends the merge and cancels the rest.
+        StepVerifier.create(generator.generateChoices(request).flatMap(choice -> choice, 3))
+                .then(() -> await().atMost(WAIT).until(() -> prefill.calls() == 2))
+                .then(siblingsWaiting::tryEmitEmpty)
+                .expectErrorSatisfies(e -> assertThat(e).isInstanceOf(WorkerUnavailableException.class)
+                        .hasMessageContaining("decode workers are at capacity"))
+                .verify(WAIT);
+
+        assertThat(decode.requestIds().stream().filter(r -> r.equals(id + ".2")))
+                .as("choice 2: every attempt refused").hasSize(3);
+        await().atMost(WAIT).until(() -> decode.closedByGateway() == 2 && prefill.closedByGateway() == 2);
+        // The waiting siblings' workers learn why their streams close: not a client that went away.
+        assertThat(decode.cancels()).extracting(ResilientLegsTest::idAndReason)
+                .containsExactlyInAnyOrder(id + " UPSTREAM_ERROR", id + ".1 UPSTREAM_ERROR");
+        assertThat(prefill.cancels()).extracting(ResilientLegsTest::idAndReason)
+                .containsExactlyInAnyOrder(id + " UPSTREAM_ERROR", id + ".1 UPSTREAM_ERROR");
+        assertThat(contexts.find(id, ApiKeys.ANONYMOUS)).get()
+                .satisfies(summary -> assertThat(summary.cancelReason()).isEqualTo(CancelReason.UPSTREAM_ERROR));
+    }
+
+    @Test
+    void aChoiceRefusedAtAnyMomentFailsTheRequestAndNoSiblingIsLeftWaiting() {
+        // The refusal lands anywhere from before the siblings' decode answers to after their prefill queued.
+        FakeWorker.Script waitForKv = FakeWorker.stream(Flux.concat(Flux.just(FakeWorker.reserved()), Flux.never()));
+        FakeWorker decode = workerByRequestId((id, call, response) -> id.endsWith(".2")
+                ? Mono.delay(Duration.ofMillis(ThreadLocalRandom.current().nextInt(20)))
+                        .then(Mono.from(FakeWorker.status(503).answer(call, response)))
+                : waitForKv.answer(call, response));
+        FakeWorker prefill = worker(FakeWorker.stream(Flux.concat(Flux.just("{\"type\":\"QUEUED\",\"position\":0}"),
+                Flux.never())));
+        DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(decode.uri()));
+
+        for (int i = 0; i < 20; i++) {
+            GenerationRequest request = request(3, null);
+            StepVerifier.create(generator.generateChoices(request).flatMap(choice -> choice, 3))
+                    .expectError(WorkerUnavailableException.class)
+                    .verify(WAIT);
+            await().atMost(WAIT).until(() -> contexts.liveLinks() == 0);
+            assertThat(contexts.find(request.requestId(), ApiKeys.ANONYMOUS)).get()
+                    .satisfies(summary -> assertThat(summary.cancelReason()).isEqualTo(CancelReason.UPSTREAM_ERROR));
+        }
+        // Whatever a worker had admitted when the refusal came was told why it ended.
+        assertThat(decode.cancels()).allSatisfy(cancel -> assertThat(cancel).contains(" UPSTREAM_ERROR "));
+        assertThat(prefill.cancels()).allSatisfy(cancel -> assertThat(cancel).contains(" UPSTREAM_ERROR "));
+    }
+
+    @Test
+    void aFinishedChoiceWaitsForSiblingsThatNeverAnswerOnlyUntilTheRequestsDeadline() {
+        // Choice 0 is served; decode reserves choice 1 and then says nothing, and never answers choice 2 at all
+        // (the deadline comes well before the admission timeout).
+        FakeWorker.Script waitForKv = FakeWorker.stream(Flux.concat(Flux.just(FakeWorker.reserved()), Flux.never()));
+        FakeWorker decode = workerByRequestId((id, call, response) -> id.endsWith(".1")
+                ? waitForKv.answer(call, response)
+                : id.endsWith(".2") ? FakeWorker.hang().answer(call, response)
+                : FakeWorker.decodeGenerating(3).answer(call, response));
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(decode.uri()));
+        GenerationRequest request = request(3, Duration.ofSeconds(1));
+        String id = request.requestId();
+
+        StepVerifier.create(generator.generateChoices(request)
+                        .flatMap(choice -> choice.collectList().map(tokens -> tokens.size() + " tokens")
+                                .onErrorResume(e -> Mono.just(e.getClass().getSimpleName())), 3)
+                        .collectList())
+                .assertNext(endings -> assertThat(endings).containsExactlyInAnyOrder("3 tokens",
+                        "DeadlineExceededException", "DeadlineExceededException"))
+                .expectComplete()
+                .verify(WAIT);
+
+        await().atMost(WAIT).until(() -> decode.closedByGateway() == 2);
+        // Told why where it had answered; the unanswered exchange is simply closed.
+        assertThat(decode.cancels()).extracting(ResilientLegsTest::idAndReason).containsExactly(id + ".1 DEADLINE");
+        assertThat(contexts.find(id, ApiKeys.ANONYMOUS)).get()
+                .satisfies(summary -> assertThat(summary.cancelReason()).isEqualTo(CancelReason.DEADLINE));
+    }
+
     // ------------------------------------------------------------------------------------------ fixture
 
     private FakeWorker worker(FakeWorker.Script script) {
         FakeWorker worker = FakeWorker.start(script);
+        workers.add(worker);
+        return worker;
+    }
+
+    private FakeWorker workerByRequestId(FakeWorker.ByRequestId script) {
+        FakeWorker worker = FakeWorker.startByRequestId(script);
         workers.add(worker);
         return worker;
     }
@@ -603,6 +705,11 @@ class ResilientLegsTest {
 
     private WorkerPool decodePool() {
         return pools.get(1);
+    }
+
+    /** "ID REASON" of a fake's in-band cancel (with two streams on one fake, "before close" says little). */
+    private static String idAndReason(String cancel) {
+        return cancel.substring(0, cancel.lastIndexOf(' ', cancel.lastIndexOf(' ') - 1));
     }
 
     private static WorkerInstance instance(WorkerPool pool, URI uri) {
@@ -635,6 +742,13 @@ class ResilientLegsTest {
         return new GenerationRequest("resilience-" + ids.incrementAndGet(), "ripcord-tiny", new int[] {1, 2, 3}, 4,
                 0.0, 1.0, OptionalLong.of(1), List.of(), false, true, false, null, null,
                 GenerationRequest.Kind.COMPLETION);
+    }
+
+    /** {@code n} choices of 4 tokens, with {@code timeout} as the request's deadline (null: none). */
+    private GenerationRequest request(int n, Duration timeout) {
+        return new GenerationRequest("resilience-" + ids.incrementAndGet(), "ripcord-tiny", new int[] {1, 2, 3}, 4,
+                0.0, 1.0, OptionalLong.of(1), List.of(), false, true, false, null, timeout,
+                GenerationRequest.Kind.COMPLETION, SamplingOptions.NONE, n, false);
     }
 
     private static CancelProperties cancelProperties() {
