@@ -229,10 +229,17 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         job.firstTokenNanos = System.nanoTime();
         TransferMetadata.FirstToken firstToken = TransferMetadata.decode(metadata);
         int first = firstToken.token();
-        engine.adopt(job.sequence, job.request.promptTokens(), job.request.promptIds(), first,
-                WireSampling.toEngine(first, firstToken.logprobs()));
-        engine.ensureCapacity(job.sequence,
-                Math.min(job.request.promptTokens() + job.request.maxTokens(), engine.config().contextLength()));
+        try {
+            engine.adopt(job.sequence, job.request.promptTokens(), job.request.promptIds(), first,
+                    WireSampling.toEngine(first, firstToken.logprobs()));
+            engine.ensureCapacity(job.sequence,
+                    Math.min(job.request.promptTokens() + job.request.maxTokens(), engine.config().contextLength()));
+        } catch (RuntimeException e) {
+            // Never left RUNNING with nobody to step it: the gateway would wait on this leg until its deadline.
+            log.error("requestId={} cannot join the batch", job.requestId(), e);
+            lifecycle.fail(job, JobState.RUNNING, Failed.ENGINE_FAILED, "cannot join the batch: " + e.getMessage());
+            return;
+        }
         log.info("requestId={} KV landed; joins the batch with first token {}", job.requestId(), first);
         if (emitToken(job, first, -1)) {
             return;
@@ -321,6 +328,21 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
                         log.info("requestId={} left the batch inside step {} at layer {} of {}, after {} tokens",
                                 job.requestId(), step, stopped.layer(), stopped.layers(), job.generated);
                     }
+                });
+            }
+            batch.clear();
+            running = 0;
+            return true;
+        } catch (RuntimeException e) {
+            // The step failed (not a cancel): every sequence in it ends FAILED, with an error its client sees at
+            // once, and its pages go back. Left in the batch they would fail every later step, and their clients
+            // would wait for tokens that never come.
+            for (DecodeJob job : batch) {
+                RequestLogging.with(job.requestId(), () -> {
+                    log.error("requestId={} decode step {} failed after {} tokens", job.requestId(), step,
+                            job.generated, e);
+                    lifecycle.fail(job, JobState.RUNNING, Failed.ENGINE_FAILED,
+                            "decode step failed: " + e.getMessage());
                 });
             }
             batch.clear();

@@ -61,6 +61,32 @@ class DecodeSafePointTest {
     }
 
     @Test
+    void aStepThatFailsEndsEverySequenceInItFailedWithAnErrorTheClientSeesAndTheWorkerGoesOn() {
+        List<TwoWorkers.Request> failing = decoding("decode-step-fails-1", "decode-step-fails-2");
+        AtomicBoolean once = new AtomicBoolean();
+        w.decodeEngine.onLayerBoundary(layer -> {
+            if (layer == 1 && once.compareAndSet(false, true)) {
+                throw new IllegalStateException("injected engine failure");
+            }
+        });
+        w.runUntil("failed", () -> failing.stream().allMatch(r -> r.decodeJob.state().isTerminal() && r.decodeEnded));
+        w.decodeEngine.onLayerBoundary(null);
+
+        for (TwoWorkers.Request r : failing) {
+            assertThat(r.decodeJob.state()).isEqualTo(JobState.FAILED);
+            assertThat(r.decodeEvents.getLast()).isInstanceOfSatisfying(dev.ripcord.protocol.Failed.class,
+                    f -> assertThat(f.code()).isEqualTo(dev.ripcord.protocol.Failed.ENGINE_FAILED));
+        }
+        // Nothing of them stays in the batch: a later request decodes to its end.
+        TwoWorkers.Request after = w.reserve("decode-step-fails-after", 40, 8);
+        after.startPrefill();
+        w.runUntil("the next request", () -> after.decodeJob.state().isTerminal() && after.decodeEnded);
+        assertThat(after.decodeJob.state()).isEqualTo(JobState.DONE);
+        assertThat(tokens(after)).isEqualTo(8);
+        w.runUntilQuiet();
+    }
+
+    @Test
     void aStepWhoseOnlySequenceIsCancelledStopsAtTheNextLayerBoundaryAndEmitsNothing() {
         TwoWorkers.Request r = decoding("decode-safepoint-alone").getFirst();
         int layers = w.decodeEngine.config().layers();
