@@ -5,7 +5,8 @@ package dev.ripcord.engine;
  *
  * @param threads        compute threads including the caller; default: available processors
  * @param pageTokens     positions per KV page, a multiple of 16; default 64
- * @param kvPages        pages in the pool; 0 means enough for two full-context sequences
+ * @param kvPages        pages in the pool; 0 means: sized from {@code kvMemoryBytes}, or, when that is 0 too, enough
+ *                       for two full-context sequences
  * @param maxChunkTokens the most tokens one {@code prefill} call may compute; scratch memory is sized for it;
  *                       capped at the context length; default 2048
  * @param maxBatch       the most sequences one {@code decodeStep} may advance; default 16
@@ -15,9 +16,13 @@ package dev.ripcord.engine;
  * @param safePoints     whether a forward checks its sequences' stop flags between layers
  *                       ({@link Sequence#requestStop()}); default true. Off only to measure what the checks cost
  *                       (the engine bench); with it off a stop takes effect at the next call
+ * @param kvMemoryBytes  the KV pool's memory budget in bytes, used when {@code kvPages} is 0: as many whole pages
+ *                       as fit in it, and never fewer than one full context (so that every request the model
+ *                       accepts fits in an empty pool); 0 means no budget (two full contexts)
  */
 public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChunkTokens, int maxBatch,
-                            KernelMode kernels, KvPoolMemory kvPoolMemory, boolean safePoints) {
+                            KernelMode kernels, KvPoolMemory kvPoolMemory, boolean safePoints,
+                            long kvMemoryBytes) {
 
     public EngineOptions {
         Checks.requireArgument(threads >= 1, "threads must be >= 1, got %s", threads);
@@ -27,12 +32,14 @@ public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChu
         Checks.requireArgument(maxChunkTokens >= 1, "maxChunkTokens must be >= 1, got %s", maxChunkTokens);
         Checks.requireArgument(maxBatch >= 1, "maxBatch must be >= 1, got %s", maxBatch);
         Checks.requireArgument(kernels != null, "kernels must not be null");
+        Checks.requireArgument(kvMemoryBytes >= 0, "kvMemoryBytes must be >= 0 (0 = no budget), got %s",
+                kvMemoryBytes);
     }
 
     /** Options whose KV pool lives in the engine's own arena, safe-point checks on. */
     public EngineOptions(int threads, int pageTokens, int kvPages, int maxChunkTokens, int maxBatch,
                          KernelMode kernels) {
-        this(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, null, true);
+        this(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, null, true, 0);
     }
 
     public static EngineOptions defaults() {
@@ -40,28 +47,33 @@ public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChu
     }
 
     public EngineOptions withThreads(int n) {
-        return new EngineOptions(n, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory, safePoints);
+        return new EngineOptions(n, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
+                safePoints, kvMemoryBytes);
     }
 
     public EngineOptions withPageTokens(int n) {
-        return new EngineOptions(threads, n, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory, safePoints);
+        return new EngineOptions(threads, n, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
+                safePoints, kvMemoryBytes);
     }
 
     public EngineOptions withKvPages(int n) {
-        return new EngineOptions(threads, pageTokens, n, maxChunkTokens, maxBatch, kernels, kvPoolMemory, safePoints);
+        return new EngineOptions(threads, pageTokens, n, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
+                safePoints, kvMemoryBytes);
     }
 
     public EngineOptions withMaxChunkTokens(int n) {
-        return new EngineOptions(threads, pageTokens, kvPages, n, maxBatch, kernels, kvPoolMemory, safePoints);
+        return new EngineOptions(threads, pageTokens, kvPages, n, maxBatch, kernels, kvPoolMemory, safePoints,
+                kvMemoryBytes);
     }
 
     public EngineOptions withMaxBatch(int n) {
-        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, n, kernels, kvPoolMemory, safePoints);
+        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, n, kernels, kvPoolMemory,
+                safePoints, kvMemoryBytes);
     }
 
     public EngineOptions withKernels(KernelMode mode) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, mode, kvPoolMemory,
-                safePoints);
+                safePoints, kvMemoryBytes);
     }
 
     /**
@@ -69,11 +81,21 @@ public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChu
      * region); {@code null} puts it back in the engine's arena.
      */
     public EngineOptions withKvPoolMemory(KvPoolMemory memory) {
-        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, memory, safePoints);
+        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, memory,
+                safePoints, kvMemoryBytes);
+    }
+
+    /**
+     * Sizes the KV pool from a memory budget of {@code bytes} (when {@code kvPages} is 0); 0 removes the budget.
+     */
+    public EngineOptions withKvMemoryBytes(long bytes) {
+        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
+                safePoints, bytes);
     }
 
     /** Benches only: {@code false} removes the between-layer stop checks, to measure their cost. */
     public EngineOptions withSafePoints(boolean on) {
-        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory, on);
+        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
+                on, kvMemoryBytes);
     }
 }

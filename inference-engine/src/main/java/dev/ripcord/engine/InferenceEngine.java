@@ -124,10 +124,10 @@ public final class InferenceEngine implements AutoCloseable {
         Checks.requireArgument(tokenizer.vocabSize() <= config.vocabSize(),
                 "tokenizer vocabulary %s exceeds the model's %s", tokenizer.vocabSize(), config.vocabSize());
         int maxChunk = Math.min(options.maxChunkTokens(), config.contextLength());
-        int kvPages = options.kvPages() > 0 ? options.kvPages()
-                : 2 * KvLayout.of(config, options.pageTokens()).pagesFor(config.contextLength());
+        int kvPages = poolPages(config, options);
         this.options = new EngineOptions(options.threads(), options.pageTokens(), kvPages, maxChunk,
-                options.maxBatch(), options.kernels(), options.kvPoolMemory(), options.safePoints());
+                options.maxBatch(), options.kernels(), options.kvPoolMemory(), options.safePoints(),
+                options.kvMemoryBytes());
         this.description = source.describe();
         this.tokenizer = tokenizer;
         this.kernels = options.kernels() == KernelMode.VECTOR ? Kernels.vector() : Kernels.scalar(vectorLanes());
@@ -153,6 +153,24 @@ public final class InferenceEngine implements AutoCloseable {
         this.batchTokens = new int[options.maxBatch()];
         this.batchPositions = new int[options.maxBatch()];
         this.batchTables = new int[options.maxBatch()][];
+    }
+
+    /**
+     * Pages in the pool: {@code kvPages} when given; else as many as fit in the {@code kvMemoryBytes} budget, at least
+     * one full context (a request the model accepts must fit in an empty pool, or it could never be served); else
+     * two full contexts.
+     */
+    public static int poolPages(ModelConfig config, EngineOptions options) {
+        if (options.kvPages() > 0) {
+            return options.kvPages();
+        }
+        KvLayout layout = KvLayout.of(config, options.pageTokens());
+        int context = layout.pagesFor(config.contextLength());
+        if (options.kvMemoryBytes() > 0) {
+            long fit = options.kvMemoryBytes() / layout.pageBytes();
+            return (int) Math.min(Integer.MAX_VALUE, Math.max(context, fit));
+        }
+        return 2 * context;
     }
 
     /** The lane count the vector kernels use, or 16 if the JVM was started without the Vector API module. */

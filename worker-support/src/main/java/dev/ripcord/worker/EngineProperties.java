@@ -19,7 +19,10 @@ import org.springframework.validation.annotation.Validated;
  * @param tokenizer      a llama2.c {@code tokenizer.bin}; without one the byte-level tokenizer is used
  * @param threads        compute threads; 0 means all available processors
  * @param pageTokens     positions per KV page (a multiple of 16)
- * @param kvPages        pages in the KV pool; 0 means enough for two full-context sequences
+ * @param kvPages        pages in the KV pool; 0 (the default) sizes it from {@code kvMemory}
+ * @param kvMemory       the KV pool's memory budget when {@code kvPages} is 0: a size ({@code 256MB}, {@code 1GiB})
+ *                       or a share of the memory the process may use ({@code 25%}); see {@link KvMemory}. The pool
+ *                       never holds less than one full context
  * @param maxChunkTokens the largest prefill chunk the engine sizes its scratch memory for
  * @param maxBatch       the largest decode batch the engine sizes its scratch memory for
  * @param modelName      the model id clients send (the gateway's {@code ripcord.engine.model-name}); here the value
@@ -36,6 +39,7 @@ public record EngineProperties(
         @DefaultValue("0") @Min(0) int threads,
         @DefaultValue("64") @Min(16) int pageTokens,
         @DefaultValue("0") @Min(0) int kvPages,
+        @DefaultValue("256MB") String kvMemory,
         @DefaultValue("2048") @Min(1) int maxChunkTokens,
         @DefaultValue("16") @Min(1) int maxBatch,
         @Nullable String modelName) {

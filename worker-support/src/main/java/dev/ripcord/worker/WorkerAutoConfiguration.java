@@ -2,11 +2,13 @@ package dev.ripcord.worker;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.Locale;
 
 import dev.ripcord.cancel.CancellationRegistry;
 import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.engine.EngineOptions;
 import dev.ripcord.engine.InferenceEngine;
+import dev.ripcord.engine.KvLayout;
 import dev.ripcord.engine.KvPagePool;
 import dev.ripcord.engine.Preset;
 import dev.ripcord.kv.KvRegion;
@@ -20,6 +22,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import io.micrometer.core.instrument.config.MeterFilter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
@@ -50,10 +53,13 @@ public class WorkerAutoConfiguration {
 
     @Bean(destroyMethod = "close")
     InferenceEngine inferenceEngine(EngineProperties p, AgentPoolMemory poolMemory) {
+        // kv-pages, when given, overrides the budget.
+        KvMemory budget = p.kvPages() > 0 ? null : KvMemory.parse(p.kvMemory());
         EngineOptions options = EngineOptions.defaults()
                 .withKvPoolMemory(poolMemory)
                 .withPageTokens(p.pageTokens())
                 .withKvPages(p.kvPages())
+                .withKvMemoryBytes(budget == null ? 0 : budget.bytes())
                 .withMaxChunkTokens(p.maxChunkTokens())
                 .withMaxBatch(p.maxBatch());
         if (p.threads() > 0) {
@@ -70,7 +76,24 @@ public class WorkerAutoConfiguration {
             engine = InferenceEngine.create(Preset.byName(p.preset()), p.seed(), options);
         }
         log.info("engine ready: {}", engine.describe());
+        log.info(kvCapacity(engine, budget));
         return engine;
+    }
+
+    /** What the KV pool holds, in the units an operator sizes it by: pages, tokens, full contexts, bytes. */
+    static String kvCapacity(InferenceEngine engine, @Nullable KvMemory budget) {
+        int pages = engine.options().kvPages();
+        int pageTokens = engine.options().pageTokens();
+        long tokens = (long) pages * pageTokens;
+        int context = engine.config().contextLength();
+        long contextPages = (context + pageTokens - 1) / pageTokens;
+        long bytes = pages * KvLayout.of(engine.config(), pageTokens).pageBytes();
+        String from = budget == null ? "ripcord.engine.kv-pages"
+                : "ripcord.engine.kv-memory=" + budget.text() + ", a budget of " + budget.bytes() + " bytes"
+                        + (bytes > budget.bytes() ? ", raised to one full context" : "");
+        return String.format(Locale.ROOT,
+                "KV pool: %d pages of %d tokens = %d tokens, %d full contexts of %d tokens, %.1f MiB (from %s)",
+                pages, pageTokens, tokens, pages / contextPages, context, bytes / 1048576.0, from);
     }
 
     /** Closes last of the three: after the engine, and after the pool region it owns the memory of. */

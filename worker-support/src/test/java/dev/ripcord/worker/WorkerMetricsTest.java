@@ -63,6 +63,6 @@ class WorkerMetricsTest {
     }
 
     private static EngineProperties properties(String preset, Path checkpoint, String modelName) {
-        return new EngineProperties(preset, 42, checkpoint, null, 0, 64, 0, 2048, 16, modelName);
+        return new EngineProperties(preset, 42, checkpoint, null, 0, 64, 0, "256MB", 2048, 16, modelName);
     }
 }

@@ -32,7 +32,10 @@ public final class DecodeRoutes extends WorkerEndpoint<DecodeRequest> {
 
     @Override
     protected Mono<ServerResponse> accept(DecodeRequest body, WorkerRoutes routes) {
-        return Mono.fromFuture(scheduler.submit(body))
+        // Registered, the request may wait for KV pages without holding a thread; a gateway that closes the exchange
+        // meanwhile cancels it (in band), which takes it out of the admission queue.
+        return Mono.fromFuture(scheduler.register(body))
+                .flatMap(admitted -> Mono.fromFuture(admitted).doOnCancel(() -> routes.closed(body.requestId())))
                 .flatMap(job -> routes.stream(job.requestId(), job.events(), DecodeEvent.class))
                 .onErrorResume(DecodeScheduler.NoCapacityException.class,
                         e -> routes.busy(body.requestId(), e.getMessage()))

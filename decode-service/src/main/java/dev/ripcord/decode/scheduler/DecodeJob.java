@@ -1,5 +1,8 @@
 package dev.ripcord.decode.scheduler;
 
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+
 import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveSession;
 import dev.ripcord.protocol.DecodeEvent;
@@ -26,7 +29,16 @@ public final class DecodeJob extends WorkerJob<DecodeEvent> {
      */
     volatile Sequence sequence;
 
+    /**
+     * Set while the job waits in the admission queue for its pages; whoever clears it (the loop admitting it, a
+     * cancel, its max-wait) owns what happens next, exactly once.
+     */
+    final AtomicBoolean queuedForPages = new AtomicBoolean();
+    /** Completes when the job leaves admission: pages reserved, or ended by a cancel. */
+    final CompletableFuture<DecodeJob> admitted = new CompletableFuture<>();
+
     // Engine-loop state.
+    int pagesNeeded;
     int committedPages;
     int generated;
     /** {@link System#nanoTime()} when its first token (prefill's) was emitted: the start of its decode time. */

@@ -6,6 +6,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.time.Duration;
 
 import dev.ripcord.decode.DecodeProperties;
 import dev.ripcord.engine.ComputeStoppedException;
@@ -40,8 +41,10 @@ import org.slf4j.LoggerFactory;
  *
  * <pre>
  *  admit (engine loop) ─► register (a tombstone cancels it here, before any work)
- *                      ─► commit pages for prompt + max_tokens (not enough ⇒ refused, 503), reserve the prompt's
- *                         pages, open a receive session into them, answer RESERVED(descriptor)           WAITING
+ *                      ─► pages for prompt + max_tokens not all uncommitted, or others already waiting:
+ *                         wait in the admission queue (FIFO, bounded: full ⇒ refused, 503; max-wait ⇒ 503)  WAITING
+ *                      ─► commit pages for prompt + max_tokens, reserve the prompt's pages, open a receive session
+ *                         into them, answer RESERVED(descriptor)                                           WAITING
  *  KV lands, prefill's done notification carries the first token
  *                      ─► adopt the pages, emit token 0, join the batch (continuous batching)         ─► RUNNING
  *  each step:          ── CANCEL CHECK POINT ── cancelled sequences leave the batch
@@ -50,6 +53,7 @@ import org.slf4j.LoggerFactory;
  *                         sequence; once every sequence of the step has one, the step stops at the next layer
  *                         boundary and they all leave (STOPPED layer=M/L step=N); if only some have, the step
  *                         completes for all and the cancelled ones leave at the next check point
+ *  a cancel while in the admission queue removes the job from it (REMOVED_FROM_QUEUE); nothing was reserved
  *  a cancel while WAITING aborts the receive session (with the cancel, typed, so prefill learns why); prefill
  *  aborting the transfer for a cancel is that cancel here (source UPSTREAM, through the registry)
  *  pages are freed only once the job is terminal and its session RELEASED (no write can land in them any more)
@@ -79,6 +83,14 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
     private final List<DecodeJob> batch = new ArrayList<>();
     private final List<Sequence> batchSequences = new ArrayList<>();
     private int committedPages;
+    /**
+     * Requests waiting for their pages, oldest first (engine-loop state). Only the head is ever admitted: a later,
+     * smaller request never overtakes an earlier one, so a stream of small requests cannot starve a large one.
+     */
+    private final ArrayDeque<DecodeJob> admissionQueue = new ArrayDeque<>();
+    private volatile int queuedForPages;
+    private final int maxQueued;
+    private final Duration maxWait;
     private volatile int awaitingKv;
     private volatile int running;
     /**
@@ -93,6 +105,8 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
     public DecodeScheduler(WorkerContext context, DecodeProperties properties) {
         super("decode", context, c -> c, f -> f);
         this.maxBatch = Math.min(properties.maxBatch(), engine.options().maxBatch());
+        this.maxQueued = properties.admission().maxQueued();
+        this.maxWait = properties.admission().maxWait();
         this.stopTokens = engine.tokenizer().stopTokens();
         lifecycle.observedAt(job -> {
             long step;
@@ -116,30 +130,106 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
     // ------------------------------------------------------------------------------------------ admission
 
     /**
-     * Admits a request on the engine loop. The future fails with {@link NoCapacityException} when the pool
-     * cannot hold the request (nothing is kept), or completes with the job, whose event stream starts with
-     * RESERVED, or is just CANCELLED when a cancel was waiting for it.
+     * Admits a request on the engine loop. The future completes with the job once its pages are reserved (its event
+     * stream starts with RESERVED), or once a cancel ended it (a tombstone, or a cancel while it waited: its stream
+     * is just CANCELLED). It fails with {@link NoCapacityException}, nothing kept, when the admission queue is full,
+     * or when the request waited {@code ripcord.decode.admission.max-wait} for pages. Nothing blocks while it waits:
+     * the future completes from the engine loop when pages come back.
      */
     public CompletableFuture<DecodeJob> submit(DecodeRequest request) {
+        return register(request).thenCompose(admitted -> admitted);
+    }
+
+    /**
+     * {@link #submit} in two stages: the outer future completes once the request is registered (a cancel under its
+     * ID now reaches it: a caller that goes away from here on cancels it), the inner one as {@link #submit}'s.
+     */
+    public CompletableFuture<CompletableFuture<DecodeJob>> register(DecodeRequest request) {
         if (!accepting()) {
             return CompletableFuture.failedFuture(new NoCapacityException("decode worker is shutting down"));
         }
         return loop.call(() -> RequestLogging.withResult(request.requestId(), () -> admit(request)));
     }
 
-    private DecodeJob admit(DecodeRequest request) {
+    private CompletableFuture<DecodeJob> admit(DecodeRequest request) {
         DecodeJob job = new DecodeJob(request);
+        // Set until admission has decided: a cancel from another thread meanwhile takes the queued path (nothing
+        // reserved yet), and admission then leaves the job alone.
+        job.queuedForPages.set(true);
         lifecycle.register(job, this::onCancel);
         if (job.state().isTerminal()) {
-            return job; // a tombstone cancelled it: no pages, no session
+            job.queuedForPages.set(false);
+            return CompletableFuture.completedFuture(job); // a tombstone cancelled it: no pages, no session
         }
         int contextLength = engine.config().contextLength();
         int need = pool.layout().pagesFor(Math.min(request.promptTokens() + request.maxTokens(), contextLength));
-        if (committedPages + need > pool.pageCount()) {
-            lifecycle.refuse(job);
-            throw new NoCapacityException("not enough free KV pages: need " + need + ", "
-                    + (pool.pageCount() - committedPages) + " uncommitted of " + pool.pageCount());
+        // The pool holds at least one full context (EngineOptions), so every valid request fits once pages are back.
+        boolean fits = admissionQueue.isEmpty() && committedPages + need <= pool.pageCount();
+        if (fits || admissionQueue.size() >= maxQueued) {
+            if (!job.queuedForPages.compareAndSet(true, false)) {
+                return job.admitted; // a cancel ended it as it registered
+            }
+            if (!fits) {
+                lifecycle.refuse(job);
+                throw new NoCapacityException("decode admission queue is full (" + maxQueued
+                        + " waiting for KV pages)");
+            }
+            reserve(job, need);
+            return CompletableFuture.completedFuture(job);
         }
+        job.pagesNeeded = need;
+        admissionQueue.addLast(job); // a cancel that already took it out removes it next, on this loop
+        queuedForPages = admissionQueue.size();
+        int ahead = admissionQueue.size() - 1;
+        lifecycle.record(job, "QUEUED", ahead + " ahead, " + need + " pages",
+                LifecycleEvent.of(LifecycleEventType.QUEUED, job.requestId()).withDetail(Integer.toString(ahead)));
+        log.info("requestId={} waits for {} KV pages ({} uncommitted of {}, {} ahead)", job.requestId(), need,
+                pool.pageCount() - committedPages, pool.pageCount(), ahead);
+        CompletableFuture.delayedExecutor(maxWait.toNanos(), TimeUnit.NANOSECONDS, loop::execute)
+                .execute(() -> RequestLogging.with(job.requestId(), () -> waitedTooLong(job)));
+        return job.admitted;
+    }
+
+    /** Admits waiting requests from the head of the queue while their pages fit (engine loop). */
+    private void admitWaiting() {
+        DecodeJob head;
+        while ((head = admissionQueue.peekFirst()) != null && committedPages + head.pagesNeeded <= pool.pageCount()) {
+            admissionQueue.pollFirst();
+            queuedForPages = admissionQueue.size();
+            DecodeJob job = head;
+            if (!job.queuedForPages.compareAndSet(true, false)) {
+                continue; // a cancel took it out (and completed it)
+            }
+            RequestLogging.with(job.requestId(), () -> {
+                try {
+                    reserve(job, job.pagesNeeded);
+                    job.admitted.complete(job);
+                } catch (RuntimeException e) {
+                    job.admitted.completeExceptionally(e);
+                }
+            });
+        }
+    }
+
+    /** The request's {@code max-wait} is over: if it still waits, it is refused (engine loop). */
+    private void waitedTooLong(DecodeJob job) {
+        if (!job.queuedForPages.compareAndSet(true, false)) {
+            return; // admitted or cancelled meanwhile
+        }
+        admissionQueue.remove(job);
+        queuedForPages = admissionQueue.size();
+        lifecycle.record(job, "REFUSED", "waited " + maxWait.toMillis() + " ms for " + job.pagesNeeded + " pages",
+                null);
+        lifecycle.refuse(job);
+        job.admitted.completeExceptionally(new NoCapacityException("waited " + maxWait.toMillis()
+                + " ms for " + job.pagesNeeded + " KV pages (" + (pool.pageCount() - committedPages)
+                + " uncommitted of " + pool.pageCount() + ")"));
+        admitWaiting(); // the head may have changed
+    }
+
+    /** Commits {@code need} pages to the job, reserves its prompt's, opens its receive session (engine loop). */
+    private void reserve(DecodeJob job, int need) {
+        DecodeRequest request = job.request;
         Sequence seq;
         try {
             seq = engine.reserve(request.promptTokens(), sampling(request));
@@ -165,6 +255,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
             engine.free(seq);
             job.sequence = null;
             committedPages -= job.committedPages;
+            admitWaiting();
         });
         lifecycle.record(job, "RESERVED", seq.pageCount() + " pages",
                 LifecycleEvent.of(LifecycleEventType.JOB_ADMITTED, job.requestId()).withPages(seq.pageCount()));
@@ -176,7 +267,6 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
             // Cancelled between registration and now (from another thread): abort what we just opened.
             session.abort(cancel.reason(), cancel.source());
         }
-        return job;
     }
 
     private static SamplingParams sampling(DecodeRequest request) {
@@ -188,6 +278,18 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         boolean atAdmission = cancel.source() == dev.ripcord.protocol.CancelSource.TOMBSTONE;
         if (atAdmission && lifecycle.cancel(job, JobState.WAITING, "transfer", "CANCELLED_AT_ADMISSION",
                 cancel.reason())) {
+            return;
+        }
+        if (job.queuedForPages.compareAndSet(true, false)) {
+            // Waiting for pages: nothing is reserved or open. It leaves the queue on the loop, which then admits
+            // whoever is at the head now.
+            lifecycle.cancel(job, JobState.WAITING, "queued", "REMOVED_FROM_QUEUE", cancel.reason());
+            job.admitted.complete(job);
+            loop.execute(() -> {
+                admissionQueue.remove(job);
+                queuedForPages = admissionQueue.size();
+                admitWaiting();
+            });
             return;
         }
         if (lifecycle.cancel(job, JobState.WAITING, "transfer", "TRANSFER_ABORTED", cancel.reason())) {
@@ -370,9 +472,14 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         return awaitingKv;
     }
 
+    /** Requests in the admission queue, waiting for KV pages. */
+    public int queuedForPages() {
+        return queuedForPages;
+    }
+
     @Override
     public int waiting() {
-        return awaitingKv();
+        return awaitingKv + queuedForPages;
     }
 
     @Override
@@ -382,10 +489,13 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
 
     @Override
     protected boolean idle() {
-        return running == 0 && awaitingKv == 0 && ready.isEmpty();
+        return running == 0 && awaitingKv == 0 && queuedForPages == 0 && ready.isEmpty();
     }
 
-    /** The pool cannot hold the request, or the worker is draining: the gateway answers 503. */
+    /**
+     * The admission queue is full, the request waited its maximum for pages, or the worker is draining: the gateway
+     * answers 503.
+     */
     public static final class NoCapacityException extends RuntimeException {
         NoCapacityException(String message) {
             super(message, null, false, false);

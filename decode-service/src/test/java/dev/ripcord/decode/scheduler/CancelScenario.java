@@ -28,6 +28,11 @@ record CancelScenario(Phase phase, Source source, Mode mode, int promptTokens, i
 
     /** Where in the request's life the cancel lands. */
     enum Phase {
+        /**
+         * Decode's KV pool is committed to other requests: the request waits in decode's admission queue, has no
+         * pages and no session, and no prefill leg (the gateway starts prefill only after decode's RESERVED).
+         */
+        WAITING_FOR_CAPACITY,
         /** Prefill has submitted and connected; the prompt waits in its queue. */
         QUEUED,
         /** Prefill has just submitted; its send session may still be connecting. */
@@ -77,6 +82,9 @@ record CancelScenario(Phase phase, Source source, Mode mode, int promptTokens, i
         if ((source == Source.KAFKA_REPLAY || source == Source.TOMBSTONE) && mode == Mode.IN_BAND) {
             return source + " needs Kafka: in-band-only propagation has no record to replay or to keep";
         }
+        if (source == Source.UPSTREAM && phase == Phase.WAITING_FOR_CAPACITY) {
+            return "UPSTREAM is a cancel only prefill hears: while decode has not reserved, no prefill leg exists";
+        }
         if (source == Source.TOMBSTONE && phase != Phase.QUEUED) {
             return "a tombstone is a cancel that arrived before the request: it has no later phase (run as QUEUED)";
         }
@@ -103,6 +111,9 @@ record CancelScenario(Phase phase, Source source, Mode mode, int promptTokens, i
             assertNothingLeaked(w);
             return new Outcome(null, JobState.CANCELLED, w.prefill.aborts() - prefillAbortsBefore,
                     w.decode.aborts() - decodeAbortsBefore);
+        }
+        if (phase == Phase.WAITING_FOR_CAPACITY) {
+            return runWaitingForCapacity(w, id, prefillAbortsBefore, decodeAbortsBefore);
         }
         TwoWorkers.Request request = w.reserve(id, promptTokens, maxTokens);
         PrefillJob prefillJob = request.startPrefill();
@@ -156,6 +167,70 @@ record CancelScenario(Phase phase, Source source, Mode mode, int promptTokens, i
         return outcome;
     }
 
+    /**
+     * Commits every page of decode's pool to requests that wait for KV which never comes, submits this one (it
+     * waits in the admission queue), cancels it there, then cancels the blockers: it ends CANCELLED, was never
+     * reserved nor sent to prefill, and nothing is left.
+     */
+    private Outcome runWaitingForCapacity(TwoWorkers w, String id, long prefillAbortsBefore,
+                                          long decodeAbortsBefore) {
+        List<TwoWorkers.Request> blockers = fillDecodePool(w, id);
+        java.util.concurrent.CompletableFuture<DecodeJob> admitted = w.decode.submit(
+                new dev.ripcord.protocol.DecodeRequest(id, promptTokens, maxTokens,
+                        new dev.ripcord.protocol.Sampling(0, 1, 42), true));
+        w.decodeLoop().runUntilIdle(1000);
+        assertThat(admitted).as("waits for pages").isNotDone();
+        assertThat(w.decode.queuedForPages()).isEqualTo(1);
+        boolean decodeHears = true;
+        if (mode != Mode.KAFKA) {
+            w.decodeRegistry.cancel(id, source.reason, CancelSource.IN_BAND); // prefill has no leg to tell
+        }
+        if (mode != Mode.IN_BAND) {
+            deliverKafka(w, id, decodeHears, true);
+            if (source == Source.KAFKA_REPLAY) {
+                deliverKafka(w, id, decodeHears, true);
+            }
+        }
+        w.decodeLoop().runUntilIdle(1000);
+        DecodeJob job = admitted.join();
+        long decodeAborts = w.decode.aborts() - decodeAbortsBefore;
+        List<DecodeEvent> events = new ArrayList<>();
+        job.events().subscribe(events::add);
+        w.decodeLoop().runUntilIdle(1000);
+        for (TwoWorkers.Request blocker : blockers) {
+            w.decodeRegistry.cancel(blocker.id, CancelReason.CLIENT_CANCEL, CancelSource.IN_BAND);
+        }
+        w.runUntilQuiet();
+
+        assertThat(job.state()).isEqualTo(JobState.CANCELLED);
+        assertThat(job.cancelRequest().reason()).isEqualTo(source.reason);
+        assertThat(job.cancelRequest().source()).isEqualTo(firstSource());
+        assertThat(events).containsExactly(new Cancelled(source.reason, firstSource()));
+        assertThat(w.decodeRegistry.isCancelled(id)).isTrue();
+        assertThat(decodeAborts).isEqualTo(1);
+        List<String> journal = TwoWorkers.events(w.decodeJournal, id);
+        assertThat(journal).startsWith("QUEUED").doesNotContain("RESERVED", "FREED");
+        checkJournal(TwoWorkers.entries(w.decodeJournal, id), JobState.CANCELLED,
+                Set.of("REMOVED_FROM_QUEUE", "TRANSFER_ABORTED", "STOPPED", "CANCELLED_AT_ADMISSION"), "RESERVED",
+                "FINISHED");
+        assertThat(journal).contains("REMOVED_FROM_QUEUE");
+        assertThat(w.prefill.aborts() - prefillAbortsBefore).as("prefill never had it").isZero();
+        assertNothingLeaked(w);
+        return new Outcome(null, JobState.CANCELLED, 0, decodeAborts);
+    }
+
+    /** Reserves requests (whose KV never comes) at decode until its pool has no uncommitted page left. */
+    static List<TwoWorkers.Request> fillDecodePool(TwoWorkers w, String prefix) {
+        int contextPages = TwoWorkers.DECODE_POOL_PAGES / TwoWorkers.CONTEXT_PAGES;
+        List<TwoWorkers.Request> blockers = new ArrayList<>();
+        for (int i = 0; i < contextPages; i++) {
+            // prompt + max_tokens = the whole context: one context's worth of pages committed each
+            blockers.add(w.reserve(prefix + "-blocker-" + i, 1, TwoWorkers.CONTEXT_TOKENS - 1));
+        }
+        assertThat(w.decode.queuedForPages()).isZero();
+        return blockers;
+    }
+
     private static boolean journalled(TwoWorkers w, String id, String event) {
         return TwoWorkers.events(w.prefillJournal, id).contains(event);
     }
@@ -168,7 +243,7 @@ record CancelScenario(Phase phase, Source source, Mode mode, int promptTokens, i
             if (decodeHears && !request.decodeEnded) {
                 w.decodeRegistry.cancel(request.id, source.reason, CancelSource.IN_BAND);
             }
-            if (!request.prefillEnded) {
+            if (request.prefillJob != null && !request.prefillEnded) {
                 w.prefillRegistry.cancel(request.id, source.reason, CancelSource.IN_BAND);
             }
         }
@@ -315,6 +390,6 @@ record CancelScenario(Phase phase, Source source, Mode mode, int promptTokens, i
         assertThat(w.prefillRegistry.liveRegistrations()).as("prefill registrations").isZero();
         assertThat(w.decodeRegistry.liveRegistrations()).as("decode registrations").isZero();
         assertThat(w.prefill.queued() + w.prefill.running()).isZero();
-        assertThat(w.decode.awaitingKv() + w.decode.running()).isZero();
+        assertThat(w.decode.awaitingKv() + w.decode.running() + w.decode.queuedForPages()).isZero();
     }
 }

@@ -47,6 +47,11 @@ final class TwoWorkers implements AutoCloseable {
 
     static final int PAGE_TOKENS = 16;
     static final int CHUNK_TOKENS = 16;
+    /** The tiny preset's context, and the pages one takes. */
+    static final int CONTEXT_TOKENS = Preset.TINY.config().contextLength();
+    static final int CONTEXT_PAGES = CONTEXT_TOKENS / PAGE_TOKENS;
+    /** Pages in each worker's pool: sixteen full contexts. */
+    static final int DECODE_POOL_PAGES = 512;
     /** Bounds every wait for the network; only a hang ever reaches it. */
     private static final Duration HANG_GUARD = Duration.ofSeconds(20);
 
@@ -90,7 +95,12 @@ final class TwoWorkers implements AutoCloseable {
      * @param maxRunning prompts prefill interleaves chunk by chunk
      */
     TwoWorkers(int maxRunning, Backend prefillBackend, Backend decodeBackend) {
-        EngineOptions options = EngineOptions.defaults().withThreads(1).withPageTokens(PAGE_TOKENS).withKvPages(512)
+        this(maxRunning, prefillBackend, decodeBackend, new DecodeProperties.Admission(256, Duration.ofSeconds(20)));
+    }
+
+    /** Workers as above, decode's admission queue configured by {@code admission}. */
+    TwoWorkers(int maxRunning, Backend prefillBackend, Backend decodeBackend, DecodeProperties.Admission admission) {
+        EngineOptions options = EngineOptions.defaults().withThreads(1).withPageTokens(PAGE_TOKENS).withKvPages(DECODE_POOL_PAGES)
                 .withMaxChunkTokens(CHUNK_TOKENS).withMaxBatch(8);
         prefillAgent = TransferAgent.start(TransferAgentOptions.defaults("prefill-test").withBackend(prefillBackend)
                 .withMeterRegistry(prefillMeters));
@@ -109,7 +119,7 @@ final class TwoWorkers implements AutoCloseable {
                 new PrefillProperties(CHUNK_TOKENS, maxRunning, 256, Duration.ofSeconds(1)));
         decode = new DecodeScheduler(new WorkerContext(decodeEngine, decodeAgent, decodeRegion, decodeRegistry,
                 decodeMeters, decodeJournal, EngineLoop.Mode.MANUAL, decodeLog),
-                new DecodeProperties(8, Duration.ofSeconds(1)));
+                new DecodeProperties(8, Duration.ofSeconds(1), admission));
     }
 
     /** One request's two legs, as the gateway would hold them. */
@@ -213,7 +223,8 @@ final class TwoWorkers implements AutoCloseable {
                 && decodeEngine.pagePool().pagesLive() == 0
                 && prefillAgent.stats().liveSessions() == 0 && decodeAgent.stats().liveSessions() == 0
                 && prefillRegistry.liveRegistrations() == 0 && decodeRegistry.liveRegistrations() == 0
-                && prefill.queued() + prefill.running() == 0 && decode.awaitingKv() + decode.running() == 0);
+                && prefill.queued() + prefill.running() == 0
+                && decode.awaitingKv() + decode.running() + decode.queuedForPages() == 0);
         // What the loops still hold queued (the last emissions of ended streams) runs too.
         prefillLoop().runUntilIdle(100_000);
         decodeLoop().runUntilIdle(100_000);

@@ -89,14 +89,20 @@ public final class WorkerRoutes {
      * reason, or after the job ended, it is a replay that changes nothing.
      */
     public <E> Mono<ServerResponse> stream(String requestId, Flux<E> events, Class<E> type) {
-        Flux<E> watched = events.doOnCancel(() -> {
-            if (cancel.propagation().inBand()) {
-                context.registry().cancel(requestId, CancelReason.CONNECTION_CLOSED, CancelSource.IN_BAND);
-            } else {
-                log.info("requestId={} stream closed by the gateway; in-band propagation is off", requestId);
-            }
-        });
+        Flux<E> watched = events.doOnCancel(() -> closed(requestId));
         return ServerResponse.ok().contentType(NDJSON).body(watched, type);
+    }
+
+    /**
+     * The gateway closed the exchange of a registered request, streaming or still waiting to be admitted (decode's
+     * admission queue): the in-band signal, as for {@link #stream}.
+     */
+    public void closed(String requestId) {
+        if (cancel.propagation().inBand()) {
+            context.registry().cancel(requestId, CancelReason.CONNECTION_CLOSED, CancelSource.IN_BAND);
+        } else {
+            log.info("requestId={} stream closed by the gateway; in-band propagation is off", requestId);
+        }
     }
 
     /** 400: nothing was registered or reserved. */

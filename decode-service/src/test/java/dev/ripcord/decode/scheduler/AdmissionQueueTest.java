@@ -1,0 +1,155 @@
+package dev.ripcord.decode.scheduler;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+import dev.ripcord.decode.DecodeProperties;
+import dev.ripcord.kv.Backend;
+import dev.ripcord.kv.testing.KvLeakCheck;
+import dev.ripcord.protocol.CancelReason;
+import dev.ripcord.protocol.CancelSource;
+import dev.ripcord.protocol.DecodeEvent;
+import dev.ripcord.protocol.DecodeRequest;
+import dev.ripcord.protocol.JournalEntry;
+import dev.ripcord.protocol.Sampling;
+import dev.ripcord.worker.job.JobState;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Decode's admission queue: a request whose KV pages cannot be committed now waits, first in first out, instead of
+ * being refused; it is refused (503) only when the queue is full or it waited {@code max-wait}. Facts only: order,
+ * counts, states, nothing leaked.
+ */
+@ExtendWith(KvLeakCheck.class)
+class AdmissionQueueTest {
+
+    private static final Duration NEVER = Duration.ofMinutes(10);
+
+    @Test
+    void aLaterSmallRequestDoesNotOvertakeAnEarlierLargeOne() {
+        try (TwoWorkers w = new TwoWorkers(1, Backend.TCP, Backend.TCP, new DecodeProperties.Admission(8, NEVER))) {
+            List<TwoWorkers.Request> blockers = CancelScenario.fillDecodePool(w, "fifo");
+            // Give back all but 3 pages' worth of one blocker: 3 pages are uncommitted, the small request's need.
+            w.decodeRegistry.cancel(blockers.removeLast().id, CancelReason.CLIENT_CANCEL, CancelSource.IN_BAND);
+            // Each blocker holds its one-token prompt's page; the cancelled one's goes back with its commitment.
+            w.runUntil("the blocker's pages back", () -> w.decodeEngine.pagePool().pagesLive() == blockers.size());
+            blockers.add(w.reserve("fifo-partial", 1, TwoWorkers.CONTEXT_TOKENS - 3 * TwoWorkers.PAGE_TOKENS - 1));
+
+            CompletableFuture<DecodeJob> large = submit(w, "fifo-large", 1, TwoWorkers.CONTEXT_TOKENS - 1);
+            CompletableFuture<DecodeJob> small = submit(w, "fifo-small", 1, 2 * TwoWorkers.PAGE_TOKENS);
+            w.decodeLoop().runUntilIdle(1000);
+
+            assertThat(large).isNotDone();
+            assertThat(small).as("3 pages are free, but an earlier request waits").isNotDone();
+            assertThat(w.decode.queuedForPages()).isEqualTo(2);
+            assertThat(w.decode.waiting()).isEqualTo(blockers.size() + 2);
+
+            w.decodeRegistry.cancel(blockers.removeFirst().id, CancelReason.CLIENT_CANCEL, CancelSource.IN_BAND);
+            w.runUntil("both admitted", () -> large.isDone() && small.isDone());
+
+            assertThat(large.join().state()).isEqualTo(JobState.WAITING);
+            assertThat(small.join().state()).isEqualTo(JobState.WAITING);
+            List<String> order = w.decodeJournal.since(0).stream().filter(e -> e.event().equals("RESERVED"))
+                    .map(JournalEntry::requestId).filter(id -> id.startsWith("fifo-l") || id.startsWith("fifo-s"))
+                    .toList();
+            assertThat(order).containsExactly("fifo-large", "fifo-small");
+            assertThat(TwoWorkers.events(w.decodeJournal, "fifo-small")).containsExactly("QUEUED", "RESERVED");
+
+            cancelAll(w, blockers, large.join(), small.join());
+            CancelScenario.assertNothingLeaked(w);
+        }
+    }
+
+    @Test
+    void noRefusalWhileTheQueueHasRoomAndOneWhenItIsFull() {
+        try (TwoWorkers w = new TwoWorkers(1, Backend.TCP, Backend.TCP, new DecodeProperties.Admission(3, NEVER))) {
+            List<TwoWorkers.Request> blockers = CancelScenario.fillDecodePool(w, "full");
+            List<CompletableFuture<DecodeJob>> waiting = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                waiting.add(submit(w, "full-" + i, 8, 8));
+            }
+            CompletableFuture<DecodeJob> fourth = submit(w, "full-3", 8, 8);
+            w.decodeLoop().runUntilIdle(1000);
+
+            assertThat(waiting).allSatisfy(f -> assertThat(f).isNotDone());
+            assertThat(w.decode.queuedForPages()).isEqualTo(3);
+            assertThat(fourth).isCompletedExceptionally();
+            assertThat(failure(fourth)).isInstanceOf(DecodeScheduler.NoCapacityException.class)
+                    .hasMessageContaining("queue is full");
+            assertThat(w.decodeRegistry.liveRegistrations()).as("the refused one is not kept")
+                    .isEqualTo(blockers.size() + 3);
+
+            // Pages come back: all three waiting requests are admitted, none refused.
+            w.decodeRegistry.cancel(blockers.removeFirst().id, CancelReason.CLIENT_CANCEL, CancelSource.IN_BAND);
+            w.runUntil("the three admitted", () -> waiting.stream().allMatch(CompletableFuture::isDone));
+            assertThat(waiting).allSatisfy(f -> assertThat(f.join().state()).isEqualTo(JobState.WAITING));
+            assertThat(w.decode.queuedForPages()).isZero();
+
+            cancelAll(w, blockers, waiting.stream().map(CompletableFuture::join).toArray(DecodeJob[]::new));
+            CancelScenario.assertNothingLeaked(w);
+        }
+    }
+
+    @Test
+    void aRequestThatWaitedMaxWaitIsRefusedAndKeepsNothing() {
+        try (TwoWorkers w = new TwoWorkers(1, Backend.TCP, Backend.TCP,
+                new DecodeProperties.Admission(8, Duration.ofMillis(1)))) {
+            List<TwoWorkers.Request> blockers = CancelScenario.fillDecodePool(w, "wait");
+            CompletableFuture<DecodeJob> late = submit(w, "wait-late", 8, 8);
+            w.runUntil("max-wait to pass", late::isDone);
+
+            assertThat(failure(late)).isInstanceOf(DecodeScheduler.NoCapacityException.class)
+                    .hasMessageContaining("waited");
+            assertThat(TwoWorkers.events(w.decodeJournal, "wait-late")).containsExactly("QUEUED", "REFUSED");
+            assertThat(w.decode.queuedForPages()).isZero();
+            assertThat(w.decodeRegistry.liveRegistrations()).isEqualTo(blockers.size());
+
+            cancelAll(w, blockers);
+            CancelScenario.assertNothingLeaked(w);
+        }
+    }
+
+    @Test
+    void requestsThatFitAreReservedAtOnceWithoutQueueing() {
+        try (TwoWorkers w = new TwoWorkers(1, Backend.TCP, Backend.TCP, new DecodeProperties.Admission(1, NEVER))) {
+            TwoWorkers.Request a = w.reserve("fit-a", 8, 8);
+            TwoWorkers.Request b = w.reserve("fit-b", 8, 8);
+
+            assertThat(a.decodeEvents).first().isInstanceOf(DecodeEvent.Reserved.class);
+            assertThat(b.decodeEvents).first().isInstanceOf(DecodeEvent.Reserved.class);
+            assertThat(TwoWorkers.events(w.decodeJournal, "fit-b")).containsExactly("RESERVED");
+
+            cancelAll(w, List.of(a, b));
+            CancelScenario.assertNothingLeaked(w);
+        }
+    }
+
+    private static CompletableFuture<DecodeJob> submit(TwoWorkers w, String id, int prompt, int max) {
+        return w.decode.submit(new DecodeRequest(id, prompt, max, new Sampling(0, 1, 42), true));
+    }
+
+    private static Throwable failure(CompletableFuture<?> f) {
+        try {
+            f.join();
+            throw new AssertionError("completed normally");
+        } catch (CompletionException e) {
+            return e.getCause();
+        }
+    }
+
+    private static void cancelAll(TwoWorkers w, List<TwoWorkers.Request> requests, DecodeJob... jobs) {
+        for (TwoWorkers.Request r : requests) {
+            w.decodeRegistry.cancel(r.id, CancelReason.CLIENT_CANCEL, CancelSource.IN_BAND);
+        }
+        for (DecodeJob job : jobs) {
+            w.decodeRegistry.cancel(job.requestId(), CancelReason.CLIENT_CANCEL, CancelSource.IN_BAND);
+        }
+        w.runUntilQuiet();
+    }
+}
