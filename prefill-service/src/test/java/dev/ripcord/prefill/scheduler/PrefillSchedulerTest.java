@@ -156,6 +156,14 @@ class PrefillSchedulerTest {
 
     private static AbortReason.Cancel typedAbortAtDecode(ReceiveSession receive) {
         CompletableFuture<byte[]> completion = receive.completion();
+        // The receiver learns the abort from the ABORT frame, on its own transport thread: prefill's side can be
+        // freed before that frame is read. Wait for the receive session's outcome (a hang guard, not a timing).
+        try {
+            completion.handle((bytes, abort) -> null).get(30, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException | java.util.concurrent.ExecutionException
+                 | java.util.concurrent.TimeoutException e) {
+            throw new AssertionError("decode's receive session never learned how the transfer ended", e);
+        }
         return TransferAbortedException.reasonOf(completion).flatMap(AbortReason::cancellation).orElse(null);
     }
 
