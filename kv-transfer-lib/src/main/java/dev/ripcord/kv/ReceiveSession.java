@@ -178,7 +178,7 @@ public final class ReceiveSession {
             }
             if (sharedMemory && !fence.offersSharedMemory()) {
                 return new AbortReason(AbortReason.Cause.PROTOCOL_ERROR, Side.RECEIVER,
-                        "shared memory was not offered for this session");
+                        "shared memory was not offered for this transfer");
             }
             connection = c;
             sharedMemoryAttached = sharedMemory;

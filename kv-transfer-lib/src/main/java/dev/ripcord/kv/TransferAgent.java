@@ -298,7 +298,7 @@ public final class TransferAgent implements AutoCloseable {
     private int allocateFenceSlot(String requestId) {
         int slot = fenceSlots.allocate();
         if (slot < 0) {
-            log.warn("request={} agent {}: all {} fence slots in use; this session is offered TCP only", requestId,
+            log.warn("request={} agent {}: all {} fence slots in use; the transfer is offered TCP only", requestId,
                     name(), fenceSlots.capacity());
         }
         return slot;
