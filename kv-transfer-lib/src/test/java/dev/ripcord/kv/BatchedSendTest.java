@@ -204,7 +204,9 @@ class BatchedSendTest extends AgentsPerTest {
             ReceiveDescriptor d = new ReceiveDescriptor("req-tcp-batch", "fake-decode", 77, "127.0.0.1",
                     server.getLocalPort(), null, null, null, -1, 0, 7, 99, 1, List.of(new ByteRange(0, size)), size);
             SendSession tx = prefill.connect(d);
-            tx.released().thenRun(() -> events.add("session released"));
+            // Waited on below: the release completes its dependents on its own thread, possibly after a get() of
+            // the release itself has returned.
+            CompletableFuture<Void> releaseRecorded = tx.released().thenRun(() -> events.add("session released"));
             try (RawPeer receiver = new RawPeer(server.accept())) {
                 receiver.readUntil(FrameType.HELLO, -1);
                 receiver.send(RawPeer.hello(77, "fake-decode").encode(RawPeer.ALLOC));
@@ -227,6 +229,7 @@ class BatchedSendTest extends AgentsPerTest {
                 events.add("transport let go");
             }
             assertThat(get(tx.released())).isEqualTo(SessionState.ABORTED);
+            get(releaseRecorded);
         }
         assertThat(src.references()).isZero();
         assertThat(events).containsExactly("transport let go", "session released");
