@@ -10,21 +10,8 @@ final class MissingTopicException extends RuntimeException {
     /** The exit status of a command that stops on a missing topic (docs/operations.md, "Exit status"). */
     static final int EXIT_STATUS = 3;
 
-    private final String topic;
-    private final String brokers;
-
     MissingTopicException(String topic, String brokers) {
         super("topic " + topic + " does not exist on the broker at " + brokers
                 + " (nothing was published to it yet, it is misspelled, or this client may not describe it)");
-        this.topic = topic;
-        this.brokers = brokers;
-    }
-
-    String topic() {
-        return topic;
-    }
-
-    String brokers() {
-        return brokers;
     }
 }
