@@ -2,6 +2,8 @@ package dev.ripcord.worker;
 
 import java.nio.file.Path;
 
+import dev.ripcord.engine.KernelMode;
+
 import jakarta.validation.constraints.Min;
 import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -25,6 +27,10 @@ import org.springframework.validation.annotation.Validated;
  *                       never holds less than one full context
  * @param maxChunkTokens the largest prefill chunk the engine sizes its scratch memory for
  * @param maxBatch       the largest decode batch the engine sizes its scratch memory for
+ * @param kernels        {@code vector} (the default: Vector API kernels) or {@code scalar}, their scalar twins, which
+ *                       give bit-identical results more slowly; for a JVM whose JIT cannot compile the Vector API
+ *                       into vector instructions (started without C2, {@code -XX:TieredStopAtLevel=1}), where the
+ *                       scalar twins are the faster of the two
  * @param modelName      the model id clients send (the gateway's {@code ripcord.engine.model-name}); here the value
  *                       of the {@code model_name} label on the worker's metrics. Default as at the gateway:
  *                       {@code ripcord-<preset>} or the checkpoint's file name without its extension
@@ -42,6 +48,7 @@ public record EngineProperties(
         @DefaultValue("256MB") String kvMemory,
         @DefaultValue("2048") @Min(1) int maxChunkTokens,
         @DefaultValue("16") @Min(1) int maxBatch,
+        @DefaultValue("vector") KernelMode kernels,
         @Nullable String modelName) {
 
     /** The served model's id, as the gateway names it (see {@code modelName}). */

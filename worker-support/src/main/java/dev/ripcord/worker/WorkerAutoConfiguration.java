@@ -61,7 +61,8 @@ public class WorkerAutoConfiguration {
                 .withKvPages(p.kvPages())
                 .withKvMemoryBytes(budget == null ? 0 : budget.bytes())
                 .withMaxChunkTokens(p.maxChunkTokens())
-                .withMaxBatch(p.maxBatch());
+                .withMaxBatch(p.maxBatch())
+                .withKernels(p.kernels());
         if (p.threads() > 0) {
             options = options.withThreads(p.threads());
         }

@@ -6,6 +6,7 @@ import java.nio.file.Path;
 
 import dev.ripcord.engine.EngineOptions;
 import dev.ripcord.engine.InferenceEngine;
+import dev.ripcord.engine.KernelMode;
 import dev.ripcord.engine.KvPagePool;
 import dev.ripcord.engine.Preset;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -63,6 +64,7 @@ class WorkerMetricsTest {
     }
 
     private static EngineProperties properties(String preset, Path checkpoint, String modelName) {
-        return new EngineProperties(preset, 42, checkpoint, null, 0, 64, 0, "256MB", 2048, 16, modelName);
+        return new EngineProperties(preset, 42, checkpoint, null, 0, 64, 0, "256MB", 2048, 16, KernelMode.VECTOR,
+                modelName);
     }
 }
