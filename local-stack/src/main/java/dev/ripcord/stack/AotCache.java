@@ -96,12 +96,12 @@ final class AotCache {
 
     /**
      * Makes the missing caches of {@code services}, in parallel, and returns once each is made or has failed. A
-     * training run is the service's own start up to a refreshed context: its {@code jvmFlags}, then its
+     * training run is the service's own start up to a refreshed context: its JVM flags, then its
      * {@code args} (and {@code environment}), so it needs what the service needs to get that far (the broker).
      * Its output goes to {@code <logDir>/<role>-aot-training.log}. Never throws: a failure leaves that service
      * untrained.
      */
-    static void train(Map<Role, Service> services, List<String> jvmFlags, Path logDir) {
+    static void train(Map<Role, Service> services, Path logDir) {
         if (!enabled()) {
             return;
         }
@@ -110,9 +110,9 @@ final class AotCache {
         services.forEach((role, service) -> trainings.add(Thread.ofPlatform().daemon().name("aot-" + role.shortName())
                 .start(() -> {
                     try {
-                        AotCache cache = of(service.execJar(), jvmFlags);
+                        AotCache cache = of(service.execJar(), service.jvmFlags());
                         if (!cache.ready()) {
-                            cache.trainOnce(role, service, jvmFlags, logDir);
+                            cache.trainOnce(role, service, logDir);
                         }
                     } catch (RuntimeException e) {
                         System.err.println("ripcord: no AOT cache for " + role.shortName() + ": " + e.getMessage());
@@ -127,16 +127,17 @@ final class AotCache {
         }
     }
 
-    /** What a training run starts: the service's executable jar, its arguments and its environment. */
-    record Service(Path execJar, List<String> args, Map<String, String> environment) {
+    /** What a training run starts: the service's executable jar, its JVM flags, arguments and environment. */
+    record Service(Path execJar, List<String> jvmFlags, List<String> args, Map<String, String> environment) {
         Service {
+            jvmFlags = List.copyOf(jvmFlags);
             args = List.copyOf(args);
             environment = Map.copyOf(environment);
         }
     }
 
     /** Trains under a lock, so that two stacks (in this JVM or another) train a directory once between them. */
-    private void trainOnce(Role role, Service service, List<String> jvmFlags, Path logDir) {
+    private void trainOnce(Role role, Service service, Path logDir) {
         Path log = logDir.resolve(role.shortName() + "-aot-training.log");
         try {
             Files.createDirectories(dir);
@@ -148,7 +149,7 @@ final class AotCache {
                         extract(log);
                     }
                     if (!ready()) {
-                        record(role, service, jvmFlags, log);
+                        record(role, service, log);
                     }
                 }
             }
@@ -174,13 +175,13 @@ final class AotCache {
         Files.writeString(extracted(), execJar + "\n");
     }
 
-    private void record(Role role, Service service, List<String> jvmFlags, Path log)
+    private void record(Role role, Service service, Path log)
             throws IOException, InterruptedException {
         Path training = Path.of(cacheFile + ".training");
         Files.deleteIfExists(training);
         List<String> command = new ArrayList<>();
         command.add(java());
-        command.addAll(jvmFlags);
+        command.addAll(service.jvmFlags());
         command.add("-XX:AOTCacheOutput=" + training);
         command.add("-Dspring.context.exit=onRefresh");
         command.add("-jar");

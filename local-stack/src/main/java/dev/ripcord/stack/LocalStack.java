@@ -104,16 +104,20 @@ public final class LocalStack implements AutoCloseable {
             // A fresh API key and internal token at every start; they travel by environment, not as arguments.
             StackCredentials credentials = StackCredentials.generate(options.properties());
             StackCredentials.withoutSecrets(options.properties()).forEach((k, v) -> common.add("--" + k + "=" + v));
-            List<String> jvmFlags = new ArrayList<>(JVM_FLAGS);
-            jvmFlags.addAll(options.jvmFlags());
+            Map<Role, List<String>> jvmFlags = new EnumMap<>(Role.class);
+            for (Role role : Role.values()) {
+                List<String> flags = new ArrayList<>(JVM_FLAGS);
+                flags.addAll(options.jvmFlags(role));
+                jvmFlags.put(role, flags);
+            }
             // The services' classes, loaded and linked ahead of time for this start and later ones (AotCache):
             // the first start of a freshly built jar makes the cache, later ones use it.
             Map<Role, AotCache.Service> trainees = new EnumMap<>(Role.class);
             for (Role role : Role.values()) {
-                trainees.put(role, new AotCache.Service(jar(options.root(), role), common,
+                trainees.put(role, new AotCache.Service(jar(options.root(), role), jvmFlags.get(role), common,
                         credentials.environment(role)));
             }
-            AotCache.train(trainees, jvmFlags, options.logDir());
+            AotCache.train(trainees, options.logDir());
             // Instance IDs name consumer groups: against a shared external broker, another stack's "gateway-1" must
             // not join ours (two members of one group would split the broadcast topics between them).
             String suffix = options.externalKafka() == null ? ""
@@ -131,7 +135,7 @@ public final class LocalStack implements AutoCloseable {
                         args.add("--" + CANCEL_INSTANCE_ID + "=" + id + suffix);
                     }
                     instances.add(ServiceProcess.start(role, id, jar(options.root(), role), ports.get(i),
-                            jvmFlags, args, credentials.environment(role), options.logDir(), console));
+                            jvmFlags.get(role), args, credentials.environment(role), options.logDir(), console));
                 }
             }
             // The services start in parallel; their health is awaited one after another, each with the whole

@@ -29,10 +29,12 @@ import java.util.Map;
  * @param jvmFlags      extra JVM flags for every service ({@code --jvm-flag=F} and {@code -Dname=value})
  * @param instancePorts the HTTP port of every instance per role, in instance order; the first is {@code ports}'
  *                      (one instance per role unless {@code --gateways/--prefills/--decodes} asked for more)
+ * @param roleJvmFlags  JVM flags for one role's services only, after {@code jvmFlags} (none unless
+ *                      {@link #withRoleJvmFlags} added some)
  */
 public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Integer> ports,
                            Map<String, String> properties, Path root, Path logDir, List<String> jvmFlags,
-                           Map<Role, List<Integer>> instancePorts) {
+                           Map<Role, List<Integer>> instancePorts, Map<Role, List<String>> roleJvmFlags) {
 
     /**
      * Instance {@code i} (from 0) of a role listens on the role's port plus {@code i} times this: 8080, 8090, 8100
@@ -71,6 +73,12 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
         this(externalKafka, kafkaPort, ports, properties, root, logDir, jvmFlags, Map.of());
     }
 
+    /** {@code instancePorts} per role, and no role-specific JVM flags. */
+    public StackOptions(String externalKafka, int kafkaPort, Map<Role, Integer> ports, Map<String, String> properties,
+                        Path root, Path logDir, List<String> jvmFlags, Map<Role, List<Integer>> instancePorts) {
+        this(externalKafka, kafkaPort, ports, properties, root, logDir, jvmFlags, instancePorts, Map.of());
+    }
+
     public StackOptions {
         ports = Map.copyOf(ports);
         Map<Role, List<Integer>> all = new EnumMap<>(Role.class);
@@ -86,6 +94,27 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
         instancePorts = java.util.Collections.unmodifiableMap(all);
         properties = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(properties));
         jvmFlags = List.copyOf(jvmFlags);
+        Map<Role, List<String>> byRole = new EnumMap<>(Role.class);
+        roleJvmFlags.forEach((role, flags) -> byRole.put(role, List.copyOf(flags)));
+        roleJvmFlags = java.util.Collections.unmodifiableMap(byRole);
+    }
+
+    /** The JVM flags of {@code role}'s services: {@link #jvmFlags}, then that role's own. */
+    public List<String> jvmFlags(Role role) {
+        List<String> flags = new ArrayList<>(jvmFlags);
+        flags.addAll(roleJvmFlags.getOrDefault(role, List.of()));
+        return List.copyOf(flags);
+    }
+
+    /** These options with {@code flags} added after every other JVM flag of {@code role}'s services. */
+    public StackOptions withRoleJvmFlags(Role role, List<String> flags) {
+        Map<Role, List<String>> byRole = new EnumMap<>(Role.class);
+        byRole.putAll(roleJvmFlags);
+        List<String> merged = new ArrayList<>(byRole.getOrDefault(role, List.of()));
+        merged.addAll(flags);
+        byRole.put(role, merged);
+        return new StackOptions(externalKafka, kafkaPort, ports, properties, root, logDir, jvmFlags, instancePorts,
+                byRole);
     }
 
     /** Laptop defaults: embedded broker on 9092, services on 8080–8082. */
@@ -114,7 +143,8 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
             }
             all.put(role, list);
         });
-        return new StackOptions(externalKafka, kafkaPort, ports, properties, root, logDir, jvmFlags, all);
+        return new StackOptions(externalKafka, kafkaPort, ports, properties, root, logDir, jvmFlags, all,
+                roleJvmFlags);
     }
 
     /** Parses command-line arguments on top of {@link #defaults}. */
@@ -181,7 +211,8 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
     public StackOptions withDefaultProperties(Map<String, String> defaults) {
         Map<String, String> merged = new LinkedHashMap<>(defaults);
         merged.putAll(properties);
-        return new StackOptions(externalKafka, kafkaPort, ports, merged, root, logDir, jvmFlags, instancePorts);
+        return new StackOptions(externalKafka, kafkaPort, ports, merged, root, logDir, jvmFlags, instancePorts,
+                roleJvmFlags);
     }
 
     /**

@@ -62,13 +62,47 @@ public final class TestStacks {
     /** Child-JVM flags for test stacks: fewer GC threads on a 2-core machine; nothing that slows the engine. */
     static final List<String> JVM_FLAGS = List.of("-XX:+UseSerialGC", "-Xmx512m");
 
-    private TestStacks() {
+    /**
+     * The client compiler only ({@code -XX:TieredStopAtLevel=1}): for every gateway of a test stack, and for the
+     * workers of a stack whose engine runs its scalar kernels ({@link #withDefaults}). A suite starts services dozens
+     * of times on two cores, and while they start, C2 compiling Spring's start-up code takes about as much CPU as the
+     * rest of the start (a service started under C1 alone costs half the CPU time). What a test sees is the same: the
+     * gateway runs no engine code, and the scalar kernels give the vector kernels' results bit for bit. Workers that
+     * run the vector kernels keep C2, which alone turns Vector API calls into vector instructions (under C1 a
+     * small-model prefill chunk takes many times as long).
+     */
+    static final List<String> C1_ONLY = List.of("-XX:TieredStopAtLevel=1");
+
+    /**
+     * Options for a test stack that brings its own broker ({@code externalKafka}) and ports, with the JVM flags of
+     * every test stack ({@link #JVM_FLAGS}, {@link #C1_ONLY}).
+     */
+    public static StackOptions options(String externalKafka, Map<Role, Integer> ports, Map<String, String> properties,
+                                       Path logDir) {
+        return withTestJvmFlags(new StackOptions(externalKafka, 0, ports, properties, repositoryRoot(), logDir,
+                JVM_FLAGS));
     }
+
+    private static StackOptions withTestJvmFlags(StackOptions options) {
+        StackOptions withFlags = options.withRoleJvmFlags(Role.GATEWAY, C1_ONLY);
+        if ("scalar".equals(options.properties().get(KERNELS))) {
+            withFlags = withFlags.withRoleJvmFlags(Role.PREFILL, C1_ONLY).withRoleJvmFlags(Role.DECODE, C1_ONLY);
+        }
+        return withFlags;
+    }
+
+    private static final String KERNELS = "ripcord.engine.kernels";
 
     /** {@link #DEFAULT_PROPERTIES} with {@code overrides} applied, sorted by key (the identity of a stack). */
     public static Map<String, String> withDefaults(Map<String, String> overrides) {
         Map<String, String> merged = new TreeMap<>(DEFAULT_PROPERTIES);
         merged.putAll(overrides);
+        // The tiny preset's kernels are small enough that their scalar twins serve tests well under C1 alone; the
+        // stacks that run them start for half the CPU ({@link #C1_ONLY}). A real or small model keeps its vector
+        // kernels and C2.
+        if ("tiny".equals(merged.get("ripcord.engine.preset")) && !merged.containsKey("ripcord.engine.checkpoint")) {
+            merged.putIfAbsent(KERNELS, "scalar");
+        }
         return merged;
     }
 
@@ -110,8 +144,8 @@ public final class TestStacks {
                 }
             }
         }
-        return new StackOptions(null, kafkaPort, ports, new LinkedHashMap<>(properties), repositoryRoot(), logDir,
-                JVM_FLAGS, all);
+        return withTestJvmFlags(new StackOptions(null, kafkaPort, ports, new LinkedHashMap<>(properties),
+                repositoryRoot(), logDir, JVM_FLAGS, all));
     }
 
     private static int hold(List<java.net.ServerSocket> held) {

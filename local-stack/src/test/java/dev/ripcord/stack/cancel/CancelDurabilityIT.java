@@ -20,7 +20,6 @@ import dev.ripcord.protocol.Cancelled;
 import dev.ripcord.stack.KraftBroker;
 import dev.ripcord.stack.LocalStack;
 import dev.ripcord.stack.Role;
-import dev.ripcord.stack.StackOptions;
 import dev.ripcord.stack.TestStacks;
 import dev.ripcord.stack.cancel.StreamingClient.Outcome;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -85,10 +84,9 @@ class CancelDurabilityIT {
             ports.put(role, freePort());
         }
         try {
-            stack = LocalStack.start(new StackOptions(broker.bootstrapServers(), 0, ports, properties,
-                    TestStacks.repositoryRoot(), TestStacks.repositoryRoot().resolve(
-                            "local-stack/target/e2e-logs/durability-" + ProcessHandle.current().pid()),
-                    List.of("-XX:+UseSerialGC", "-Xmx512m")), null);
+            stack = LocalStack.start(TestStacks.options(broker.bootstrapServers(), ports, properties,
+                    TestStacks.repositoryRoot().resolve(
+                            "local-stack/target/e2e-logs/durability-" + ProcessHandle.current().pid())), null);
         } catch (RuntimeException e) {
             broker.close();
             throw e;
