@@ -172,6 +172,7 @@ public final class StreamingClient {
         private volatile long firstTextNanos = -1;
         private volatile long disconnectNanos = -1;
         private int textEvents;
+        private final List<Long> textEventNanos = new ArrayList<>();
         private String finishReason;
         private int completionTokens = -1;
         private String error;
@@ -221,6 +222,16 @@ public final class StreamingClient {
             return textEvents;
         }
 
+        /** {@link System#nanoTime()} of sending the request. */
+        public long sentNanos() {
+            return sentNanos;
+        }
+
+        /** {@link System#nanoTime()} at which each stream event with text arrived, in order. */
+        public synchronized long[] textEventNanos() {
+            return textEventNanos.stream().mapToLong(Long::longValue).toArray();
+        }
+
         /** {@link System#nanoTime()} of {@link #disconnect()}, or -1. */
         public long disconnectNanos() {
             return disconnectNanos;
@@ -265,12 +276,14 @@ public final class StreamingClient {
             JsonNode choice = event.path("choices").path(0);
             String piece = choice.path("text").asString("");
             if (!piece.isEmpty()) {
+                long now = System.nanoTime();
                 textEvents++;
+                textEventNanos.add(now);
                 text.append(piece);
                 // Completed off this thread: a waiter may disconnect, which must not run inside onNext.
                 waiters.removeIf(w -> w.textEvents() <= textEvents && w.reached().completeAsync(() -> null) != null);
                 if (firstTextNanos < 0) {
-                    firstTextNanos = System.nanoTime();
+                    firstTextNanos = now;
                     firstText.complete(null);
                 }
             }
