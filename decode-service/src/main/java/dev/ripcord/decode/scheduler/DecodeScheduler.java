@@ -248,10 +248,20 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
                 targets);
         job.session = session;
         awaitingKv++;
+        // The session's outcome is handled (KV_LANDED or KV_FAILED journalled) before its pages can go back: a
+        // session completes before it is released, but the release may be seen first on the engine loop (an abort
+        // that runs there frees at once, while the outcome waits in the loop's queue).
+        CompletableFuture<Void> outcomeHandled = new CompletableFuture<>();
         session.completion().whenComplete((metadata, error) -> loop.execute(
-                () -> RequestLogging.with(job.requestId(), () -> onKv(job, metadata, error))));
+                () -> RequestLogging.with(job.requestId(), () -> {
+                    try {
+                        onKv(job, metadata, error);
+                    } finally {
+                        outcomeHandled.complete(null);
+                    }
+                })));
         // Pages go back only once no write can land in them: after the session is RELEASED.
-        lifecycle.freeWhenReleased(job, session.released(), () -> {
+        lifecycle.freeWhenReleased(job, CompletableFuture.allOf(session.released(), outcomeHandled), () -> {
             engine.free(seq);
             job.sequence = null;
             committedPages -= job.committedPages;
