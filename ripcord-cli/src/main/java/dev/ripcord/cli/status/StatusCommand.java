@@ -22,7 +22,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * {@code ./ripcord status}: every instance of the running local stack, its URL and its health.
+ * {@code ./ripcord status}: every instance of the running local stack, its URL, its health and its resident memory.
  *
  * <p>Reads the state file {@code ./ripcord up} writes once the stack is healthy ({@code .ripcord/stack.json}, see
  * local-stack's {@code StackStateFile}) and probes every instance's {@code /actuator/health} concurrently (2 s per
@@ -30,11 +30,16 @@ import java.util.regex.Pattern;
  * instance is {@code UP}; 1 when one is not, or no stack is running (no state file); 2 on a usage error or an
  * unreadable state file.
  *
+ * <p>Resident memory is each process's {@code VmRSS} from {@code /proc/<pid>/status} (Linux): the instances' and the
+ * launcher's (which runs the embedded broker), then their sum, the memory the stack holds on this host. A process
+ * this host cannot see (another OS, another container, already gone) shows {@code -} and is left out of the sum.
+ *
  * <p>The state file is flat JSON that the launcher writes itself (no nesting but the instances array, no escapes but
  * {@code \"} and {@code \\}), read here with a few patterns so that this command needs no JSON library.
  */
 @Command(name = "status", mixinStandardHelpOptions = true,
-    description = "Lists every running instance of the local stack (./ripcord up), its URL and health.")
+    description = "Lists every running instance of the local stack (./ripcord up): its URL, health and resident "
+        + "memory.")
 public final class StatusCommand implements Callable<Integer> {
 
   private static final Pattern INSTANCE = Pattern.compile("\\{[^{}]*\"id\"[^{}]*}");
@@ -52,6 +57,9 @@ public final class StatusCommand implements Callable<Integer> {
 
   /** One instance as the state file names it, with what the probe found. */
   record Instance(String id, String role, String url, long pid, String health) {}
+
+  /** Where {@code /proc/<pid>/status} files are read: {@code /proc} (a test gives its own). */
+  static Path procRoot = Path.of("/proc");
 
   @Override
   public Integer call() {
@@ -84,25 +92,39 @@ public final class StatusCommand implements Callable<Integer> {
     boolean allUp = !instances.isEmpty() && instances.stream().allMatch(i -> i.health().equals("UP"));
     String kafka = string(state, "kafka");
     String startedAt = string(state, "startedAt");
+    // The launcher's PID is the one before the instances array; each instance has its own.
+    long launcherPid = Long.parseLong(number(state.substring(0, state.indexOf("\"instances\"")), "pid"));
+    long launcherRss = residentBytes(launcherPid);
+    long totalRss = Math.max(0, launcherRss);
+    for (Instance i : instances) {
+      totalRss += Math.max(0, residentBytes(i.pid()));
+    }
     if (json) {
       StringBuilder body = new StringBuilder("{\"kafka\":").append(quote(kafka))
           .append(",\"startedAt\":").append(quote(startedAt))
-          .append(",\"healthy\":").append(allUp).append(",\"instances\":[");
+          .append(",\"healthy\":").append(allUp)
+          .append(",\"launcher\":{\"pid\":").append(launcherPid)
+          .append(",\"rssBytes\":").append(jsonBytes(launcherRss)).append("},\"rssBytes\":").append(totalRss).append(",\"instances\":[");
       String separator = "";
       for (Instance i : instances) {
         body.append(separator).append("{\"id\":").append(quote(i.id())).append(",\"role\":").append(quote(i.role()))
             .append(",\"url\":").append(quote(i.url())).append(",\"pid\":").append(i.pid())
-            .append(",\"health\":").append(quote(i.health())).append('}');
+            .append(",\"health\":").append(quote(i.health()))
+            .append(",\"rssBytes\":").append(jsonBytes(residentBytes(i.pid()))).append('}');
         separator = ",";
       }
       out.println(body.append("]}"));
     } else {
-      out.printf("%-12s %-8s %-28s %-8s %s%n", "INSTANCE", "ROLE", "URL", "PID", "HEALTH");
+      out.printf("%-12s %-8s %-28s %-8s %-8s %s%n", "INSTANCE", "ROLE", "URL", "PID", "HEALTH", "RSS");
       for (Instance i : instances) {
-        out.printf("%-12s %-8s %-28s %-8d %s%n", i.id(), i.role(), i.url(), i.pid(), i.health());
+        out.printf("%-12s %-8s %-28s %-8d %-8s %s%n", i.id(), i.role(), i.url(), i.pid(), i.health(),
+            mebibytes(residentBytes(i.pid())));
       }
+      out.printf("%-12s %-8s %-28s %-8d %-8s %s%n", "launcher", "broker", kafka, launcherPid, "",
+          mebibytes(launcherRss));
       out.println();
-      out.println("kafka " + kafka + "   started " + (startedAt.isEmpty() ? "?" : startedAt));
+      out.println("kafka " + kafka + "   started " + (startedAt.isEmpty() ? "?" : startedAt)
+          + "   resident memory " + mebibytes(totalRss) + " in all");
     }
     out.flush();
     return allUp ? 0 : 1;
@@ -117,6 +139,32 @@ public final class StatusCommand implements Callable<Integer> {
   private static String number(String json, String key) {
     Matcher m = Pattern.compile("\"" + key + "\"\\s*:\\s*(\\d+)").matcher(json);
     return m.find() ? m.group(1) : "0";
+  }
+
+  /** {@code VmRSS} of {@code pid} in bytes, or -1 when this host shows no such process. */
+  static long residentBytes(long pid) {
+    if (pid <= 0) {
+      return -1;
+    }
+    try {
+      for (String line : Files.readAllLines(procRoot.resolve(Long.toString(pid)).resolve("status"))) {
+        if (line.startsWith("VmRSS:")) {
+          String[] parts = line.substring("VmRSS:".length()).trim().split("\\s+");
+          return Long.parseLong(parts[0]) * 1024; // the kernel writes kB, meaning KiB
+        }
+      }
+      return -1;
+    } catch (IOException | RuntimeException e) {
+      return -1;
+    }
+  }
+
+  private static String mebibytes(long bytes) {
+    return bytes < 0 ? "-" : String.format(java.util.Locale.ROOT, "%d MiB", Math.round(bytes / 1048576.0));
+  }
+
+  private static String jsonBytes(long bytes) {
+    return bytes < 0 ? "null" : Long.toString(bytes);
   }
 
   private static String quote(String s) {

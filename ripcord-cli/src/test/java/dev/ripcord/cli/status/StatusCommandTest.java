@@ -97,4 +97,38 @@ class StatusCommandTest {
     assertThat(status).isEqualTo(1);
     assertThat(err.toString()).contains("no local stack is running");
   }
+
+  @Test
+  void showsEachProcessResidentMemoryAndTheirSum() throws IOException {
+    int port = healthy.getAddress().getPort();
+    Path file = stateFile(port, port);
+    Path proc = dir.resolve("proc");
+    writeStatus(proc, 1, "VmRSS:\t  307200 kB"); // the launcher: 300 MiB
+    writeStatus(proc, 11, "VmRSS:\t  204800 kB"); // 200 MiB
+    // pid 12 has no status file here: shown as "-", left out of the sum
+    Path before = StatusCommand.procRoot;
+    StatusCommand.procRoot = proc;
+    try {
+      assertThat(run("status", "--state", file.toString())).isZero();
+      assertThat(out.toString())
+          .containsPattern("gateway-1\\s+gateway\\s+\\S+\\s+11\\s+UP\\s+200 MiB")
+          .containsPattern("gateway-2\\s+gateway\\s+\\S+\\s+12\\s+UP\\s+-")
+          .containsPattern("launcher\\s+broker\\s+localhost:9092\\s+1\\s+300 MiB")
+          .contains("resident memory 500 MiB in all");
+
+      out.getBuffer().setLength(0);
+      assertThat(run("status", "--json", "--state", file.toString())).isZero();
+      assertThat(out.toString()).contains("\"launcher\":{\"pid\":1,\"rssBytes\":314572800}",
+          "\"rssBytes\":524288000", "\"pid\":11,\"health\":\"UP\",\"rssBytes\":209715200",
+          "\"pid\":12,\"health\":\"UP\",\"rssBytes\":null");
+    } finally {
+      StatusCommand.procRoot = before;
+    }
+  }
+
+  private static void writeStatus(Path proc, long pid, String rssLine) throws IOException {
+    Path dir = proc.resolve(Long.toString(pid));
+    Files.createDirectories(dir);
+    Files.writeString(dir.resolve("status"), "Name:\tjava\nVmPeak:\t 9999 kB\n" + rssLine + "\nThreads:\t42\n");
+  }
 }
