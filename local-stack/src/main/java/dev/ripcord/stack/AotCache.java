@@ -133,6 +133,11 @@ final class AotCache {
         }
     }
 
+    /** Whether {@code service} would be trained by {@link #train}: caches on, and its cache not made yet. */
+    static boolean untrained(Service service) {
+        return enabled() && !of(service.execJar(), service.jvmFlags()).ready();
+    }
+
     /** What a training run starts: the service's executable jar, its JVM flags, arguments and environment. */
     record Service(Path execJar, List<String> jvmFlags, List<String> args, Map<String, String> environment) {
         Service {

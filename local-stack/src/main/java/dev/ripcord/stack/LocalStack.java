@@ -87,13 +87,23 @@ public final class LocalStack implements AutoCloseable {
      */
     public static LocalStack start(StackOptions options, PrintStream console) {
         KraftBroker broker = null;
+        // The embedded broker on a known port starts beside the services: a service JVM needs seconds before it
+        // first reaches Kafka, and its clients retry until the broker answers. Before any service's health is
+        // awaited (and before a training run, which needs the broker to get as far as a refreshed context), the
+        // broker is up or its start failed.
+        CompletableFuture<KraftBroker> brokerStart = null;
         Map<Role, List<ServiceProcess>> services = new EnumMap<>(Role.class);
         try {
             String bootstrap;
             if (options.externalKafka() != null) {
                 bootstrap = options.externalKafka();
+            } else if (options.kafkaPort() != 0) {
+                int port = options.kafkaPort();
+                brokerStart = CompletableFuture.supplyAsync(() -> KraftBroker.start(port),
+                        runnable -> Thread.ofPlatform().daemon().name("kafka-start").start(runnable));
+                bootstrap = "localhost:" + port;
             } else {
-                broker = KraftBroker.start(options.kafkaPort());
+                broker = KraftBroker.start(0);
                 bootstrap = broker.bootstrapServers();
             }
             List<String> common = new ArrayList<>();
@@ -116,6 +126,9 @@ public final class LocalStack implements AutoCloseable {
             for (Role role : Role.values()) {
                 trainees.put(role, new AotCache.Service(jar(options.root(), role), jvmFlags.get(role), common,
                         credentials.environment(role)));
+            }
+            if (brokerStart != null && trainees.values().stream().anyMatch(AotCache::untrained)) {
+                broker = brokerStart.join();
             }
             AotCache.train(trainees, options.logDir());
             // Instance IDs name consumer groups: against a shared external broker, another stack's "gateway-1" must
@@ -141,6 +154,9 @@ public final class LocalStack implements AutoCloseable {
             // The services start in parallel; their health is awaited one after another, each with the whole
             // timeout from when its wait begins: waiting for all at once would end no sooner (the last one up
             // decides), and on a loaded machine it would give the later ones less time.
+            if (brokerStart != null) {
+                broker = brokerStart.join();
+            }
             for (ServiceProcess service : all(services)) {
                 service.awaitHealthy(STARTUP_TIMEOUT);
             }
@@ -151,6 +167,13 @@ public final class LocalStack implements AutoCloseable {
             return stack;
         } catch (RuntimeException e) {
             all(services).forEach(ServiceProcess::close);
+            if (broker == null && brokerStart != null) {
+                try {
+                    broker = brokerStart.join();
+                } catch (RuntimeException brokerFailed) {
+                    // its own failure, if any, is what e says or a consequence of it
+                }
+            }
             if (broker != null) {
                 broker.close();
             }

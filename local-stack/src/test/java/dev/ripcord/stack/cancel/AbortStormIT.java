@@ -6,6 +6,7 @@ import static dev.ripcord.stack.cancel.CancelStacks.STORM_KV_PAGES;
 import static dev.ripcord.stack.cancel.CancelStacks.STORM_QUEUE;
 import static dev.ripcord.stack.cancel.CancelStacks.TCP_BACKEND;
 import static dev.ripcord.stack.cancel.CancelStacks.TWO_RUNNING;
+import static dev.ripcord.stack.cancel.CancelStacks.VECTOR_KERNELS;
 
 import java.util.ArrayList;
 import java.util.EnumMap;
@@ -63,7 +64,9 @@ import static org.assertj.core.api.Assertions.assertThat;
         // Every event of the storm must still be in the journal when it is read.
         STORM_JOURNAL,
         // The storm's KV goes over TCP (KvBackendIT checks it on this stack); every other stack's over shared memory.
-        TCP_BACKEND})
+        TCP_BACKEND,
+        // Its engine at full speed: hundreds of prompts queue at once.
+        VECTOR_KERNELS})
 class AbortStormIT {
 
     private static final int REQUESTS = 500;

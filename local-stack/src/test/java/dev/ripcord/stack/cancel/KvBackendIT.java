@@ -11,6 +11,7 @@ import static dev.ripcord.stack.cancel.CancelStacks.STORM_KV_PAGES;
 import static dev.ripcord.stack.cancel.CancelStacks.STORM_QUEUE;
 import static dev.ripcord.stack.cancel.CancelStacks.TCP_BACKEND;
 import static dev.ripcord.stack.cancel.CancelStacks.TWO_RUNNING;
+import static dev.ripcord.stack.cancel.CancelStacks.VECTOR_KERNELS;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.ArrayList;
@@ -58,7 +59,7 @@ class KvBackendIT {
 
     @Nested
     @LocalStackTest(properties = {STORM_KV_PAGES, STORM_QUEUE, TWO_RUNNING, STORM_ATTACH_TIMEOUT, STORM_JOURNAL,
-            TCP_BACKEND})
+            TCP_BACKEND, VECTOR_KERNELS})
     @Timeout(value = 3, unit = TimeUnit.MINUTES) // a hang guard, not a time assertion
     class Tcp {
         @Test
