@@ -71,13 +71,15 @@ final class AotCache {
 
     /**
      * The cache for running {@code execJar} with {@code jvmFlags} on this JDK (present or not). Flags that only
-     * choose the JIT's tiers ({@code -XX:TieredStopAtLevel}) are not part of its identity: the cache holds classes
-     * (and profiles a JVM without C2 ignores), and the JVM maps a cache made with C2 into a JVM without it and the
-     * other way round, so a jar run both ways (test stacks' workers) is trained once.
+     * steer the JIT ({@code -XX:TieredStopAtLevel}, {@code -XX:CompileThresholdScaling}) are not part of its
+     * identity: the cache holds classes (and profiles a JVM without C2 ignores), and the JVM maps a cache made with
+     * C2 into a JVM without it and the other way round, so a jar run both ways (test stacks' workers) is trained
+     * once.
      */
     static AotCache of(Path execJar, List<String> jvmFlags) {
         Path dir = execJar.toAbsolutePath().getParent().resolve("aot").resolve(jarKey(execJar));
-        List<String> identity = jvmFlags.stream().filter(f -> !f.startsWith("-XX:TieredStopAtLevel=")).toList();
+        List<String> identity = jvmFlags.stream().filter(f -> !f.startsWith("-XX:TieredStopAtLevel=")
+                && !f.startsWith("-XX:CompileThresholdScaling=")).toList();
         return new AotCache(execJar, dir, dir.resolve(hash(String.join(" ", identity)) + ".aot"));
     }
 

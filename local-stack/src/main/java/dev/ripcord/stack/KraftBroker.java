@@ -57,7 +57,11 @@ public final class KraftBroker implements AutoCloseable {
             throw new UncheckedIOException("cannot create a temporary directory for Kafka's log", e);
         }
         int clientPort = port == 0 ? freePort() : port;
+        // A port chosen for the client listener but not bound yet is free to the OS too: it can come back here.
         int controllerPort = freePort();
+        while (controllerPort == clientPort) {
+            controllerPort = freePort();
+        }
         try {
             Properties props = new Properties();
             props.put("process.roles", "broker,controller");
