@@ -56,7 +56,7 @@ public final class StatusCommand implements Callable<Integer> {
   Path stateFile;
 
   /** One instance as the state file names it, with what the probe found. */
-  record Instance(String id, String role, String url, long pid, String health) {}
+  record Instance(String id, String role, String url, long pid, String health, long rssBytes) {}
 
   /** Where {@code /proc/<pid>/status} files are read: {@code /proc} (a test gives its own). */
   static Path procRoot = Path.of("/proc");
@@ -80,7 +80,7 @@ public final class StatusCommand implements Callable<Integer> {
     while (m.find()) {
       String object = m.group();
       listed.add(new Instance(string(object, "id"), string(object, "role"), string(object, "url"),
-          Long.parseLong(number(object, "pid")), null));
+          Long.parseLong(number(object, "pid")), null, -1));
     }
     if (!state.contains("\"instances\"")) {
       err.println("ripcord status: " + stateFile + " is not a stack state file (no instances)");
@@ -88,7 +88,9 @@ public final class StatusCommand implements Callable<Integer> {
     }
     HttpClient http = HttpClient.newBuilder().connectTimeout(PROBE_TIMEOUT).build();
     List<CompletableFuture<Instance>> probes = listed.stream().map(i -> probe(http, i)).toList();
-    List<Instance> instances = probes.stream().map(CompletableFuture::join).toList();
+    // Each process's memory read once, so that the rows and their sum agree.
+    List<Instance> instances = probes.stream().map(CompletableFuture::join)
+        .map(i -> new Instance(i.id(), i.role(), i.url(), i.pid(), i.health(), residentBytes(i.pid()))).toList();
     boolean allUp = !instances.isEmpty() && instances.stream().allMatch(i -> i.health().equals("UP"));
     String kafka = string(state, "kafka");
     String startedAt = string(state, "startedAt");
@@ -97,7 +99,7 @@ public final class StatusCommand implements Callable<Integer> {
     long launcherRss = residentBytes(launcherPid);
     long totalRss = Math.max(0, launcherRss);
     for (Instance i : instances) {
-      totalRss += Math.max(0, residentBytes(i.pid()));
+      totalRss += Math.max(0, i.rssBytes());
     }
     if (json) {
       StringBuilder body = new StringBuilder("{\"kafka\":").append(quote(kafka))
@@ -110,7 +112,7 @@ public final class StatusCommand implements Callable<Integer> {
         body.append(separator).append("{\"id\":").append(quote(i.id())).append(",\"role\":").append(quote(i.role()))
             .append(",\"url\":").append(quote(i.url())).append(",\"pid\":").append(i.pid())
             .append(",\"health\":").append(quote(i.health()))
-            .append(",\"rssBytes\":").append(jsonBytes(residentBytes(i.pid()))).append('}');
+            .append(",\"rssBytes\":").append(jsonBytes(i.rssBytes())).append('}');
         separator = ",";
       }
       out.println(body.append("]}"));
@@ -118,7 +120,7 @@ public final class StatusCommand implements Callable<Integer> {
       out.printf("%-12s %-8s %-28s %-8s %-8s %s%n", "INSTANCE", "ROLE", "URL", "PID", "HEALTH", "RSS");
       for (Instance i : instances) {
         out.printf("%-12s %-8s %-28s %-8d %-8s %s%n", i.id(), i.role(), i.url(), i.pid(), i.health(),
-            mebibytes(residentBytes(i.pid())));
+            mebibytes(i.rssBytes()));
       }
       out.printf("%-12s %-8s %-28s %-8d %-8s %s%n", "launcher", "broker", kafka, launcherPid, "",
           mebibytes(launcherRss));
@@ -190,6 +192,6 @@ public final class StatusCommand implements Callable<Integer> {
   }
 
   private static Instance with(Instance i, String health) {
-    return new Instance(i.id(), i.role(), i.url(), i.pid(), health);
+    return new Instance(i.id(), i.role(), i.url(), i.pid(), health, i.rssBytes());
   }
 }
