@@ -17,7 +17,10 @@ import dev.ripcord.engine.weights.WeightSource;
  */
 public final class ModelWeights {
     final ModelConfig config;
-    /** F32 embedding rows, or null when {@link #quantEmbedding} is set. */
+    /**
+     * F32 embedding rows, or null when {@link #quantEmbedding} is set or the rows are read from the shared
+     * {@link #classifier} (a {@link PackedMatrix}).
+     */
     final MemorySegment embedding;
     final QuantMatrix quantEmbedding;
     final MemorySegment rmsAtt;
@@ -77,7 +80,11 @@ public final class ModelWeights {
             MemorySegment buffer = staging.allocate(largest * Float.BYTES, 64);
             Optional<StoredTensor> storedEmbedding = source.stored(Tensor.TOKEN_EMBEDDING, 0);
             QuantMatrix quantEmbedding = storedEmbedding.map(QuantMatrix::new).orElse(null);
-            MemorySegment embedding = quantEmbedding != null ? null
+            // A classifier shared with the embedding is packed anyway; its rows are the embedding's, so no second
+            // copy of the table is kept (for stories15M, 37 MB of a 61 MB model).
+            boolean embedFromClassifier = quantEmbedding == null && c.sharedClassifier()
+                    && source.stored(Tensor.CLASSIFIER, 0).isEmpty();
+            MemorySegment embedding = quantEmbedding != null || embedFromClassifier ? null
                     : copy(source, Tensor.TOKEN_EMBEDDING, 0, buffer, arena);
             MemorySegment rmsAtt = arena.allocate((long) c.layers() * c.dim() * Float.BYTES, 64);
             MemorySegment rmsFfn = arena.allocate((long) c.layers() * c.dim() * Float.BYTES, 64);

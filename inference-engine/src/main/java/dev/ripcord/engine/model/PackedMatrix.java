@@ -28,6 +28,16 @@ public record PackedMatrix(MemorySegment data, int rows, int cols, int panelWidt
         return Math.min(panelWidth, rows - p * panelWidth);
     }
 
+    /** Copies row {@code row} ({@code cols} floats, as it was before packing) to {@code dst} from float {@code dstOff}. */
+    public void copyRow(int row, MemorySegment dst, long dstOff) {
+        int p = row / panelWidth;
+        int width = panelCols(p);
+        long src = panelOffset(p) + row % panelWidth;
+        for (int k = 0; k < cols; k++) {
+            dst.setAtIndex(F, dstOff + k, data.getAtIndex(F, src + (long) k * width));
+        }
+    }
+
     /** Packs a row-major {@code rows × cols} matrix into memory allocated from {@code arena}. */
     public static PackedMatrix pack(MemorySegment rowMajor, int rows, int cols, int panelWidth, Arena arena) {
         MemorySegment data = arena.allocate((long) rows * cols * Float.BYTES, 64);

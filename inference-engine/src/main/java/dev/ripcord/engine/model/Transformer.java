@@ -280,6 +280,10 @@ public final class Transformer {
             kernels.dequantize(t.type(), t.data(), t.rowOffset(token), dim, x, (long) row * dim);
             return;
         }
+        if (w.embedding == null) {
+            ((PackedMatrix) w.classifier).copyRow(token, x, (long) row * dim);
+            return;
+        }
         MemorySegment.copy(w.embedding, (long) token * dim * Float.BYTES, x, (long) row * dim * Float.BYTES,
                 (long) dim * Float.BYTES);
     }
