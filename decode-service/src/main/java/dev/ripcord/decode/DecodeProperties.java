@@ -20,7 +20,7 @@ import org.springframework.validation.annotation.Validated;
 @Validated
 @ConfigurationProperties("ripcord.decode")
 public record DecodeProperties(
-        @DefaultValue("16") @Min(1) int maxBatch,
+        @DefaultValue("32") @Min(1) int maxBatch,
         @DefaultValue("1s") Duration retryAfter,
         @DefaultValue @Valid Admission admission) {
 

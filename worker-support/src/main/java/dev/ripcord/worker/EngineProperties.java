@@ -47,7 +47,7 @@ public record EngineProperties(
         @DefaultValue("0") @Min(0) int kvPages,
         @DefaultValue("256MB") String kvMemory,
         @DefaultValue("2048") @Min(1) int maxChunkTokens,
-        @DefaultValue("16") @Min(1) int maxBatch,
+        @DefaultValue("32") @Min(1) int maxBatch,
         @DefaultValue("vector") KernelMode kernels,
         @Nullable String modelName) {
 

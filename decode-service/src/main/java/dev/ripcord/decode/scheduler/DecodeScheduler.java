@@ -41,7 +41,8 @@ import org.slf4j.LoggerFactory;
  *
  * <pre>
  *  admit (engine loop) ─► register (a tombstone cancels it here, before any work)
- *                      ─► pages for prompt + max_tokens not all uncommitted, or others already waiting:
+ *                      ─► pages for prompt + max_tokens not all uncommitted, max-batch jobs already admitted,
+ *                         or others already waiting:
  *                         wait in the admission queue (FIFO, bounded: full ⇒ refused, 503; max-wait ⇒ 503)  WAITING
  *                      ─► commit pages for prompt + max_tokens, reserve the prompt's pages, open a receive session
  *                         into them, answer RESERVED(descriptor)                                           WAITING
@@ -83,6 +84,11 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
     private final List<DecodeJob> batch = new ArrayList<>();
     private final List<Sequence> batchSequences = new ArrayList<>();
     private int committedPages;
+    /**
+     * Jobs holding committed pages (admitted, not yet freed): at most {@link #maxBatch}, so that every admitted job
+     * joins the batch as soon as its KV lands instead of waiting, first token sent, for a slot (engine loop only).
+     */
+    private int admittedJobs;
     /**
      * Requests waiting for their pages, oldest first (engine-loop state). Only the head is ever admitted: a later,
      * smaller request never overtakes an earlier one, so a stream of small requests cannot starve a large one.
@@ -133,8 +139,8 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
      * Admits a request on the engine loop. The future completes with the job once its pages are reserved (its event
      * stream starts with RESERVED), or once a cancel ended it (a tombstone, or a cancel while it waited: its stream
      * is just CANCELLED). It fails with {@link NoCapacityException}, nothing kept, when the admission queue is full,
-     * or when the request waited {@code ripcord.decode.admission.max-wait} for pages. Nothing blocks while it waits:
-     * the future completes from the engine loop when pages come back.
+     * or when the request waited {@code ripcord.decode.admission.max-wait} for pages and a batch slot. Nothing blocks
+     * while it waits: the future completes from the engine loop when pages and a slot come back.
      */
     public CompletableFuture<DecodeJob> submit(DecodeRequest request) {
         return register(request).thenCompose(admitted -> admitted);
@@ -164,7 +170,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         int contextLength = engine.config().contextLength();
         int need = pool.layout().pagesFor(Math.min(request.promptTokens() + request.maxTokens(), contextLength));
         // The pool holds at least one full context (EngineOptions), so every valid request fits once pages are back.
-        boolean fits = admissionQueue.isEmpty() && committedPages + need <= pool.pageCount();
+        boolean fits = admissionQueue.isEmpty() && canAdmit(need);
         if (fits || admissionQueue.size() >= maxQueued) {
             if (!job.queuedForPages.compareAndSet(true, false)) {
                 return job.admitted; // a cancel ended it as it registered
@@ -183,8 +189,9 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         int ahead = admissionQueue.size() - 1;
         lifecycle.record(job, "QUEUED", ahead + " ahead, " + need + " pages",
                 LifecycleEvent.of(LifecycleEventType.QUEUED, job.requestId()).withDetail(Integer.toString(ahead)));
-        log.info("requestId={} waits for {} KV pages ({} uncommitted of {}, {} ahead)", job.requestId(), need,
-                pool.pageCount() - committedPages, pool.pageCount(), ahead);
+        log.info("requestId={} waits for {} KV pages and a batch slot ({} pages uncommitted of {}, {} of {} slots"
+                + " taken, {} ahead)", job.requestId(), need, pool.pageCount() - committedPages, pool.pageCount(),
+                admittedJobs, maxBatch, ahead);
         CompletableFuture.delayedExecutor(maxWait.toNanos(), TimeUnit.NANOSECONDS, loop::execute)
                 .execute(() -> RequestLogging.with(job.requestId(), () -> waitedTooLong(job)));
         return job.admitted;
@@ -193,7 +200,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
     /** Admits waiting requests from the head of the queue while their pages fit (engine loop). */
     private void admitWaiting() {
         DecodeJob head;
-        while ((head = admissionQueue.peekFirst()) != null && committedPages + head.pagesNeeded <= pool.pageCount()) {
+        while ((head = admissionQueue.peekFirst()) != null && canAdmit(head.pagesNeeded)) {
             admissionQueue.pollFirst();
             queuedForPages = admissionQueue.size();
             DecodeJob job = head;
@@ -211,6 +218,11 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         }
     }
 
+    /** Whether a job that needs {@code pages} committed pages can be admitted now: they fit, and a slot is free. */
+    private boolean canAdmit(int pages) {
+        return committedPages + pages <= pool.pageCount() && admittedJobs < maxBatch;
+    }
+
     /** The request's {@code max-wait} is over: if it still waits, it is refused (engine loop). */
     private void waitedTooLong(DecodeJob job) {
         if (!job.queuedForPages.compareAndSet(true, false)) {
@@ -222,8 +234,9 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
                 null);
         lifecycle.refuse(job);
         job.admitted.completeExceptionally(new NoCapacityException("waited " + maxWait.toMillis()
-                + " ms for " + job.pagesNeeded + " KV pages (" + (pool.pageCount() - committedPages)
-                + " uncommitted of " + pool.pageCount() + ")"));
+                + " ms for " + job.pagesNeeded + " KV pages and a batch slot (" + (pool.pageCount() - committedPages)
+                + " pages uncommitted of " + pool.pageCount() + ", " + admittedJobs + " of " + maxBatch
+                + " slots taken)"));
         admitWaiting(); // the head may have changed
     }
 
@@ -240,6 +253,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         job.sequence = seq;
         job.committedPages = need;
         committedPages += need;
+        admittedJobs++;
         List<ByteRange> targets = new ArrayList<>(seq.pageCount());
         for (int i = 0; i < seq.pageCount(); i++) {
             targets.add(new ByteRange(pool.offsetOf(seq.poolPage(i)), pool.pageBytes()));
@@ -265,7 +279,10 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
             engine.free(seq);
             job.sequence = null;
             committedPages -= job.committedPages;
-            admitWaiting();
+            admittedJobs--;
+            // After this job's FREED is journalled (the lifecycle records it when this returns): the next one's
+            // RESERVED then follows the release that made room for it.
+            loop.execute(this::admitWaiting);
         });
         lifecycle.record(job, "RESERVED", seq.pageCount() + " pages",
                 LifecycleEvent.of(LifecycleEventType.JOB_ADMITTED, job.requestId()).withPages(seq.pageCount()));

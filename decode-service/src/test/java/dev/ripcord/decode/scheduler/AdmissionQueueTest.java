@@ -22,8 +22,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * Decode's admission queue: a request whose KV pages cannot be committed now waits, first in first out, instead of
- * being refused; it is refused (503) only when the queue is full or it waited {@code max-wait}. Facts only: order,
+ * Decode's admission queue: a request whose KV pages cannot be committed now, or that finds every batch slot
+ * taken, waits, first in first out, instead of being refused; it is refused (503) only when the queue is full or it waited {@code max-wait}. Facts only: order,
  * counts, states, nothing leaked.
  */
 @ExtendWith(KvLeakCheck.class)
@@ -111,6 +111,35 @@ class AdmissionQueueTest {
             assertThat(w.decodeRegistry.liveRegistrations()).isEqualTo(blockers.size());
 
             cancelAll(w, blockers);
+            CancelScenario.assertNothingLeaked(w);
+        }
+    }
+
+    @Test
+    void aRequestWaitsForABatchSlotSoNoAdmittedRequestWaitsToJoinTheBatch() {
+        try (TwoWorkers w = new TwoWorkers(1, Backend.TCP, Backend.TCP, new DecodeProperties.Admission(8, NEVER), 2)) {
+            TwoWorkers.Request a = w.reserve("slot-a", 8, 8);
+            TwoWorkers.Request b = w.reserve("slot-b", 8, 8);
+            CompletableFuture<DecodeJob> c = submit(w, "slot-c", 8, 8);
+            w.decodeLoop().runUntilIdle(1000);
+
+            assertThat(c).as("pages are plenty, but both slots are taken").isNotDone();
+            assertThat(w.decode.queuedForPages()).isEqualTo(1);
+            assertThat(w.decodeEngine.pagePool().pagesLive()).as("nothing reserved for the waiting one").isEqualTo(2);
+
+            w.decodeRegistry.cancel(a.id, CancelReason.CLIENT_CANCEL, CancelSource.IN_BAND);
+            w.runUntil("slot-c admitted", c::isDone);
+
+            assertThat(c.join().state()).isEqualTo(JobState.WAITING);
+            assertThat(TwoWorkers.events(w.decodeJournal, "slot-c")).containsExactly("QUEUED", "RESERVED");
+            List<String> order = w.decodeJournal.since(0).stream()
+                    .filter(e -> e.requestId().equals("slot-c") && e.event().equals("RESERVED")
+                            || e.requestId().equals("slot-a") && e.event().equals("FREED"))
+                    .map(JournalEntry::requestId).toList();
+            assertThat(order).as("the slot is taken only once the cancelled job's pages are back")
+                    .containsExactly("slot-a", "slot-c");
+
+            cancelAll(w, List.of(b), c.join());
             CancelScenario.assertNothingLeaked(w);
         }
     }

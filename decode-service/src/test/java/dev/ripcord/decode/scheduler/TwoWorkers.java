@@ -52,6 +52,11 @@ final class TwoWorkers implements AutoCloseable {
     static final int CONTEXT_PAGES = CONTEXT_TOKENS / PAGE_TOKENS;
     /** Pages in each worker's pool: sixteen full contexts. */
     static final int DECODE_POOL_PAGES = 512;
+    /**
+     * Decode's batch, and so the requests it admits at a time: more than the pool's contexts, so that pages, not
+     * slots, are what a test that fills the pool runs out of.
+     */
+    static final int MAX_BATCH = 32;
     /** Bounds every wait for the network; only a hang ever reaches it. */
     private static final Duration HANG_GUARD = Duration.ofSeconds(20);
 
@@ -100,8 +105,17 @@ final class TwoWorkers implements AutoCloseable {
 
     /** Workers as above, decode's admission queue configured by {@code admission}. */
     TwoWorkers(int maxRunning, Backend prefillBackend, Backend decodeBackend, DecodeProperties.Admission admission) {
+        this(maxRunning, prefillBackend, decodeBackend, admission, MAX_BATCH);
+    }
+
+    /**
+     * Workers as above, decode batching at most {@code maxBatch} sequences (and so admitting at most that many
+     * requests at a time).
+     */
+    TwoWorkers(int maxRunning, Backend prefillBackend, Backend decodeBackend, DecodeProperties.Admission admission,
+               int maxBatch) {
         EngineOptions options = EngineOptions.defaults().withThreads(1).withPageTokens(PAGE_TOKENS).withKvPages(DECODE_POOL_PAGES)
-                .withMaxChunkTokens(CHUNK_TOKENS).withMaxBatch(8);
+                .withMaxChunkTokens(CHUNK_TOKENS).withMaxBatch(maxBatch);
         prefillAgent = TransferAgent.start(TransferAgentOptions.defaults("prefill-test").withBackend(prefillBackend)
                 .withMeterRegistry(prefillMeters));
         decodeAgent = TransferAgent.start(TransferAgentOptions.defaults("decode-test").withBackend(decodeBackend)
@@ -119,7 +133,7 @@ final class TwoWorkers implements AutoCloseable {
                 new PrefillProperties(CHUNK_TOKENS, maxRunning, 256, Duration.ofSeconds(1)));
         decode = new DecodeScheduler(new WorkerContext(decodeEngine, decodeAgent, decodeRegion, decodeRegistry,
                 decodeMeters, decodeJournal, EngineLoop.Mode.MANUAL, decodeLog),
-                new DecodeProperties(8, Duration.ofSeconds(1), admission));
+                new DecodeProperties(maxBatch, Duration.ofSeconds(1), admission));
     }
 
     /** One request's two legs, as the gateway would hold them. */
