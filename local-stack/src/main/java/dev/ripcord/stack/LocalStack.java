@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -116,16 +117,14 @@ public final class LocalStack implements AutoCloseable {
             StackCredentials.withoutSecrets(options.properties()).forEach((k, v) -> common.add("--" + k + "=" + v));
             Map<Role, List<String>> jvmFlags = new EnumMap<>(Role.class);
             for (Role role : Role.values()) {
-                List<String> flags = new ArrayList<>(JVM_FLAGS);
-                flags.addAll(options.jvmFlags(role));
-                jvmFlags.put(role, flags);
+                jvmFlags.put(role, serviceJvmFlags(options, role));
             }
             // The services' classes, loaded and linked ahead of time for this start and later ones (AotCache):
             // the first start of a freshly built jar makes the cache, later ones use it.
             Map<Role, AotCache.Service> trainees = new EnumMap<>(Role.class);
             for (Role role : Role.values()) {
                 trainees.put(role, new AotCache.Service(jar(options.root(), role), jvmFlags.get(role), common,
-                        credentials.environment(role)));
+                        environment(credentials, role)));
             }
             if (brokerStart != null && trainees.values().stream().anyMatch(AotCache::untrained)) {
                 broker = brokerStart.join();
@@ -144,11 +143,12 @@ public final class LocalStack implements AutoCloseable {
                 for (int i = 0; i < ports.size(); i++) {
                     String id = ports.size() == 1 ? role.shortName() : role.shortName() + "-" + (i + 1);
                     List<String> args = new ArrayList<>(common);
+                    args.addAll(HostBudget.workerArguments(role, options, Runtime.getRuntime().availableProcessors()));
                     if (!instanceIdGiven) {
                         args.add("--" + CANCEL_INSTANCE_ID + "=" + id + suffix);
                     }
                     instances.add(ServiceProcess.start(role, id, jar(options.root(), role), ports.get(i),
-                            jvmFlags.get(role), args, credentials.environment(role), options.logDir(), console));
+                            jvmFlags.get(role), args, environment(credentials, role), options.logDir(), console));
                 }
             }
             // The services start in parallel; their health is awaited one after another, each with the whole
@@ -183,6 +183,25 @@ public final class LocalStack implements AutoCloseable {
 
     /** The property that names a process on the cancellations topic (its consumer group and origin). */
     static final String CANCEL_INSTANCE_ID = "ripcord.cancel.instance-id";
+
+    /** A service's JVM flags: what the services need, the host budget, then the user's own (a later flag wins). */
+    static List<String> serviceJvmFlags(StackOptions options, Role role) {
+        List<String> flags = new ArrayList<>(JVM_FLAGS);
+        flags.addAll(HostBudget.JVM_FLAGS);
+        flags.addAll(options.jvmFlags(role));
+        return flags;
+    }
+
+    /** A service's environment: its credentials and the host budget's settings the launcher's own do not set. */
+    private static Map<String, String> environment(StackCredentials credentials, Role role) {
+        Map<String, String> environment = new HashMap<>(credentials.environment(role));
+        HostBudget.ENVIRONMENT.forEach((name, value) -> {
+            if (System.getenv(name) == null) {
+                environment.put(name, value);
+            }
+        });
+        return environment;
+    }
 
     private static String urls(List<Integer> ports) {
         return String.join(",", ports.stream().map(p -> "http://localhost:" + p).toList());
