@@ -7,6 +7,8 @@ import java.util.List;
 import java.util.Set;
 import java.util.SplittableRandom;
 
+import dev.ripcord.decode.DecodeProperties;
+import dev.ripcord.kv.Backend;
 import dev.ripcord.protocol.CancelSource;
 import dev.ripcord.kv.testing.KvLeakCheck;
 import dev.ripcord.prefill.scheduler.PrefillJob;
@@ -59,7 +61,9 @@ class CancelHammerTest {
         SplittableRandom random = new SplittableRandom(seed);
         long start = System.nanoTime();
         int cancelled = 0;
-        try (TwoWorkers workers = new TwoWorkers(4)) {
+        // Decode batches a whole round: every request of a round is admitted at once (reserve waits for RESERVED).
+        try (TwoWorkers workers = new TwoWorkers(4, Backend.TCP, Backend.TCP,
+                new DecodeProperties.Admission(256, java.time.Duration.ofSeconds(20)), PER_ROUND)) {
             for (int done = 0, round = 0; done < iterations; round++) {
                 int n = Math.min(PER_ROUND, iterations - done);
                 try {
