@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 class LifecycleTopicTest {
 
     @Test
-    void aThreeTimesReplicatedTopicRequiresTwoInSyncReplicasAndASingleCopyOne() {
+    void aThreeTimesReplicatedTopicRequiresTwoInSyncReplicasAndASingleCopyKeepsTheBrokersDefault() {
         NewTopic three = LifecycleAutoConfiguration.topic(new LifecycleProperties(true, "ripcord.lifecycle", 3, 3,
                 Duration.ofDays(7), 10_000));
         assertThat(three.replicationFactor()).isEqualTo((short) 3);
@@ -20,6 +20,6 @@ class LifecycleTopicTest {
                 .containsEntry(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_DELETE);
         NewTopic one = LifecycleAutoConfiguration.topic(new LifecycleProperties(true, "ripcord.lifecycle", 3, 1,
                 Duration.ofDays(7), 10_000));
-        assertThat(one.configs()).containsEntry(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG, "1");
+        assertThat(one.configs()).doesNotContainKey(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG);
     }
 }
