@@ -13,9 +13,7 @@ import org.junit.jupiter.api.Test;
 class CancelTopicsTest {
 
     @Test
-    void minInsyncReplicasIsAMajorityFromThreeReplicasUpAndOneBelow() {
-        assertThat(CancelTopics.minInsyncReplicas(1)).isEqualTo(1);
-        assertThat(CancelTopics.minInsyncReplicas(2)).isEqualTo(1);
+    void minInsyncReplicasIsAMajority() {
         assertThat(CancelTopics.minInsyncReplicas(3)).isEqualTo(2);
         assertThat(CancelTopics.minInsyncReplicas(4)).isEqualTo(3);
         assertThat(CancelTopics.minInsyncReplicas(5)).isEqualTo(3);
@@ -30,8 +28,11 @@ class CancelTopicsTest {
         assertThat(cancellations.configs()).containsEntry(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG, "2");
         assertThat(dlt.replicationFactor()).isEqualTo((short) 3);
         assertThat(dlt.configs()).containsEntry(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG, "2");
+        // Below three replicas the broker's default applies, as it did: the shipped single-copy topics are unchanged.
         assertThat(CancelTopics.cancellationsTopic(properties(1)).configs())
-                .containsEntry(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG, "1");
+                .doesNotContainKey(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG);
+        assertThat(CancelTopics.deadLetterTopic(properties(2)).configs())
+                .doesNotContainKey(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG);
     }
 
     private static CancelProperties properties(int replicationFactor) {
