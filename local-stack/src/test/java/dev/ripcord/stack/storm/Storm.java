@@ -73,6 +73,12 @@ final class Storm {
         }
     }
 
+    /** What runs after the last request and before the checks. */
+    @FunctionalInterface
+    interface BeforeChecks {
+        void run() throws InterruptedException;
+    }
+
     /** What one request came to. */
     enum Result { COMPLETED, CANCELLED, FAILED }
 
@@ -129,6 +135,14 @@ final class Storm {
 
     /** Runs {@code plan} to the end, then the checks. */
     Report run(StormPlan plan, long seed) throws InterruptedException {
+        return run(plan, seed, () -> { });
+    }
+
+    /**
+     * Runs {@code plan} to the end, then {@code beforeChecks} (a fault schedule's end: every process back, the
+     * probes sent), then the checks, whose audit window covers both.
+     */
+    Report run(StormPlan plan, long seed, BeforeChecks beforeChecks) throws InterruptedException {
         // References first (in this JVM, outside the timed part): one per prompt and length.
         for (int p = 0; p < prompts.size(); p++) {
             for (int maxTokens : StormPlan.MAX_TOKENS) {
@@ -197,6 +211,7 @@ final class Storm {
         for (Thread cancel : explicitCancels) {
             cancel.join(Duration.ofMinutes(1));
         }
+        beforeChecks.run();
         Map<String, WorkerStatus> workers = new TreeMap<>();
         boolean idle = awaitIdle(workers);
         // The audit window ends a moment after the workers went idle, and is read once that moment has passed: the
