@@ -18,7 +18,8 @@ import dev.ripcord.protocol.CancelSource;
  * <p>The optional fields are null when they do not apply; which type fills which is listed on
  * {@link LifecycleEventType} and in docs/lifecycles.md.
  *
- * @param requestId       the request; null only for {@link LifecycleEventType#DROPPED}
+ * @param requestId       the request; null only for {@link LifecycleEventType#DROPPED} and
+ *                        {@link LifecycleEventType#STOPPED}
  * @param service         {@code gateway}, {@code prefill} or {@code decode}
  * @param instance        the emitting process's instance ID (as on its cancel events' origin)
  * @param seq             per-instance sequence number, from 1; 0 in a draft
