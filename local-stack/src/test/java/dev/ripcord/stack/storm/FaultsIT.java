@@ -6,6 +6,7 @@ import java.util.EnumSet;
 import dev.ripcord.stack.TestStacks;
 import dev.ripcord.stack.storm.FaultSchedule.Fault;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -15,7 +16,14 @@ import static org.assertj.core.api.Assertions.assertThat;
  * is killed and restarted, a decode worker is killed (mid-transfer when one is open) and restarted, a prefill
  * worker is paused and resumed, and the proxies delay, reset and partition the gateway-to-worker and
  * service-to-Kafka links. Then every count of the oracle is 0.
+ *
+ * <p>Not in the default suite: on the 2-core CI machine the cluster and the six services alone take about three
+ * minutes to start, and the whole run several more (docs/benchmarks.md), over what the suite's budget leaves.
+ * {@code -Dripcord.faults.it=true} runs it.
  */
+@EnabledIfSystemProperty(named = "ripcord.faults.it", matches = "true", disabledReason = "the fault run takes "
+        + "minutes beyond the suite's budget on a 2-core machine (a 3-node cluster and 6 services start before the "
+        + "first fault); -Dripcord.faults.it=true runs it")
 class FaultsIT {
 
     static final int REQUESTS = 300;

@@ -110,7 +110,7 @@ final class Storm {
             out.println("  cancels aimed, by source: " + plannedSources);
             out.println("  outcomes: " + results + " (completed although a cancel was aimed at them: "
                     + completedAfterCancel + ")");
-            out.println("  explicit cancel answers (HTTP status: count): " + explicitAnswers);
+            out.println("  explicit cancel answers (HTTP status: count; 0: no connection): " + explicitAnswers);
             out.println("  failures (neither completed nor cancelled): " + (failures.isEmpty() ? "0" : failures));
             out.println("  uncancelled requests that did not complete: " + uncancelledNotCompleted);
             out.println("  wrong outputs (completed text != reference): " + wrongOutputs
@@ -284,7 +284,12 @@ final class Storm {
                 // request's thread, so that the request's own outcome is not held up.
                 StreamingClient at = gateways.get(entry.cancelGateway());
                 explicitCancels.add(Thread.ofVirtual().start(() -> {
-                    int status = entry.delete() ? at.delete(entry.id()) : at.cancel(entry.id());
+                    int status;
+                    try {
+                        status = entry.delete() ? at.delete(entry.id()) : at.cancel(entry.id());
+                    } catch (java.io.UncheckedIOException e) {
+                        status = 0; // no answer: the gateway was down (a fault bench restarts one)
+                    }
                     explicitAnswers.merge(status, 1L, Long::sum);
                 }));
             }
