@@ -127,8 +127,12 @@ public final class Auditor {
                 if (partial) {
                     inFlight++;
                 } else {
+                    // A gateway that died with the request open never logged its end.
+                    findings.process = all.stream().filter(e -> is(e, GATEWAY, LifecycleEventType.ADMITTED))
+                            .map(Auditor::process).findFirst().orElse(null);
                     findings.missing(id, Invariant.ONE_TERMINAL_OUTCOME, GATEWAY, null,
                             "the request never reached a terminal outcome", tail(all));
+                    findings.process = null;
                 }
             }
             LifecycleOutcome outcome = finished.isEmpty() ? null : finished.getFirst().outcome();

@@ -293,4 +293,21 @@ class AuditorTest {
         assertThat(report.violations()).extracting(Violation::invariant).containsExactly(Invariant.PAGES_FREED);
         assertThat(report.unverifiable()).isEmpty();
     }
+
+    @Test
+    void aRequestWhoseGatewayDiedBeforeItsEndIsUnverifiableNotAViolation() {
+        AuditLogs log = new AuditLogs();
+        log.restart("g1", "first");
+        log.gateway(LifecycleEvent.of(ADMITTED, "req-orphan"));
+        log.restart("g1", "second"); // killed with the request open, started again
+        log.completed("req-next");
+
+        AuditReport report = Auditor.audit(log.events(), List.of(), WHOLE_LOG);
+
+        assertThat(report.violations()).isEmpty();
+        assertThat(report.unverifiable()).singleElement().satisfies(v -> {
+            assertThat(v.requestId()).isEqualTo("req-orphan");
+            assertThat(v.invariant()).isEqualTo(Invariant.ONE_TERMINAL_OUTCOME);
+        });
+    }
 }
