@@ -166,7 +166,18 @@ public final class FaultsBench {
     public static void main(String[] args) throws Exception {
         Map<String, String> options = new LinkedHashMap<>();
         boolean json = false;
+        // The in-process cluster's nodes warn at every connection a fault breaks: expected here, and the report is
+        // what this bench prints. Errors still show.
+        for (String name : new String[] {"kafka", "org.apache.kafka"}) {
+            if (org.slf4j.LoggerFactory.getLogger(name) instanceof ch.qos.logback.classic.Logger logger) {
+                logger.setLevel(ch.qos.logback.classic.Level.ERROR);
+            }
+        }
         for (String arg : args) {
+            if (arg.equals("--help")) {
+                System.out.println(USAGE);
+                System.exit(0);
+            }
             if (arg.equals("--json")) {
                 json = true;
                 continue;
