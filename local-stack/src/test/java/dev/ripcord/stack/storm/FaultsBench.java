@@ -120,6 +120,8 @@ public final class FaultsBench {
             o.put("lost_cancels", lostCancels);
             o.put("cancel_probes", probes);
             o.put("clients_without_answer", clientsWithoutAnswer);
+            var noAnswer = o.putArray("clients_without_answer_requests");
+            storm.noAnswer().forEach(noAnswer::add);
             o.put("answered_with_error", failedWithError);
             ObjectNode outcomes = o.putObject("outcomes");
             storm.results().forEach(outcomes::put);

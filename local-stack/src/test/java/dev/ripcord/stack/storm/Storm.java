@@ -88,7 +88,8 @@ final class Storm {
                   Map<String, Long> failures, Map<Integer, Long> explicitAnswers, long completedAfterCancel,
                   long wrongOutputs, List<String> wrongExamples, long partialNotPrefix, long uncancelledNotCompleted,
                   Map<String, WorkerStatus> workers, boolean workersIdle, double gatewayActive, double gatewayLegs,
-                  LifecycleOracle.Verdict audit, double wallSeconds, long completedTokens) {
+                  LifecycleOracle.Verdict audit, double wallSeconds, long completedTokens,
+                  List<String> noAnswer) {
 
         long leaks() {
             long leaks = 0;
@@ -112,6 +113,9 @@ final class Storm {
                     + completedAfterCancel + ")");
             out.println("  explicit cancel answers (HTTP status: count; 0: no connection): " + explicitAnswers);
             out.println("  failures (neither completed nor cancelled): " + (failures.isEmpty() ? "0" : failures));
+            if (!noAnswer.isEmpty()) {
+                out.println("  requests whose client got no answer (id gateway phase source): " + noAnswer);
+            }
             out.println("  uncancelled requests that did not complete: " + uncancelledNotCompleted);
             out.println("  wrong outputs (completed text != reference): " + wrongOutputs
                     + (wrongExamples.isEmpty() ? "" : " e.g. " + wrongExamples));
@@ -158,6 +162,7 @@ final class Storm {
         LongAdder uncancelledNotCompleted = new LongAdder();
         AtomicLong completedTokens = new AtomicLong();
         List<String> wrongExamples = java.util.Collections.synchronizedList(new ArrayList<>());
+        List<String> noAnswer = java.util.Collections.synchronizedList(new ArrayList<>());
         Semaphore slots = new Semaphore(concurrency);
         Instant from = Instant.now();
         long start = System.nanoTime();
@@ -201,6 +206,8 @@ final class Storm {
                         }
                     } catch (Exception e) {
                         failures.merge("client: " + e, 1L, Long::sum);
+                        noAnswer.add(entry.id() + " gateway-" + (entry.gateway() + 1) + " " + entry.phase() + " "
+                                + entry.source());
                     } finally {
                         slots.release();
                     }
@@ -242,7 +249,8 @@ final class Storm {
                 completedAfterCancel.sum(), wrong.sum(), List.copyOf(wrongExamples), partialNotPrefix.sum(),
                 uncancelledNotCompleted.sum(), workers, idle, active, legs,
                 LifecycleOracle.audit(stack.bootstrapServers(), from, to, TestStacks.repositoryRoot()
-                        .resolve("local-stack/target/storm-" + seed + "-audit.dump")), wall, completedTokens.get());
+                        .resolve("local-stack/target/storm-" + seed + "-audit.dump")), wall, completedTokens.get(),
+                List.copyOf(noAnswer));
     }
 
     /** One request, its cancel, and its outcome. */
