@@ -23,9 +23,16 @@ record TopicSpec(int partitions, Map<String, String> config) {
      * ({@code LifecycleAutoConfiguration.topic}, defaults).
      */
     static Map<String, TopicSpec> asTheServicesCreateThem() {
+        return asTheServicesCreateThem(1);
+    }
+
+    /** As {@link #asTheServicesCreateThem()}, with the topics' replication factor {@code replicationFactor}. */
+    static Map<String, TopicSpec> asTheServicesCreateThem(int replicationFactor) {
         Map<String, TopicSpec> topics = new LinkedHashMap<>();
-        ProvisionedTopics.withDefaults().forEach((name, spec) -> topics.put(name, new TopicSpec(spec.getKey(), spec.getValue())));
-        LifecycleProperties defaults = new Binder(new MapConfigurationPropertySource(Map.of()))
+        ProvisionedTopics.withReplicationFactor(replicationFactor)
+                .forEach((name, spec) -> topics.put(name, new TopicSpec(spec.getKey(), spec.getValue())));
+        LifecycleProperties defaults = new Binder(new MapConfigurationPropertySource(Map.of(
+                "ripcord.lifecycle.replication-factor", String.valueOf(replicationFactor))))
                 .bindOrCreate("ripcord.lifecycle", LifecycleProperties.class);
         NewTopic lifecycle = LifecycleAutoConfiguration.topic(defaults);
         topics.put(lifecycle.name(), new TopicSpec(lifecycle.numPartitions(), lifecycle.configs()));

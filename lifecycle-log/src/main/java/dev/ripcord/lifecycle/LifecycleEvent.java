@@ -18,7 +18,8 @@ import dev.ripcord.protocol.CancelSource;
  * <p>The optional fields are null when they do not apply; which type fills which is listed on
  * {@link LifecycleEventType} and in docs/lifecycles.md.
  *
- * @param requestId       the request; null only for {@link LifecycleEventType#DROPPED}
+ * @param requestId       the request; null only for {@link LifecycleEventType#DROPPED} and
+ *                        {@link LifecycleEventType#STOPPED}
  * @param service         {@code gateway}, {@code prefill} or {@code decode}
  * @param instance        the emitting process's instance ID (as on its cancel events' origin)
  * @param seq             per-instance sequence number, from 1; 0 in a draft
@@ -40,19 +41,23 @@ import dev.ripcord.protocol.CancelSource;
  * @param droppedFromSeq  lowest sequence number among them (DROPPED)
  * @param droppedToSeq    highest sequence number among them (DROPPED)
  * @param detail          free text: a phase, a finish reason, a session side, an error
+ * @param incarnation     the emitting process's own random ID, new at every start: an instance ID survives a
+ *                        restart (a pod's name, the local stack's {@code decode-2}) and its sequence numbers start
+ *                        again from 1, so instance, incarnation and seq together name an event; null in a draft and
+ *                        in events of builds that did not write it
  */
 public record LifecycleEvent(String requestId, String service, String instance, long seq, Instant timestamp,
                              LifecycleEventType type, LifecycleOutcome outcome, CancelReason reason,
                              CancelSource source, Integer chunk, Integer layer, Integer tokens, Long step, Long bytes, Integer pages,
                              String prefillInstance, String decodeInstance, Long dropped, Long droppedFromSeq,
-                             Long droppedToSeq, String detail) {
+                             Long droppedToSeq, String detail, String incarnation) {
 
     /** The wire schema version this build writes and reads. */
     public static final int SCHEMA_VERSION = 1;
 
     public LifecycleEvent {
         Objects.requireNonNull(type, "type");
-        if (type != LifecycleEventType.DROPPED) {
+        if (type != LifecycleEventType.DROPPED && type != LifecycleEventType.STOPPED) {
             Objects.requireNonNull(requestId, "requestId");
         }
     }
@@ -60,17 +65,24 @@ public record LifecycleEvent(String requestId, String service, String instance, 
     /** A draft: what happened to {@code requestId}; the publisher stamps who, when and in which order. */
     public static LifecycleEvent of(LifecycleEventType type, String requestId) {
         return new LifecycleEvent(requestId, null, null, 0, null, type, null, null, null, null, null, null, null,
-                null, null, null, null, null, null, null, null);
+                null, null, null, null, null, null, null, null, null);
     }
 
-    /** This draft, stamped by its publisher. */
+    /** This draft, stamped by its publisher, a process of incarnation {@code incarnation}. */
+    public LifecycleEvent stamped(String service, String instance, String incarnation, long seq, Instant timestamp) {
+        return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
+                layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
+                detail, incarnation);
+    }
+
+    /** This draft, stamped by its publisher (its incarnation left as it is). */
     public LifecycleEvent stamped(String service, String instance, long seq, Instant timestamp) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
                 layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
-                detail);
+                detail, incarnation);
     }
 
-    /** The record key on the topic: the request ID, or {@code instance:<id>} for a DROPPED marker. */
+    /** The record key on the topic: the request ID, or {@code instance:<id>} for a DROPPED or STOPPED marker. */
     public String key() {
         return requestId != null ? requestId : "instance:" + instance;
     }
@@ -83,66 +95,66 @@ public record LifecycleEvent(String requestId, String service, String instance, 
     public LifecycleEvent withOutcome(LifecycleOutcome outcome) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
                 layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
-                detail);
+                detail, incarnation);
     }
 
     public LifecycleEvent withCancel(CancelReason reason, CancelSource source) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
                 layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
-                detail);
+                detail, incarnation);
     }
 
     public LifecycleEvent withChunk(int chunk) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
                 layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
-                detail);
+                detail, incarnation);
     }
 
     public LifecycleEvent withLayer(int layer) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
                 layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq,
-                droppedToSeq, detail);
+                droppedToSeq, detail, incarnation);
     }
 
     public LifecycleEvent withTokens(int tokens) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
                 layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
-                detail);
+                detail, incarnation);
     }
 
     public LifecycleEvent withStep(long step) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
                 layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
-                detail);
+                detail, incarnation);
     }
 
     public LifecycleEvent withBytes(long bytes) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
                 layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
-                detail);
+                detail, incarnation);
     }
 
     public LifecycleEvent withPages(int pages) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
                 layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
-                detail);
+                detail, incarnation);
     }
 
     public LifecycleEvent withRoute(String prefillInstance, String decodeInstance) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
                 layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
-                detail);
+                detail, incarnation);
     }
 
     public LifecycleEvent withDropped(long dropped, long fromSeq, long toSeq) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
-                layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, fromSeq, toSeq, detail);
+                layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, fromSeq, toSeq, detail, incarnation);
     }
 
     public LifecycleEvent withDetail(String detail) {
         return new LifecycleEvent(requestId, service, instance, seq, timestamp, type, outcome, reason, source, chunk,
                 layer, tokens, step, bytes, pages, prefillInstance, decodeInstance, dropped, droppedFromSeq, droppedToSeq,
-                detail);
+                detail, incarnation);
     }
 
     /** One line for humans: {@code decode/3f2a#417 12:00:00.123Z CANCEL_OBSERVED reason=... step=4}. */

@@ -46,6 +46,7 @@ public final class LifecycleEventCodec {
         put(node, "service", e.service());
         put(node, "instance", e.instance());
         node.put("seq", e.seq());
+        put(node, "incarnation", e.incarnation());
         put(node, "timestamp", e.timestamp());
         node.put("type", e.type().name());
         put(node, "outcome", e.outcome());
@@ -117,7 +118,7 @@ public final class LifecycleEventCodec {
         }
         LifecycleEventType type = enumValue(LifecycleEventType.class, requireString(root, "type"), "type");
         String requestId = optString(root, "requestId");
-        if (requestId == null && type != LifecycleEventType.DROPPED) {
+        if (requestId == null && type != LifecycleEventType.DROPPED && type != LifecycleEventType.STOPPED) {
             throw new InvalidLifecycleEventException("missing required field 'requestId'");
         }
         String service = requireString(root, "service");
@@ -148,7 +149,8 @@ public final class LifecycleEventCodec {
                 tokens == null ? null : Math.toIntExact(tokens),
                 optLong(root, "step"), optLong(root, "bytes"), pages == null ? null : Math.toIntExact(pages),
                 optString(root, "prefillInstance"), optString(root, "decodeInstance"), optLong(root, "dropped"),
-                optLong(root, "droppedFromSeq"), optLong(root, "droppedToSeq"), optString(root, "detail"));
+                optLong(root, "droppedFromSeq"), optLong(root, "droppedToSeq"), optString(root, "detail"),
+                optString(root, "incarnation"));
     }
 
     private static <T extends Enum<T>> T enumValue(Class<T> type, String value, String field) {

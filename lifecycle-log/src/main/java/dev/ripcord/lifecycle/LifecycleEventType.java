@@ -58,5 +58,12 @@ public enum LifecycleEventType {
      * {@code droppedFromSeq}..{@code droppedToSeq} (some of which may belong to other drops counted here). Its
      * {@code requestId} is null.
      */
-    DROPPED
+    DROPPED,
+    /**
+     * Not about a request: this process's publisher closed at a clean stop (after a worker's drain), and this is its
+     * incarnation's last event. An incarnation that ends without one and is followed by another of the same instance
+     * died (a crash, SIGKILL): the audit counts what it left open as unverifiable, not as violations. Its
+     * {@code requestId} is null.
+     */
+    STOPPED
 }

@@ -38,6 +38,9 @@ public final class LifecyclePublisher implements AutoCloseable {
 
     private final String service;
     private final String instance;
+    /** This process's own ID on the log, new at every start (see {@link LifecycleEvent#incarnation()}). */
+    private final String incarnation = java.util.HexFormat.of().toHexDigits(
+            java.util.concurrent.ThreadLocalRandom.current().nextLong());
     private final Clock clock;
     private final BlockingQueue<LifecycleEvent> queue;
     private final LifecycleSink sink;
@@ -95,6 +98,11 @@ public final class LifecyclePublisher implements AutoCloseable {
         return instance;
     }
 
+    /** This process's incarnation on the log. */
+    public String incarnation() {
+        return incarnation;
+    }
+
     /** Stamps and queues {@code draft}; drops (and counts) it when the queue is full. Never blocks, never throws. */
     public void emit(LifecycleEvent draft) {
         if (queue == null || closed || draft == null) {
@@ -103,8 +111,11 @@ public final class LifecyclePublisher implements AutoCloseable {
         LifecycleEvent event;
         boolean offered;
         synchronized (this) { // the seq and the offer together, so that the queue holds events in seq order
+            if (closed) {
+                return; // after the STOPPED marker: nothing more from this incarnation
+            }
             long seq = nextSeq.getAndIncrement();
-            event = draft.stamped(service, instance, seq, clock.instant());
+            event = draft.stamped(service, instance, incarnation, seq, clock.instant());
             offered = queue.offer(event);
             if (!offered) {
                 if (pendingDrops == 0) {
@@ -152,6 +163,14 @@ public final class LifecyclePublisher implements AutoCloseable {
             }
             reportDrops();
         }
+        // Closed, and everything delivered: the incarnation's last event says it stopped cleanly. Not when the
+        // close's grace ran out first (interrupted, events left): the log then ends as a crash's would.
+        synchronized (this) {
+            if (closed && queue.isEmpty() && pendingDrops == 0 && !Thread.currentThread().isInterrupted()) {
+                deliver(LifecycleEvent.of(LifecycleEventType.STOPPED, null)
+                        .stamped(service, instance, incarnation, nextSeq.getAndIncrement(), clock.instant()));
+            }
+        }
     }
 
     /** Queues a DROPPED marker for drops not yet reported, when the queue has room for it. */
@@ -163,7 +182,7 @@ public final class LifecyclePublisher implements AutoCloseable {
             long seq = nextSeq.getAndIncrement();
             LifecycleEvent marker = LifecycleEvent.of(LifecycleEventType.DROPPED, null)
                     .withDropped(pendingDrops, pendingFrom, pendingTo)
-                    .stamped(service, instance, seq, clock.instant());
+                    .stamped(service, instance, incarnation, seq, clock.instant());
             if (queue.offer(marker)) {
                 log.warn("lifecycle log: dropped {} events (seq {}..{}): the queue was full", pendingDrops,
                         pendingFrom, pendingTo);
@@ -180,12 +199,17 @@ public final class LifecyclePublisher implements AutoCloseable {
         }
     }
 
-    /** Delivers what is queued (for at most {@code grace}), then closes the sink. Idempotent. */
+    /**
+     * Delivers what is queued (for at most {@code grace}), then the {@link LifecycleEventType#STOPPED} marker, then
+     * closes the sink. Idempotent.
+     */
     public void close(Duration grace) {
         if (queue == null || closed) {
             return;
         }
-        closed = true;
+        synchronized (this) { // no emit takes a seq after this: the STOPPED marker is the incarnation's last
+            closed = true;
+        }
         try {
             thread.join(grace);
         } catch (InterruptedException e) {

@@ -19,9 +19,18 @@ class LifecycleEventCodecTest {
         LifecycleEvent event = LifecycleEvent.of(LifecycleEventType.ABORTED, "req-1")
                 .withOutcome(LifecycleOutcome.CANCELLED).withCancel(CancelReason.DEADLINE, CancelSource.KAFKA)
                 .withChunk(3).withLayer(5).withTokens(64).withStep(9).withBytes(4096).withPages(2).withRoute("p", "d")
-                .withDetail("prefill").stamped("prefill", "p1", 17, T);
+                .withDetail("prefill").stamped("prefill", "p1", "0a1b2c3d4e5f6071", 17, T);
 
         assertThat(LifecycleEventCodec.decode(LifecycleEventCodec.encode(event))).isEqualTo(event);
+    }
+
+    @Test
+    void aStoppedMarkerHasNoRequestIdAndIsReadBack() {
+        // A reader that refused it would take every clean stop for a crash.
+        LifecycleEvent marker = LifecycleEvent.of(LifecycleEventType.STOPPED, null)
+                .stamped("gateway", "g1", "0a1b2c3d4e5f6071", 21, T);
+        assertThat(LifecycleEventCodec.decode(LifecycleEventCodec.encode(marker))).isEqualTo(marker);
+        assertThat(marker.key()).isEqualTo("instance:g1");
     }
 
     @Test

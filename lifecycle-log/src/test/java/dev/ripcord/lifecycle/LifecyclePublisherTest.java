@@ -22,11 +22,16 @@ class LifecyclePublisherTest {
                 publisher.emit(LifecycleEvent.of(LifecycleEventType.CHUNK_DONE, "req-" + i).withChunk(i));
             }
         }
-        assertThat(sent).hasSize(10);
-        assertThat(sent).extracting(LifecycleEvent::seq).containsExactly(1L, 2L, 3L, 4L, 5L, 6L, 7L, 8L, 9L, 10L);
+        // Ten events, then the clean stop's marker: the incarnation's last sequence number.
+        assertThat(sent).hasSize(11);
+        assertThat(sent).extracting(LifecycleEvent::seq)
+                .containsExactly(1L, 2L, 3L, 4L, 5L, 6L, 7L, 8L, 9L, 10L, 11L);
+        assertThat(sent.getLast().type()).isEqualTo(LifecycleEventType.STOPPED);
+        assertThat(sent.getLast().requestId()).isNull();
         assertThat(sent).allSatisfy(e -> {
             assertThat(e.service()).isEqualTo("prefill");
             assertThat(e.instance()).isEqualTo("p1");
+            assertThat(e.incarnation()).isEqualTo(sent.getFirst().incarnation()).isNotBlank();
             assertThat(e.isStamped()).isTrue();
         });
     }
@@ -57,7 +62,9 @@ class LifecyclePublisherTest {
         publisher.close(Duration.ofSeconds(10));
 
         assertThat(sent).extracting(LifecycleEvent::seq).startsWith(1L, 2L, 3L);
-        LifecycleEvent marker = sent.getLast();
+        assertThat(sent.getLast().type()).isEqualTo(LifecycleEventType.STOPPED);
+        assertThat(sent.getLast().seq()).isEqualTo(9);
+        LifecycleEvent marker = sent.get(sent.size() - 2);
         assertThat(marker.type()).isEqualTo(LifecycleEventType.DROPPED);
         assertThat(marker.requestId()).isNull();
         assertThat(marker.dropped()).isEqualTo(4);
@@ -65,6 +72,15 @@ class LifecyclePublisherTest {
         assertThat(marker.droppedToSeq()).isEqualTo(7);
         assertThat(marker.seq()).isEqualTo(8);
         assertThat(marker.key()).isEqualTo("instance:d1");
+    }
+
+    @Test
+    void twoPublishersOfOneInstanceAreTwoIncarnations() {
+        List<LifecycleEvent> sent = new CopyOnWriteArrayList<>();
+        try (LifecyclePublisher first = new LifecyclePublisher("decode", "d1", 4, sent::add, Clock.systemUTC());
+             LifecyclePublisher second = new LifecyclePublisher("decode", "d1", 4, sent::add, Clock.systemUTC())) {
+            assertThat(first.incarnation()).isNotEqualTo(second.incarnation());
+        }
     }
 
     @Test

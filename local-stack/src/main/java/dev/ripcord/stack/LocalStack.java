@@ -87,6 +87,17 @@ public final class LocalStack implements AutoCloseable {
      * @param console where service output is relayed with a {@code [instance]} prefix; {@code null} for log files only
      */
     public static LocalStack start(StackOptions options, PrintStream console) {
+        return start(options, console, 1);
+    }
+
+    /**
+     * As {@link #start(StackOptions, PrintStream)}, with an embedded Kafka cluster of {@code kafkaBrokers} nodes
+     * (ignored with an external broker); the services' topics are replicated as {@link KafkaCluster} says.
+     */
+    public static LocalStack start(StackOptions options, PrintStream console, int kafkaBrokers) {
+        if (options.externalKafka() == null) {
+            options = options.withDefaultProperties(KafkaCluster.serviceProperties(kafkaBrokers));
+        }
         KraftBroker broker = null;
         // The embedded broker on a known port starts beside the services: a service JVM needs seconds before it
         // first reaches Kafka, and its clients retry until the broker answers. Before any service's health is
@@ -100,18 +111,24 @@ public final class LocalStack implements AutoCloseable {
                 bootstrap = options.externalKafka();
             } else if (options.kafkaPort() != 0) {
                 int port = options.kafkaPort();
-                brokerStart = CompletableFuture.supplyAsync(() -> KraftBroker.start(port),
+                brokerStart = CompletableFuture.supplyAsync(() -> KraftBroker.start(port, kafkaBrokers),
                         runnable -> Thread.ofPlatform().daemon().name("kafka-start").start(runnable));
-                bootstrap = "localhost:" + port;
+                bootstrap = String.join(",", java.util.stream.IntStream.range(0, kafkaBrokers)
+                        .mapToObj(i -> "localhost:" + (port + i)).toList());
             } else {
-                broker = KraftBroker.start(0);
+                broker = KraftBroker.start(0, kafkaBrokers);
                 bootstrap = broker.bootstrapServers();
             }
             List<String> common = new ArrayList<>();
             common.add("--spring.kafka.bootstrap-servers=" + bootstrap);
             common.add("--spring.cloud.stream.kafka.binder.brokers=" + bootstrap);
-            common.add("--ripcord.gateway.prefill-workers=" + urls(options.ports(Role.PREFILL)));
-            common.add("--ripcord.gateway.decode-workers=" + urls(options.ports(Role.DECODE)));
+            // Unless given (a bench routes the gateways through fault-injecting proxies): every worker, directly.
+            if (!options.properties().containsKey(PREFILL_WORKERS)) {
+                common.add("--" + PREFILL_WORKERS + "=" + urls(options.ports(Role.PREFILL)));
+            }
+            if (!options.properties().containsKey(DECODE_WORKERS)) {
+                common.add("--" + DECODE_WORKERS + "=" + urls(options.ports(Role.DECODE)));
+            }
             // A fresh API key and internal token at every start; they travel by environment, not as arguments.
             StackCredentials credentials = StackCredentials.generate(options.properties());
             StackCredentials.withoutSecrets(options.properties()).forEach((k, v) -> common.add("--" + k + "=" + v));
@@ -180,6 +197,9 @@ public final class LocalStack implements AutoCloseable {
             throw e instanceof CompletionException && e.getCause() instanceof RuntimeException cause ? cause : e;
         }
     }
+
+    private static final String PREFILL_WORKERS = "ripcord.gateway.prefill-workers";
+    private static final String DECODE_WORKERS = "ripcord.gateway.decode-workers";
 
     /** The property that names a process on the cancellations topic (its consumer group and origin). */
     static final String CANCEL_INSTANCE_ID = "ripcord.cancel.instance-id";
@@ -323,6 +343,28 @@ public final class LocalStack implements AutoCloseable {
         return first(role).terminate();
     }
 
+    /** SIGKILL to instance {@code index} (from 0) of {@code role}, as {@link #kill(Role)} does to the first. */
+    public void kill(Role role, int index) {
+        services.get(role).get(index).kill();
+    }
+
+    /** Starts instance {@code index} (from 0) of {@code role} again, as {@link #restart(Role)} does the first. */
+    public synchronized void restart(Role role, int index) {
+        ServiceProcess restarted = services.get(role).get(index).restart();
+        services.get(role).set(index, restarted);
+        restarted.awaitHealthy(STARTUP_TIMEOUT);
+    }
+
+    /** Stops instance {@code index} (from 0) of {@code role} as {@link #terminate(Role)} stops the first. */
+    public boolean terminate(Role role, int index) {
+        return services.get(role).get(index).terminate();
+    }
+
+    /** The embedded Kafka broker or cluster, unless the stack runs against an external one. */
+    public Optional<KraftBroker> broker() {
+        return Optional.ofNullable(broker);
+    }
+
     private ServiceProcess first(Role role) {
         return services.get(role).get(0);
     }
@@ -411,12 +453,15 @@ public final class LocalStack implements AutoCloseable {
         StackOptions options;
         ModelChoice model;
         int warmUpRounds = StackWarmUp.DEFAULT_ROUNDS;
+        int kafkaBrokers = 1;
         try {
             ModelChoice.Parsed parsed = ModelChoice.parse(args);
             model = parsed.choice();
             StackWarmUp.Parsed warmUp = StackWarmUp.parse(parsed.rest());
             warmUpRounds = warmUp.rounds();
-            options = StackOptions.parse(warmUp.rest(), Path.of("").toAbsolutePath())
+            KafkaCluster.Parsed cluster = KafkaCluster.parse(warmUp.rest());
+            kafkaBrokers = cluster.brokers();
+            options = StackOptions.parse(cluster.rest(), Path.of("").toAbsolutePath())
                     .withDefaultProperties(StackOptions.UP_DEFAULTS);
         } catch (IllegalArgumentException e) {
             System.err.println("ripcord up: " + e.getMessage());
@@ -441,11 +486,13 @@ public final class LocalStack implements AutoCloseable {
         out.println("ripcord: KV transfer between prefill and decode over "
                 + options.properties().get("ripcord.kv.backend") + " (--ripcord.kv.backend=shm|tcp|auto)");
         out.println("ripcord: starting " + (options.externalKafka() == null
-                ? "embedded Kafka (KRaft) on localhost:" + options.kafkaPort()
+                ? "embedded Kafka (KRaft" + (kafkaBrokers == 1 ? "" : ", " + kafkaBrokers + " nodes") + ") on localhost:"
+                        + (kafkaBrokers == 1 ? options.kafkaPort()
+                        : options.kafkaPort() + "-" + (options.kafkaPort() + kafkaBrokers - 1))
                 : "against Kafka at " + options.externalKafka()) + " and the services...");
         LocalStack stack;
         try {
-            stack = start(options, out);
+            stack = start(options, out, kafkaBrokers);
         } catch (RuntimeException e) {
             System.err.println("ripcord up: " + e.getMessage());
             System.exit(1);

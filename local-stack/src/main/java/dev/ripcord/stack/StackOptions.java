@@ -193,6 +193,8 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
                         "--" + key + " is read by ModelChoice.parse, which runs before this");
                 case "warm-up" -> throw new IllegalArgumentException(
                         "--warm-up is read by LocalStack.main, which runs before this");
+                case "kafka-brokers" -> throw new IllegalArgumentException(
+                        "--kafka-brokers is read by KafkaCluster.parse, which runs before this");
                 default -> props.put(key, value); // a property: the prefix was checked above
             }
         }

@@ -56,7 +56,7 @@ class StackOptionsTest {
 
     @Test
     void theUsageListsExactlyTheOptionsTheParsersTake() {
-        assertThat(StackOptions.OPTIONS).containsExactly("model", "tokenizer", "kafka", "kafka-port", "gateway-port",
+        assertThat(StackOptions.OPTIONS).containsExactly("model", "tokenizer", "kafka", "kafka-port", "kafka-brokers", "gateway-port",
                 "prefill-port", "decode-port", "gateways", "prefills", "decodes", "jvm-flag", "log-dir", "open",
                 "warm-up", "help");
         assertThat(StackOptions.PROPERTY_PREFIXES).containsExactly("ripcord", "spring", "management", "logging");
@@ -71,15 +71,18 @@ class StackOptionsTest {
                 case "gateways", "prefills", "decodes" -> args.add("--" + option + "=2");
                 case "tokenizer" -> { }
                 case "warm-up" -> args.add("--warm-up=2");
+                case "kafka-brokers" -> args.add("--kafka-brokers=3");
                 default -> args.add("--" + option + "=1234");
             }
         }
         args.add("--open");
         ModelChoice.Parsed parsed = ModelChoice.parse(args.toArray(String[]::new));
         StackWarmUp.Parsed warmUp = StackWarmUp.parse(parsed.rest());
-        StackOptions options = StackOptions.parse(warmUp.rest(), ROOT);
+        KafkaCluster.Parsed cluster = KafkaCluster.parse(warmUp.rest());
+        StackOptions options = StackOptions.parse(cluster.rest(), ROOT);
 
         assertThat(warmUp.rounds()).isEqualTo(2);
+        assertThat(cluster.brokers()).isEqualTo(3);
         assertThat(options.properties()).containsOnlyKeys(StackCredentials.AUTH_ENABLED);
         assertThat(options.externalKafka()).isEqualTo("x");
         assertThat(options.kafkaPort()).isEqualTo(1234);

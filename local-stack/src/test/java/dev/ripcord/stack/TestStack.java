@@ -62,6 +62,20 @@ public final class TestStack implements AutoCloseable {
         return new TestStack(name, properties, instances, stack);
     }
 
+    /**
+     * A test stack around {@code stack}, started by the caller with options of its own (a bench's external cluster
+     * or proxies); {@code properties} and {@code instances} must be what it was started with.
+     */
+    public static TestStack of(String name, Map<String, String> properties, TestStacks.Instances instances,
+                               LocalStack stack) {
+        return new TestStack(name, properties, instances, stack);
+    }
+
+    /** The stack itself: to kill, restart or stop one of its processes. */
+    public LocalStack localStack() {
+        return stack;
+    }
+
     public String name() {
         return name;
     }

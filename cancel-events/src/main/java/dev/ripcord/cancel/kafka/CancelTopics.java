@@ -40,9 +40,28 @@ final class CancelTopics {
     private CancelTopics() {
     }
 
+    /**
+     * The {@code min.insync.replicas} of a topic replicated {@code replicationFactor} times, from three replicas up:
+     * a majority of them (3: 2, 5: 3), so that a write acknowledged with {@code acks=all} survives the loss of any
+     * minority and writes go on with one replica down. Below three the topic gets no such setting and the broker's
+     * default applies, as for any topic (see {@link #withMinInsyncReplicas}).
+     */
+    static int minInsyncReplicas(int replicationFactor) {
+        return replicationFactor / 2 + 1;
+    }
+
+    /** {@code builder} with {@link #minInsyncReplicas} when the topic has three replicas or more. */
+    static TopicBuilder withMinInsyncReplicas(TopicBuilder builder, int replicationFactor) {
+        return replicationFactor >= 3
+                ? builder.config(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG,
+                        Integer.toString(minInsyncReplicas(replicationFactor)))
+                : builder;
+    }
+
     static NewTopic cancellationsTopic(CancelProperties p) {
         long retention = p.retention().toMillis();
-        return TopicBuilder.name(p.topic()).partitions(p.partitions()).replicas(p.replicationFactor())
+        return withMinInsyncReplicas(TopicBuilder.name(p.topic()).partitions(p.partitions())
+                        .replicas(p.replicationFactor()), p.replicationFactor())
                 .config(TopicConfig.CLEANUP_POLICY_CONFIG, CLEANUP_POLICY)
                 .config(TopicConfig.RETENTION_MS_CONFIG, Long.toString(retention))
                 .config(TopicConfig.SEGMENT_MS_CONFIG, Long.toString(Math.max(1_000, retention / 4)))
@@ -52,7 +71,8 @@ final class CancelTopics {
 
     static NewTopic deadLetterTopic(CancelProperties p) {
         long retention = p.dltRetention().toMillis();
-        return TopicBuilder.name(p.dltTopic()).partitions(1).replicas(p.replicationFactor())
+        return withMinInsyncReplicas(TopicBuilder.name(p.dltTopic()).partitions(1).replicas(p.replicationFactor()),
+                        p.replicationFactor())
                 .config(TopicConfig.CLEANUP_POLICY_CONFIG, CLEANUP_POLICY)
                 .config(TopicConfig.RETENTION_MS_CONFIG, Long.toString(retention))
                 .config(TopicConfig.SEGMENT_MS_CONFIG, Long.toString(Math.max(1_000, retention / 4)))

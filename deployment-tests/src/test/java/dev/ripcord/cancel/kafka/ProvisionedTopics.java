@@ -19,7 +19,16 @@ public final class ProvisionedTopics {
 
     /** Topic name to (partitions, configs), with the defaults. */
     public static Map<String, Map.Entry<Integer, Map<String, String>>> withDefaults() {
-        CancelProperties defaults = new Binder(new MapConfigurationPropertySource(Map.of()))
+        return with(Map.of());
+    }
+
+    /** As {@link #withDefaults()}, with {@code ripcord.cancel.replication-factor} {@code replicationFactor}. */
+    public static Map<String, Map.Entry<Integer, Map<String, String>>> withReplicationFactor(int replicationFactor) {
+        return with(Map.of("ripcord.cancel.replication-factor", String.valueOf(replicationFactor)));
+    }
+
+    private static Map<String, Map.Entry<Integer, Map<String, String>>> with(Map<String, String> properties) {
+        CancelProperties defaults = new Binder(new MapConfigurationPropertySource(properties))
                 .bindOrCreate("ripcord.cancel", CancelProperties.class);
         Map<String, Map.Entry<Integer, Map<String, String>>> topics = new LinkedHashMap<>();
         for (NewTopic topic : new NewTopic[] {CancelTopics.cancellationsTopic(defaults),

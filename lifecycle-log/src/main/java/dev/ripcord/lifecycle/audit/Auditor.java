@@ -25,15 +25,18 @@ import dev.ripcord.lifecycle.LifecycleOutcome;
  *
  * <h2>How it reads the log</h2>
  * <ul>
- *   <li>Events are grouped by request, then by emitting instance. Within an instance, order is the sequence number
- *       (exact); across instances only timestamps exist, and they are used only for latencies and timelines.</li>
- *   <li>Duplicates (the same instance and sequence number twice, as an at-least-once read may give) count once.</li>
+ *   <li>Events are grouped by request, then by emitting process (instance and incarnation: a restarted instance is
+ *       a new process whose sequence numbers start again from 1). Within a process, order is the sequence number
+ *       (exact); across processes only timestamps exist, and they are used only for latencies and timelines.</li>
+ *   <li>Duplicates (the same process and sequence number twice, as an at-least-once read may give) count once.</li>
  *   <li>A request whose events run into an edge of the audited range (it began before {@code from}, or its last
  *       event is within {@link Options#inFlightGrace()} of {@code to}) is <em>in flight</em>: the "too many" checks
  *       apply to it (two aborts, a chunk after the cancel, a second release), the "missing" ones do not.</li>
  *   <li>Lost events ({@link LifecycleEventType#DROPPED} markers, sequence gaps) make "missing" findings on that
  *       instance <em>unverifiable</em> rather than violations: the audit never blames a request for an event the log
  *       itself lost, and says which instance lost how many.</li>
+ *   <li>A process that died (no {@link LifecycleEventType#STOPPED} marker, and a later process of the same instance)
+ *       makes "missing" findings on what it had open unverifiable too: a crash takes its last events with it.</li>
  * </ul>
  */
 public final class Auditor {
@@ -95,7 +98,7 @@ public final class Auditor {
             cancelsByReason.merge(c.reason().name(), 1L, Long::sum);
         }
 
-        Findings findings = new Findings(lossy, gatewayLossy);
+        Findings findings = new Findings(lossy, gatewayLossy, crashedIncarnations(log));
         Map<String, Long> outcomes = new TreeMap<>();
         Map<String, Long> abortsByPhase = new TreeMap<>();
         Map<String, List<Duration>> hops = new TreeMap<>();
@@ -124,8 +127,12 @@ public final class Auditor {
                 if (partial) {
                     inFlight++;
                 } else {
+                    // A gateway that died with the request open never logged its end.
+                    findings.process = all.stream().filter(e -> is(e, GATEWAY, LifecycleEventType.ADMITTED))
+                            .map(Auditor::process).findFirst().orElse(null);
                     findings.missing(id, Invariant.ONE_TERMINAL_OUTCOME, GATEWAY, null,
                             "the request never reached a terminal outcome", tail(all));
+                    findings.process = null;
                 }
             }
             LifecycleOutcome outcome = finished.isEmpty() ? null : finished.getFirst().outcome();
@@ -133,10 +140,11 @@ public final class Auditor {
                 outcomes.merge(outcome.name(), 1L, Long::sum);
             }
 
+            // By process: an instance restarted is two processes, each with its own sequence numbers.
             Map<String, List<LifecycleEvent>> byInstance = new TreeMap<>();
             for (LifecycleEvent e : all) {
                 if (!GATEWAY.equals(e.service())) {
-                    byInstance.computeIfAbsent(e.instance(), k -> new ArrayList<>()).add(e);
+                    byInstance.computeIfAbsent(process(e), k -> new ArrayList<>()).add(e);
                 }
             }
             for (List<LifecycleEvent> job : byInstance.values()) {
@@ -198,8 +206,10 @@ public final class Auditor {
                                 evidence);
                     }
                 }
+                findings.process = process(job.getFirst());
                 checkSession(findings, id, service, instance, job, partial);
                 checkPages(findings, id, service, instance, job, partial);
+                findings.process = null;
 
                 for (LifecycleEvent abort : aborts.subList(0, Math.min(1, aborts.size()))) {
                     abortsByPhase.merge(service + ":" + (abort.detail() == null ? "?" : abort.detail()), 1L,
@@ -314,14 +324,18 @@ public final class Auditor {
 
     private static final class Findings {
         String note = "";
+        /** The process whose job is being checked ({@link #process}), or null. */
+        String process;
         final List<Violation> violations = new ArrayList<>();
         final List<Violation> unverifiable = new ArrayList<>();
         final Set<String> lossyInstances;
         final boolean gatewayLossy;
+        final Set<String> crashed;
 
-        Findings(Set<String> lossyInstances, boolean gatewayLossy) {
+        Findings(Set<String> lossyInstances, boolean gatewayLossy, Set<String> crashed) {
             this.lossyInstances = lossyInstances;
             this.gatewayLossy = gatewayLossy;
+            this.crashed = crashed;
         }
 
         void violation(String id, Invariant invariant, String message, List<LifecycleEvent> events) {
@@ -332,17 +346,63 @@ public final class Auditor {
         void missing(String id, Invariant invariant, String service, String instance, String message,
                      List<LifecycleEvent> events) {
             boolean lost = instance == null ? gatewayLossy : lossyInstances.contains(instance);
-            (lost ? unverifiable : violations).add(new Violation(id, invariant, lost
-                    ? message + note + " (unverifiable: the instance lost events)" : message + note, events));
+            boolean died = process != null && crashed.contains(process);
+            String why = died ? " (unverifiable: the process ended without a clean stop and was restarted; what it "
+                    + "had open when it died was never logged)" : lost ? " (unverifiable: the instance lost events)"
+                    : "";
+            (lost || died ? unverifiable : violations).add(new Violation(id, invariant, message + note + why,
+                    events));
         }
     }
 
     private static List<LifecycleEvent> dedupe(Collection<LifecycleEvent> events) {
         Map<String, LifecycleEvent> unique = new LinkedHashMap<>();
         for (LifecycleEvent e : events) {
-            unique.putIfAbsent(e.instance() + "#" + e.seq(), e);
+            unique.putIfAbsent(process(e) + "#" + e.seq(), e);
         }
         return new ArrayList<>(unique.values());
+    }
+
+    /**
+     * The process that emitted {@code e}: its instance and incarnation. A restarted instance keeps its ID and starts
+     * its sequence numbers again from 1; without the incarnation its second process's events would pass for
+     * duplicates of the first's. Events without one (older builds) are one process per instance.
+     */
+    private static String process(LifecycleEvent e) {
+        return e.incarnation() == null ? e.instance() : e.instance() + "@" + e.incarnation();
+    }
+
+    /**
+     * The processes that died: no {@link LifecycleEventType#STOPPED} marker, and a later process of the same instance
+     * (its first event after this one's last) shows that it ended. What such a process had open when it died is
+     * unverifiable: a crash takes its last events with it.
+     */
+    private static Set<String> crashedIncarnations(List<LifecycleEvent> log) {
+        Map<String, Map<String, Instant[]>> spans = new TreeMap<>();
+        Set<String> stopped = new HashSet<>();
+        for (LifecycleEvent e : log) {
+            if (e.incarnation() == null) {
+                continue;
+            }
+            Instant[] span = spans.computeIfAbsent(e.instance(), k -> new LinkedHashMap<>())
+                    .computeIfAbsent(process(e), k -> new Instant[] {e.timestamp(), e.timestamp()});
+            span[0] = e.timestamp().isBefore(span[0]) ? e.timestamp() : span[0];
+            span[1] = e.timestamp().isAfter(span[1]) ? e.timestamp() : span[1];
+            if (e.type() == LifecycleEventType.STOPPED) {
+                stopped.add(process(e));
+            }
+        }
+        Set<String> crashed = new HashSet<>();
+        for (Map<String, Instant[]> processes : spans.values()) {
+            processes.forEach((process, span) -> {
+                boolean followed = processes.entrySet().stream()
+                        .anyMatch(other -> !other.getKey().equals(process) && !other.getValue()[0].isBefore(span[1]));
+                if (followed && !stopped.contains(process)) {
+                    crashed.add(process);
+                }
+            });
+        }
+        return crashed;
     }
 
     /** DROPPED markers, and sequence gaps between the events seen of each instance that no marker covers. */
@@ -350,7 +410,7 @@ public final class Auditor {
         List<EventLoss> losses = new ArrayList<>();
         Map<String, List<LifecycleEvent>> byInstance = new TreeMap<>();
         for (LifecycleEvent e : log) {
-            byInstance.computeIfAbsent(e.instance(), k -> new ArrayList<>()).add(e);
+            byInstance.computeIfAbsent(process(e), k -> new ArrayList<>()).add(e);
         }
         for (List<LifecycleEvent> events : byInstance.values()) {
             events.sort(BY_SEQ);

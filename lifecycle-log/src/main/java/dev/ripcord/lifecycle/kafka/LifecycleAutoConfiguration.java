@@ -73,10 +73,15 @@ public final class LifecycleAutoConfiguration {
 
     /** The lifecycle topic as this service would create it. */
     public static NewTopic topic(LifecycleProperties p) {
-        return new NewTopic(p.topic(), p.partitions(), (short) p.replicationFactor()).configs(Map.of(
-                TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_DELETE,
-                TopicConfig.RETENTION_MS_CONFIG, Long.toString(p.retention().toMillis()),
-                TopicConfig.MESSAGE_TIMESTAMP_TYPE_CONFIG, "LogAppendTime"));
+        Map<String, String> configs = new java.util.LinkedHashMap<>();
+        configs.put(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_DELETE);
+        configs.put(TopicConfig.RETENTION_MS_CONFIG, Long.toString(p.retention().toMillis()));
+        configs.put(TopicConfig.MESSAGE_TIMESTAMP_TYPE_CONFIG, "LogAppendTime");
+        if (p.replicationFactor() >= 3) {
+            // A majority of the replicas, as the cancellations topic (CancelTopics); below three, the broker's default.
+            configs.put(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG, Integer.toString(p.replicationFactor() / 2 + 1));
+        }
+        return new NewTopic(p.topic(), p.partitions(), (short) p.replicationFactor()).configs(configs);
     }
 
     static Map<String, Object> producerConfig(ObjectProvider<KafkaProperties> kafkaProperties,

@@ -24,12 +24,29 @@ final class AuditLogs {
     private final Map<String, Long> seqs = new HashMap<>();
     private Instant now = Instant.parse("2026-12-01T12:00:00Z");
 
+    /** Each instance's process, once {@link #restart} gave it one (events without one: older builds). */
+    private final Map<String, String> incarnations = new HashMap<>();
+
     LifecycleEvent add(String service, String instance, LifecycleEvent draft) {
         long seq = seqs.merge(instance, 1L, Long::sum);
         now = now.plusMillis(1);
-        LifecycleEvent e = draft.stamped(service, instance, seq, now);
+        LifecycleEvent e = draft.stamped(service, instance, incarnations.get(instance), seq, now);
         events.add(e);
         return e;
+    }
+
+    /**
+     * {@code instance} as a new process from now on (incarnation {@code incarnation}), its sequence numbers from 1
+     * again: a restart, clean or not (see {@link #stop}).
+     */
+    void restart(String instance, String incarnation) {
+        incarnations.put(instance, incarnation);
+        seqs.remove(instance);
+    }
+
+    /** {@code instance}'s process stops cleanly: its STOPPED marker. */
+    void stop(String service, String instance) {
+        add(service, instance, LifecycleEvent.of(STOPPED, null));
     }
 
     /** Skips {@code n} sequence numbers of {@code instance} (events lost). */

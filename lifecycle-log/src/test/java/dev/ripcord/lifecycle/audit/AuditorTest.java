@@ -226,4 +226,88 @@ class AuditorTest {
         assertThat(report.requests()).isEqualTo(2);
         assertThat(report.outcomes()).containsEntry("COMPLETED", 1L).containsEntry("CANCELLED", 1L);
     }
+
+    /** d1 (process "one") admits req-crash and opens its session, then is restarted as process "two". */
+    private static AuditLogs crashDuringATransferThenRestart(boolean cleanStop) {
+        AuditLogs log = new AuditLogs();
+        log.restart("d1", "one");
+        log.completed("req-before");
+        log.gateway(LifecycleEvent.of(ADMITTED, "req-crash"));
+        log.gateway(LifecycleEvent.of(ROUTED, "req-crash").withRoute("p1", "d1"));
+        log.decode(LifecycleEvent.of(JOB_ADMITTED, "req-crash").withPages(4));
+        log.decode(LifecycleEvent.of(KV_OPENED, "req-crash").withDetail("RECEIVER"));
+        if (cleanStop) {
+            log.stop("decode", "d1");
+        }
+        log.gateway(LifecycleEvent.of(FINISHED, "req-crash").withOutcome(LifecycleOutcome.FAILED));
+        log.restart("d1", "two");
+        log.completed("req-after");
+        return log;
+    }
+
+    @Test
+    void aRestartedInstancesEventsAreItsNewProcessesNotDuplicatesOfTheOldOnes() {
+        AuditLogs log = crashDuringATransferThenRestart(false);
+
+        AuditReport report = Auditor.audit(log.events(), List.of(), WHOLE_LOG);
+
+        // d1's second process numbers its events from 1 again: every one of them is read, none taken for a duplicate.
+        assertThat(report.events()).isEqualTo(log.events().size());
+        assertThat(report.outcomes()).containsEntry("COMPLETED", 2L).containsEntry("FAILED", 1L);
+        assertThat(report.losses()).isEmpty();
+        assertThat(report.violations()).isEmpty();
+    }
+
+    @Test
+    void whatAProcessThatDiedHadOpenIsUnverifiableNotAViolation() {
+        AuditReport report = Auditor.audit(crashDuringATransferThenRestart(false).events(), List.of(), WHOLE_LOG);
+
+        assertThat(report.violations()).isEmpty();
+        assertThat(report.unverifiable()).extracting(Violation::invariant)
+                .containsExactlyInAnyOrder(Invariant.KV_SESSION_RELEASED_ONCE, Invariant.PAGES_FREED);
+        assertThat(report.unverifiable()).allSatisfy(v -> {
+            assertThat(v.requestId()).isEqualTo("req-crash");
+            assertThat(v.message()).contains("ended without a clean stop and was restarted");
+        });
+    }
+
+    @Test
+    void whatAProcessThatStoppedCleanlyLeftOpenIsAViolation() {
+        AuditReport report = Auditor.audit(crashDuringATransferThenRestart(true).events(), List.of(), WHOLE_LOG);
+
+        assertThat(report.unverifiable()).isEmpty();
+        assertThat(report.violations()).extracting(Violation::invariant)
+                .containsExactlyInAnyOrder(Invariant.KV_SESSION_RELEASED_ONCE, Invariant.PAGES_FREED);
+    }
+
+    @Test
+    void aProcessThatNothingFollowedIsNotTakenForDead() {
+        AuditLogs log = new AuditLogs();
+        log.restart("d1", "only");
+        log.gateway(LifecycleEvent.of(ADMITTED, "req-open"));
+        log.decode(LifecycleEvent.of(JOB_ADMITTED, "req-open").withPages(2));
+        log.gateway(LifecycleEvent.of(FINISHED, "req-open").withOutcome(LifecycleOutcome.FAILED));
+
+        AuditReport report = Auditor.audit(log.events(), List.of(), WHOLE_LOG);
+
+        assertThat(report.violations()).extracting(Violation::invariant).containsExactly(Invariant.PAGES_FREED);
+        assertThat(report.unverifiable()).isEmpty();
+    }
+
+    @Test
+    void aRequestWhoseGatewayDiedBeforeItsEndIsUnverifiableNotAViolation() {
+        AuditLogs log = new AuditLogs();
+        log.restart("g1", "first");
+        log.gateway(LifecycleEvent.of(ADMITTED, "req-orphan"));
+        log.restart("g1", "second"); // killed with the request open, started again
+        log.completed("req-next");
+
+        AuditReport report = Auditor.audit(log.events(), List.of(), WHOLE_LOG);
+
+        assertThat(report.violations()).isEmpty();
+        assertThat(report.unverifiable()).singleElement().satisfies(v -> {
+            assertThat(v.requestId()).isEqualTo("req-orphan");
+            assertThat(v.invariant()).isEqualTo(Invariant.ONE_TERMINAL_OUTCOME);
+        });
+    }
 }

@@ -25,10 +25,12 @@ final class LifecycleOracle {
      * @param ran        whether an audit ran and produced a report
      * @param requests   requests it rebuilt
      * @param violations invariant violations it reported (must be 0)
+     * @param unverifiable missing events it could not judge because their instance lost events (shown, not 0 by
+     *                     rule: a killed process's last events, say)
      * @param summary    its summary (outcomes, cancels, aborts by phase, event losses, the first violations), or why
      *                   it did not run
      */
-    record Verdict(boolean ran, long requests, long violations, String summary) {
+    record Verdict(boolean ran, long requests, long violations, long unverifiable, String summary) {
     }
 
     private LifecycleOracle() {
@@ -51,11 +53,11 @@ final class LifecycleOracle {
         try {
             report = JsonMapper.builder().build().readTree(out.toString());
         } catch (RuntimeException e) {
-            return new Verdict(false, 0, 0, "ripcord audit exited " + status + " without a JSON report: "
+            return new Verdict(false, 0, 0, 0, "ripcord audit exited " + status + " without a JSON report: "
                     + err.toString().strip());
         }
         if (!report.has("violations")) {
-            return new Verdict(false, 0, 0, "ripcord audit exited " + status + ": " + out + err);
+            return new Verdict(false, 0, 0, 0, "ripcord audit exited " + status + ": " + out + err);
         }
         List<String> first = new ArrayList<>();
         for (JsonNode v : report.get("violations")) {
@@ -65,11 +67,12 @@ final class LifecycleOracle {
             }
         }
         String summary = ("exit %d; %d events; outcomes %s; cancels %d by reason %s; aborts by phase %s; "
-                + "in flight at the end %d; event losses %s; wasted prefill tokens %d; dump %s%s").formatted(status,
+                + "in flight at the end %d; unverifiable %d; event losses %s; wasted prefill tokens %d; dump %s%s").formatted(status,
                 report.path("events").asLong(), report.path("outcomes"), report.path("cancels").asLong(),
                 report.path("cancelsByReason"), report.path("abortsByPhase"), report.path("inFlight").asLong(),
-                report.path("losses"), report.path("wastedPrefillTokens").asLong(), dump,
+                report.path("unverifiable").size(), report.path("losses"), report.path("wastedPrefillTokens").asLong(), dump,
                 first.isEmpty() ? "" : "; first violations: " + first);
-        return new Verdict(true, report.path("requests").asLong(), report.get("violations").size(), summary);
+        return new Verdict(true, report.path("requests").asLong(), report.get("violations").size(),
+                report.path("unverifiable").size(), summary);
     }
 }

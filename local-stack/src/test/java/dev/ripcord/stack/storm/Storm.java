@@ -73,6 +73,12 @@ final class Storm {
         }
     }
 
+    /** What runs after the last request and before the checks. */
+    @FunctionalInterface
+    interface BeforeChecks {
+        void run() throws InterruptedException;
+    }
+
     /** What one request came to. */
     enum Result { COMPLETED, CANCELLED, FAILED }
 
@@ -82,7 +88,8 @@ final class Storm {
                   Map<String, Long> failures, Map<Integer, Long> explicitAnswers, long completedAfterCancel,
                   long wrongOutputs, List<String> wrongExamples, long partialNotPrefix, long uncancelledNotCompleted,
                   Map<String, WorkerStatus> workers, boolean workersIdle, double gatewayActive, double gatewayLegs,
-                  LifecycleOracle.Verdict audit, double wallSeconds, long completedTokens) {
+                  LifecycleOracle.Verdict audit, double wallSeconds, long completedTokens,
+                  List<String> noAnswer) {
 
         long leaks() {
             long leaks = 0;
@@ -104,8 +111,11 @@ final class Storm {
             out.println("  cancels aimed, by source: " + plannedSources);
             out.println("  outcomes: " + results + " (completed although a cancel was aimed at them: "
                     + completedAfterCancel + ")");
-            out.println("  explicit cancel answers (HTTP status: count): " + explicitAnswers);
+            out.println("  explicit cancel answers (HTTP status: count; 0: no connection): " + explicitAnswers);
             out.println("  failures (neither completed nor cancelled): " + (failures.isEmpty() ? "0" : failures));
+            if (!noAnswer.isEmpty()) {
+                out.println("  requests whose client got no answer (id gateway phase source): " + noAnswer);
+            }
             out.println("  uncancelled requests that did not complete: " + uncancelledNotCompleted);
             out.println("  wrong outputs (completed text != reference): " + wrongOutputs
                     + (wrongExamples.isEmpty() ? "" : " e.g. " + wrongExamples));
@@ -129,6 +139,14 @@ final class Storm {
 
     /** Runs {@code plan} to the end, then the checks. */
     Report run(StormPlan plan, long seed) throws InterruptedException {
+        return run(plan, seed, () -> { });
+    }
+
+    /**
+     * Runs {@code plan} to the end, then {@code beforeChecks} (a fault schedule's end: every process back, the
+     * probes sent), then the checks, whose audit window covers both.
+     */
+    Report run(StormPlan plan, long seed, BeforeChecks beforeChecks) throws InterruptedException {
         // References first (in this JVM, outside the timed part): one per prompt and length.
         for (int p = 0; p < prompts.size(); p++) {
             for (int maxTokens : StormPlan.MAX_TOKENS) {
@@ -144,6 +162,7 @@ final class Storm {
         LongAdder uncancelledNotCompleted = new LongAdder();
         AtomicLong completedTokens = new AtomicLong();
         List<String> wrongExamples = java.util.Collections.synchronizedList(new ArrayList<>());
+        List<String> noAnswer = java.util.Collections.synchronizedList(new ArrayList<>());
         Semaphore slots = new Semaphore(concurrency);
         Instant from = Instant.now();
         long start = System.nanoTime();
@@ -187,6 +206,8 @@ final class Storm {
                         }
                     } catch (Exception e) {
                         failures.merge("client: " + e, 1L, Long::sum);
+                        noAnswer.add(entry.id() + " gateway-" + (entry.gateway() + 1) + " " + entry.phase() + " "
+                                + entry.source());
                     } finally {
                         slots.release();
                     }
@@ -197,6 +218,7 @@ final class Storm {
         for (Thread cancel : explicitCancels) {
             cancel.join(Duration.ofMinutes(1));
         }
+        beforeChecks.run();
         Map<String, WorkerStatus> workers = new TreeMap<>();
         boolean idle = awaitIdle(workers);
         // The audit window ends a moment after the workers went idle, and is read once that moment has passed: the
@@ -227,7 +249,8 @@ final class Storm {
                 completedAfterCancel.sum(), wrong.sum(), List.copyOf(wrongExamples), partialNotPrefix.sum(),
                 uncancelledNotCompleted.sum(), workers, idle, active, legs,
                 LifecycleOracle.audit(stack.bootstrapServers(), from, to, TestStacks.repositoryRoot()
-                        .resolve("local-stack/target/storm-" + seed + "-audit.dump")), wall, completedTokens.get());
+                        .resolve("local-stack/target/storm-" + seed + "-audit.dump")), wall, completedTokens.get(),
+                List.copyOf(noAnswer));
     }
 
     /** One request, its cancel, and its outcome. */
@@ -269,7 +292,12 @@ final class Storm {
                 // request's thread, so that the request's own outcome is not held up.
                 StreamingClient at = gateways.get(entry.cancelGateway());
                 explicitCancels.add(Thread.ofVirtual().start(() -> {
-                    int status = entry.delete() ? at.delete(entry.id()) : at.cancel(entry.id());
+                    int status;
+                    try {
+                        status = entry.delete() ? at.delete(entry.id()) : at.cancel(entry.id());
+                    } catch (java.io.UncheckedIOException e) {
+                        status = 0; // no answer: the gateway was down (a fault bench restarts one)
+                    }
                     explicitAnswers.merge(status, 1L, Long::sum);
                 }));
             }

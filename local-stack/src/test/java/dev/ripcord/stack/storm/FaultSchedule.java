@@ -1,0 +1,338 @@
+package dev.ripcord.stack.storm;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import dev.ripcord.protocol.WorkerStatus;
+import dev.ripcord.stack.FaultProxy;
+import dev.ripcord.stack.Role;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * A seeded schedule of faults against a {@link FaultStack}, injected one after another while a storm runs: which
+ * faults, in which order, against which broker, worker or link, all drawn from the seed. Each fault is injected,
+ * held, healed, and its recovery measured (from the moment it was healed, or its process started again, until
+ * the stack serves a request again), before the next one starts.
+ *
+ * <p>While a broker or a worker is down, and while the services are cut off from Kafka, the schedule publishes
+ * cancels for requests that do not exist yet (as an operator would, straight to the cluster, {@code acks=all}):
+ * {@link #probeIds()}. After the last fault each of those requests is sent; each must be answered as cancelled, or
+ * the cancel was lost.
+ */
+final class FaultSchedule {
+
+    /** The faults a schedule can inject, by their name in {@code --faults} and in the summary. */
+    enum Fault {
+        BROKER_KILL("broker_kill"),
+        WORKER_PAUSE("worker_pause"),
+        WORKER_KILL("worker_kill"),
+        GATEWAY_RESTART("gateway_restart"),
+        NET_DELAY("net_delay"),
+        NET_RESET("net_reset"),
+        NET_PARTITION("net_partition"),
+        KV_NET("kv_net");
+
+        final String id;
+
+        Fault(String id) {
+            this.id = id;
+        }
+
+        static Fault of(String id) {
+            for (Fault f : values()) {
+                if (f.id.equals(id)) {
+                    return f;
+                }
+            }
+            throw new IllegalArgumentException("unknown fault '" + id + "' (known: " + ids(EnumSet.allOf(Fault.class))
+                    + ")");
+        }
+
+        static String ids(Set<Fault> faults) {
+            return String.join(",", faults.stream().map(f -> f.id).toList());
+        }
+    }
+
+    /** How long a partition lasts, a paused worker stays stopped, a killed broker stays down. */
+    static final Duration PARTITION = Duration.ofSeconds(5);
+    static final Duration PAUSE = Duration.ofSeconds(3);
+    static final Duration BROKER_DOWN = Duration.ofSeconds(5);
+    static final Duration DELAY = Duration.ofMillis(50);
+    static final Duration DELAY_HELD = Duration.ofSeconds(5);
+    /** Cancels published for future requests during each outage. */
+    static final int PROBES_PER_OUTAGE = 2;
+    private static final Duration RECOVERY_LIMIT = Duration.ofMinutes(5);
+
+    /** What one injected fault did. */
+    record Injected(Fault fault, String target, String detail, double recoverySeconds, boolean underLoad) {
+    }
+
+    private final FaultStack stack;
+    private final List<Fault> order;
+    private final Random random;
+    private final PrintStream log;
+    private final List<Injected> injected = Collections.synchronizedList(new ArrayList<>());
+    private final Map<String, String> skipped = Collections.synchronizedMap(new LinkedHashMap<>());
+    private final List<String> probeIds = Collections.synchronizedList(new ArrayList<>());
+    private final Probe probe;
+    private volatile BooleanSupplier underLoad = () -> false;
+
+    /** Serves one short request through a gateway; true if it completed. */
+    @FunctionalInterface
+    interface Probe {
+        boolean serves();
+    }
+
+    FaultSchedule(FaultStack stack, Set<Fault> faults, long seed, Probe probe, PrintStream log) {
+        this.stack = stack;
+        this.random = new Random(seed);
+        this.probe = probe;
+        this.log = log;
+        List<Fault> chosen = new ArrayList<>(faults);
+        Collections.shuffle(chosen, random);
+        this.order = List.copyOf(chosen);
+    }
+
+    List<Fault> order() {
+        return order;
+    }
+
+    List<Injected> injected() {
+        return List.copyOf(injected);
+    }
+
+    Map<String, String> skipped() {
+        return Map.copyOf(skipped);
+    }
+
+    List<String> probeIds() {
+        return List.copyOf(probeIds);
+    }
+
+    /** Runs every fault in order; {@code load} says whether the storm still sends requests. */
+    void run(BooleanSupplier load) throws InterruptedException {
+        this.underLoad = load;
+        try (KafkaProducer<String, String> operator = operator(stack.directBootstrap())) {
+            for (Fault fault : order) {
+                Thread.sleep(Duration.ofMillis(1000 + random.nextInt(2000)));
+                log.printf("fault %s at %s ...%n", fault.id, Instant.now());
+                try {
+                    Injected done = inject(fault, operator);
+                    if (done != null) {
+                        injected.add(done);
+                        log.printf("fault %s on %s: %s; serving again %.1f s after it was healed%s%n", fault.id,
+                                done.target(), done.detail(), done.recoverySeconds(),
+                                done.underLoad() ? "" : " (the storm had ended)");
+                    }
+                } catch (RuntimeException e) {
+                    skipped.put(fault.id, "injection failed: " + e);
+                    log.printf("fault %s could not be injected: %s%n", fault.id, e);
+                }
+            }
+        } finally {
+            stack.allProxies().forEach(p -> {
+                p.heal();
+                p.latency(Duration.ZERO);
+            });
+        }
+    }
+
+    private Injected inject(Fault fault, KafkaProducer<String, String> operator) throws InterruptedException {
+        boolean load = underLoad.getAsBoolean();
+        return switch (fault) {
+            case BROKER_KILL -> {
+                int partition = random.nextInt(3);
+                int leader = stack.cluster().leader("ripcord.cancellations", partition);
+                stack.cluster().kill(leader);
+                publishProbes("broker", operator);
+                Thread.sleep(BROKER_DOWN);
+                long healed = System.nanoTime();
+                stack.cluster().restart(leader);
+                awaitInSync();
+                yield new Injected(fault, "kafka-" + leader, "leader of ripcord.cancellations-" + partition
+                        + " killed, down " + BROKER_DOWN.toSeconds() + " s, restarted on its data; "
+                        + "every partition back to 3 in-sync replicas", recovered(healed), load);
+            }
+            case WORKER_PAUSE -> {
+                int index = random.nextInt(stack.stack().instances().prefills());
+                long pid = stack.pid(Role.PREFILL, index);
+                signal("STOP", pid);
+                Thread.sleep(PAUSE);
+                long healed = System.nanoTime();
+                signal("CONT", pid);
+                yield new Injected(fault, "prefill-" + (index + 1), "SIGSTOP for " + PAUSE.toSeconds()
+                        + " s, then SIGCONT", recovered(healed), load);
+            }
+            case WORKER_KILL -> {
+                int index = random.nextInt(stack.stack().instances().decodes());
+                boolean midTransfer = awaitTransfer(index);
+                stack.local().kill(Role.DECODE, index);
+                publishProbes("decode", operator);
+                long healed = System.nanoTime();
+                stack.local().restart(Role.DECODE, index);
+                yield new Injected(fault, "decode-" + (index + 1), "SIGKILL "
+                        + (midTransfer ? "with a KV transfer session open" : "(no transfer session seen open)")
+                        + ", restarted", recovered(healed), load);
+            }
+            case GATEWAY_RESTART -> {
+                int index = random.nextInt(stack.stack().instances().gateways());
+                boolean graceful = stack.local().terminate(Role.GATEWAY, index);
+                long healed = System.nanoTime();
+                stack.local().restart(Role.GATEWAY, index);
+                yield new Injected(fault, "gateway-" + (index + 1), "SIGTERM ("
+                        + (graceful ? "drained, exited" : "killed after the grace period") + "), started again",
+                        recovered(healed), load);
+            }
+            case NET_DELAY -> {
+                for (FaultProxy p : stack.allProxies()) {
+                    p.latency(DELAY);
+                }
+                Thread.sleep(DELAY_HELD);
+                long healed = System.nanoTime();
+                for (FaultProxy p : stack.allProxies()) {
+                    p.latency(Duration.ZERO);
+                }
+                yield new Injected(fault, "gateway<->workers, services<->kafka", "+" + DELAY.toMillis()
+                        + " ms per chunk each way for " + DELAY_HELD.toSeconds() + " s", recovered(healed), load);
+            }
+            case NET_RESET -> {
+                int reset = 0;
+                for (FaultProxy p : stack.allProxies()) {
+                    reset += p.reset();
+                }
+                long healed = System.nanoTime();
+                yield new Injected(fault, "gateway<->workers, services<->kafka", reset
+                        + " open connections reset", recovered(healed), load);
+            }
+            case NET_PARTITION -> {
+                List<FaultProxy> cut = new ArrayList<>(stack.kafkaProxies());
+                List<FaultProxy> workers = new ArrayList<>(stack.workerProxies().values());
+                FaultProxy worker = workers.get(random.nextInt(workers.size()));
+                cut.add(worker);
+                cut.forEach(FaultProxy::partition);
+                publishProbes("partition", operator);
+                Thread.sleep(PARTITION);
+                long healed = System.nanoTime();
+                cut.forEach(FaultProxy::heal);
+                yield new Injected(fault, "services<->kafka and " + worker.name(), PARTITION.toSeconds()
+                        + " s partition (bytes held, delivered when it heals)", recovered(healed), load);
+            }
+            case KV_NET -> {
+                skipped.put(fault.id, "prefill copies KV into decode's pages through shared memory "
+                        + "(ripcord.kv.backend=shm, all workers on one host): no socket between them to fault; with "
+                        + "tcp, a transfer descriptor carries the receiving agent's own port, so no proxy can be put "
+                        + "in between");
+                yield null;
+            }
+        };
+    }
+
+    /** Seconds from {@code healedNanos} until a short request through a gateway completes. */
+    private double recovered(long healedNanos) throws InterruptedException {
+        long deadline = System.nanoTime() + RECOVERY_LIMIT.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (probe.serves()) {
+                return (System.nanoTime() - healedNanos) / 1e9;
+            }
+            Thread.sleep(100);
+        }
+        throw new IllegalStateException("the stack did not serve a request within " + RECOVERY_LIMIT
+                + " after the fault was healed");
+    }
+
+    private void awaitInSync() throws InterruptedException {
+        long deadline = System.nanoTime() + RECOVERY_LIMIT.toNanos();
+        while (System.nanoTime() < deadline) {
+            boolean all = true;
+            for (int p = 0; p < 3; p++) {
+                all &= stack.cluster().inSyncReplicas("ripcord.cancellations", p).size() == FaultStack.BROKERS;
+            }
+            if (all) {
+                return;
+            }
+            Thread.sleep(200);
+        }
+        throw new IllegalStateException("ripcord.cancellations not back to " + FaultStack.BROKERS
+                + " in-sync replicas within " + RECOVERY_LIMIT);
+    }
+
+    /** Waits (up to 10 s) until decode {@code index} has a transfer session open; whether it saw one. */
+    private boolean awaitTransfer(int index) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (System.nanoTime() < deadline) {
+            try {
+                WorkerStatus s = stack.stack().workers(0, index).status(Role.DECODE);
+                if (s.liveSessions() > 0) {
+                    return true;
+                }
+            } catch (RuntimeException e) {
+                // not answering: kill it anyway
+                return false;
+            }
+            Thread.sleep(5);
+        }
+        return false;
+    }
+
+    private void publishProbes(String during, KafkaProducer<String, String> operator) {
+        for (int i = 0; i < PROBES_PER_OUTAGE; i++) {
+            String id = "probe-" + during + "-" + Long.toHexString(random.nextLong());
+            try {
+                operator.send(new ProducerRecord<>("ripcord.cancellations", id, cancelEvent(id)))
+                        .get(60, TimeUnit.SECONDS);
+                probeIds.add(id);
+            } catch (Exception e) {
+                throw new IllegalStateException("an operator's cancel was not acknowledged (acks=all) during the "
+                        + during + " outage: " + e, e);
+            }
+        }
+    }
+
+    private static void signal(String signal, long pid) {
+        try {
+            Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid)).inheritIO().start();
+            if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+                throw new IllegalStateException("kill -" + signal + " " + pid + " failed");
+            }
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot run kill -" + signal + " " + pid, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+
+    private static KafkaProducer<String, String> operator(String bootstrap) {
+        Properties config = new Properties();
+        config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        config.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+        config.put(ProducerConfig.ACKS_CONFIG, "all");
+        config.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+        config.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 60_000);
+        config.put(ProducerConfig.CLIENT_ID_CONFIG, "ripcord-faults-operator");
+        return new KafkaProducer<>(config, new StringSerializer(), new StringSerializer());
+    }
+
+    /** The cancellations topic's wire format, as an operator's tool writes it. */
+    private static String cancelEvent(String requestId) {
+        return "{\"schemaVersion\":1,\"requestId\":\"" + requestId + "\",\"reason\":\"CLIENT_CANCEL\","
+                + "\"origin\":{\"service\":\"operator\",\"instance\":\"faults\"},\"timestamp\":\"" + Instant.now()
+                + "\"}";
+    }
+}

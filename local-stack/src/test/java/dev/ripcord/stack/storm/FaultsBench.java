@@ -1,0 +1,351 @@
+package dev.ripcord.stack.storm;
+
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import dev.ripcord.stack.TestStack;
+import dev.ripcord.stack.TestStacks;
+import dev.ripcord.stack.cancel.StreamingClient;
+import dev.ripcord.stack.cancel.StreamingClient.Outcome;
+import dev.ripcord.stack.storm.FaultSchedule.Fault;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * {@code ./ripcord bench faults}: the random-phase cancel storm ({@link Storm}) on a stack built to be broken
+ * ({@link FaultStack}: 2 gateways, 2 prefill, 2 decode, a 3-node KRaft cluster, proxies on every gateway-to-worker
+ * and service-to-Kafka link) while a seeded {@link FaultSchedule} kills and restarts the leader broker of a
+ * cancellations partition, pauses a prefill worker, kills a decode worker mid-transfer and restarts it, restarts a
+ * gateway, and delays, resets and partitions the links. Then the oracle, once every process is back:
+ *
+ * <ul>
+ *   <li>{@code ripcord audit} over the window: 0 violations (spans it cannot verify counted and shown);</li>
+ *   <li>0 leaked pages, sessions, registrations or regions on every worker; the gateways hold nothing;</li>
+ *   <li>0 wrong outputs among completed requests (the storm's, and a steady load's that runs for as long as the
+ *       faults do, so that every fault meets traffic), every cancelled request's partial text a prefix of the
+ *       reference;</li>
+ *   <li>every client got a terminal answer (a completion, a cancellation, or an error) within its deadline;</li>
+ *   <li>no cancel lost: each cancel an operator published while a broker or worker was down, or while the services
+ *       were cut off from Kafka, cancels its request when the request comes;</li>
+ *   <li>nobody waits behind a ghost: a short request's TTFT after recovery is within one chunk of its idle TTFT.</li>
+ * </ul>
+ *
+ * <p>{@code --json} prints one summary object on stdout (the report goes to stderr). Exits 0 when every check
+ * holds, 1 otherwise, 2 on a usage error.
+ */
+public final class FaultsBench {
+
+    static final String USAGE = """
+            usage: ./ripcord bench faults [options]
+              --requests=N          storm requests (default 2000)
+              --seed=S              seed of the storm and of the fault schedule (default 42)
+              --faults=a,b,...      faults to inject, in an order drawn from the seed (default: all of
+                                    broker_kill,worker_pause,worker_kill,gateway_restart,net_delay,net_reset,
+                                    net_partition,kv_net)
+              --concurrency=C       requests in flight at once (default 16)
+              --cancel-share=F      share of requests with a cancel aimed at them (default 0.7)
+              --json                print one JSON summary object on stdout""";
+
+    /** Samples per TTFT figure: their median is the figure. */
+    private static final int TTFT_SAMPLES = 7;
+    private static final Duration PROBE_LIMIT = Duration.ofSeconds(60);
+    /** Requests of the steady load in flight at once, beside the storm's. */
+    private static final int STEADY_CONCURRENCY = 4;
+
+    private FaultsBench() {
+    }
+
+    /** What a run was asked for. */
+    record Config(int requests, long seed, Set<Fault> faults, int concurrency, double cancelShare) {
+    }
+
+    /** Everything a run found; {@link #clean()} says whether every check held. */
+    record Summary(Config config, List<FaultSchedule.Injected> injected, Map<String, String> skipped,
+                   Storm.Report storm, long lostCancels, List<String> lostCancelIds, long probes,
+                   long clientsWithoutAnswer, long failedWithError, double ttftIdleMs, double chunkMs,
+                   double ttftAfterMs, Steady steady) {
+
+        /** What the steady load (requests nobody cancels, for as long as the faults run) came to. */
+        record Steady(long sent, long completed, long wrongOutputs, long withoutAnswer, Map<String, Long> errors) {
+        }
+
+        /** Wrong outputs among the storm's and the steady load's completed requests. */
+        long wrongOutputs() {
+            return storm.wrongOutputs() + steady.wrongOutputs();
+        }
+
+        boolean injectionsFailed() {
+            return skipped.values().stream().anyMatch(why -> why.startsWith("injection failed"));
+        }
+
+        boolean ttftWithinOneChunk() {
+            return ttftAfterMs <= ttftIdleMs + chunkMs;
+        }
+
+        boolean clean() {
+            return storm.audit().ran() && storm.audit().violations() == 0 && storm.workersIdle()
+                    && storm.leaks() == 0 && wrongOutputs() == 0 && storm.partialNotPrefix() == 0
+                    && lostCancels == 0 && clientsWithoutAnswer == 0 && ttftWithinOneChunk() && !injectionsFailed();
+        }
+
+        ObjectNode json() {
+            JsonMapper mapper = JsonMapper.builder().build();
+            ObjectNode o = mapper.createObjectNode();
+            o.put("requests", config.requests());
+            o.put("seed", config.seed());
+            var faults = o.putArray("faults_injected");
+            injected.forEach(i -> faults.add(i.fault().id));
+            ObjectNode skip = o.putObject("faults_skipped");
+            skipped.forEach(skip::put);
+            o.put("audit_ran", storm.audit().ran());
+            o.put("audit_violations", storm.audit().violations());
+            o.put("unverifiable", storm.audit().unverifiable());
+            o.put("leaks", storm.leaks());
+            o.put("workers_idle", storm.workersIdle());
+            o.put("wrong_outputs", wrongOutputs());
+            o.put("partial_not_prefix", storm.partialNotPrefix());
+            o.put("lost_cancels", lostCancels);
+            o.put("cancel_probes", probes);
+            o.put("clients_without_answer", clientsWithoutAnswer);
+            var noAnswer = o.putArray("clients_without_answer_requests");
+            storm.noAnswer().forEach(noAnswer::add);
+            o.put("answered_with_error", failedWithError);
+            ObjectNode outcomes = o.putObject("outcomes");
+            storm.results().forEach(outcomes::put);
+            ObjectNode steadyNode = o.putObject("steady_load");
+            steadyNode.put("sent", steady.sent());
+            steadyNode.put("completed", steady.completed());
+            ObjectNode steadyErrors = steadyNode.putObject("errors");
+            steady.errors().forEach(steadyErrors::put);
+            ObjectNode recovery = o.putObject("recovery_s");
+            injected.forEach(i -> recovery.put(i.fault().id, Math.round(i.recoverySeconds() * 10) / 10.0));
+            ObjectNode under = o.putObject("under_load");
+            injected.forEach(i -> under.put(i.fault().id, i.underLoad()));
+            o.put("ttft_idle_ms", Math.round(ttftIdleMs));
+            o.put("chunk_ms", Math.round(chunkMs));
+            o.put("ttft_after_recovery_ms", Math.round(ttftAfterMs));
+            o.put("ttft_within_one_chunk", ttftWithinOneChunk());
+            o.put("storm_wall_s", Math.round(storm.wallSeconds() * 10) / 10.0);
+            o.put("clean", clean());
+            return o;
+        }
+
+        void print(PrintStream out) {
+            out.printf("faults: %d requests, seed %d, concurrency %d, cancel share %.2f%n", config.requests(),
+                    config.seed(), config.concurrency(), config.cancelShare());
+            for (FaultSchedule.Injected i : injected) {
+                out.printf("  %-16s %-40s %s; serving again after %.1f s%s%n", i.fault().id, i.target(), i.detail(),
+                        i.recoverySeconds(), i.underLoad() ? "" : " (after the storm's last request)");
+            }
+            skipped.forEach((fault, why) -> out.printf("  %-16s NOT INJECTED: %s%n", fault, why));
+            storm.print(out);
+            out.printf("  cancels published during outages: %d, lost (their request was not cancelled): %d%s%n",
+                    probes, lostCancels, lostCancelIds.isEmpty() ? "" : " " + lostCancelIds);
+            out.printf("  steady load while the faults ran: %d sent, %d completed, %d wrong outputs, errors %s%n",
+                    steady.sent(), steady.completed(), steady.wrongOutputs(), steady.errors());
+            out.printf("  clients without a terminal answer within their deadline: %d; answered with an error: %d%n",
+                    clientsWithoutAnswer, failedWithError);
+            out.printf("  short request TTFT: idle %.0f ms, one chunk %.0f ms, after recovery %.0f ms (%s)%n",
+                    ttftIdleMs, chunkMs, ttftAfterMs, ttftWithinOneChunk() ? "within one chunk of idle"
+                            : "MORE than one chunk over idle");
+            out.println("  faults verdict: " + (clean() ? "CLEAN" : "NOT CLEAN"));
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> options = new LinkedHashMap<>();
+        boolean json = false;
+        // The in-process cluster's nodes warn at every connection a fault breaks: expected here, and the report is
+        // what this bench prints. Errors still show.
+        for (String name : new String[] {"kafka", "org.apache.kafka"}) {
+            if (org.slf4j.LoggerFactory.getLogger(name) instanceof ch.qos.logback.classic.Logger logger) {
+                logger.setLevel(ch.qos.logback.classic.Level.ERROR);
+            }
+        }
+        for (String arg : args) {
+            if (arg.equals("--help")) {
+                System.out.println(USAGE);
+                System.exit(0);
+            }
+            if (arg.equals("--json")) {
+                json = true;
+                continue;
+            }
+            int eq = arg.indexOf('=');
+            if (!arg.startsWith("--") || eq < 0 || !arg.substring(2, eq).matches(
+                    "requests|seed|faults|concurrency|cancel-share")) {
+                System.err.println("unexpected argument '" + arg + "'\n" + USAGE);
+                System.exit(2);
+            }
+            options.put(arg.substring(2, eq), arg.substring(eq + 1));
+        }
+        Config config;
+        try {
+            Set<Fault> faults = EnumSet.noneOf(Fault.class);
+            String list = options.getOrDefault("faults", Fault.ids(EnumSet.allOf(Fault.class)));
+            for (String id : list.split(",")) {
+                if (!id.isBlank()) {
+                    faults.add(Fault.of(id.strip()));
+                }
+            }
+            config = new Config(Integer.parseInt(options.getOrDefault("requests", "2000")),
+                    Long.parseLong(options.getOrDefault("seed", "42")), faults,
+                    Integer.parseInt(options.getOrDefault("concurrency", "16")),
+                    Double.parseDouble(options.getOrDefault("cancel-share", "0.7")));
+        } catch (IllegalArgumentException e) {
+            System.err.println(e.getMessage() + "\n" + USAGE);
+            System.exit(2);
+            return;
+        }
+        PrintStream report = json ? System.err : System.out;
+        Path logDir = TestStacks.repositoryRoot().resolve("local-stack/target/bench-logs/faults");
+        report.printf("machine: %d cores, load average %s%n", Runtime.getRuntime().availableProcessors(),
+                loadAverage());
+        Summary summary = run(config, "faults", logDir, report);
+        summary.print(report);
+        report.printf("machine after: load average %s%n", loadAverage());
+        if (json) {
+            System.out.println(summary.json());
+        }
+        System.exit(summary.clean() ? 0 : 1);
+    }
+
+    /** The stack's properties: the storm's (several gateways). */
+    static Map<String, String> properties() {
+        Map<String, String> p = new LinkedHashMap<>();
+        p.put("ripcord.gateway.auth.forward-unknown-cancels", "false");
+        p.put("ripcord.gateway.cancel-relay.answer-timeout", "10s");
+        return p;
+    }
+
+    /** Starts the stack, runs the storm and the schedule, the oracle, stops the stack. */
+    static Summary run(Config config, String name, Path logDir, PrintStream log) throws Exception {
+        TestStacks.Instances instances = new TestStacks.Instances(2, 2, 2);
+        log.println("starting " + instances + " on a " + FaultStack.BROKERS + "-node KRaft cluster (logs in "
+                + logDir + ") ...");
+        long started = System.nanoTime();
+        try (FaultStack faults = FaultStack.start(name, properties(), instances, logDir, null)) {
+            log.printf("stack up in %.1f s; proxies: %s%n", (System.nanoTime() - started) / 1e9,
+                    faults.describeProxies());
+            TestStack stack = faults.stack();
+            List<StreamingClient> gateways = new ArrayList<>();
+            for (int i = 0; i < instances.gateways(); i++) {
+                gateways.add(new StreamingClient(stack.url(dev.ripcord.stack.Role.GATEWAY, i)));
+            }
+            AtomicLong probeSeq = new AtomicLong();
+            String shortPrompt = Storm.ofBytes(7);
+            String chunkPrompt = Storm.ofBytes(Integer.parseInt(stack.properties()
+                    .getOrDefault("ripcord.prefill.chunk-tokens", "512")) - 1);
+            FaultSchedule.Probe serves = () -> {
+                for (StreamingClient gateway : gateways) {
+                    try {
+                        Outcome o = gateway.start(StreamingClient.completion(stack.modelName(), shortPrompt, 4, true),
+                                "serves-" + probeSeq.incrementAndGet()).outcome().get(PROBE_LIMIT.toSeconds(),
+                                TimeUnit.SECONDS);
+                        if (!o.completed()) {
+                            return false;
+                        }
+                    } catch (Exception e) {
+                        return false;
+                    }
+                }
+                return true;
+            };
+            // Idle figures first, on the warm stack.
+            ttftMillis(gateways.get(0), stack, shortPrompt, 3, "warm"); // warms the path, not counted
+            double idle = ttftMillis(gateways.get(0), stack, shortPrompt, TTFT_SAMPLES, "idle");
+            double chunk = ttftMillis(gateways.get(0), stack, chunkPrompt, TTFT_SAMPLES, "chunk");
+
+            FaultSchedule schedule = new FaultSchedule(faults, config.faults(), config.seed(), serves, log);
+            log.println("fault order: " + schedule.order().stream().map(f -> f.id).toList());
+            AtomicBoolean stormRunning = new AtomicBoolean(true);
+            SteadyLoad steady = SteadyLoad.start(stack, gateways, STEADY_CONCURRENCY, config.seed());
+            Thread faultThread = Thread.ofPlatform().name("fault-schedule").start(() -> {
+                try {
+                    schedule.run(stormRunning::get);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            StormPlan plan = StormPlan.draw(config.requests(), config.seed(), instances.gateways(),
+                    config.cancelShare());
+            Map<String, Outcome> probeOutcomes = new TreeMap<>();
+            double[] after = new double[1];
+            Storm.Report report = new Storm(stack, config.concurrency()).run(plan, config.seed(), () -> {
+                stormRunning.set(false);
+                faultThread.join();
+                steady.close();
+                // Every cancel published during an outage, now that everything is back: its request comes.
+                for (String id : schedule.probeIds()) {
+                    try {
+                        probeOutcomes.put(id, gateways.get(0).start(StreamingClient.completion(stack.modelName(),
+                                shortPrompt, 16, true), id).outcome().get(PROBE_LIMIT.toSeconds(), TimeUnit.SECONDS));
+                    } catch (Exception e) {
+                        probeOutcomes.put(id, null);
+                    }
+                }
+                after[0] = ttftMillis(gateways.get(0), stack, shortPrompt, TTFT_SAMPLES, "after");
+            });
+            List<String> lost = new ArrayList<>();
+            probeOutcomes.forEach((id, outcome) -> {
+                if (outcome == null || Storm.classify(outcome) != Storm.Result.CANCELLED) {
+                    lost.add(id + (outcome == null ? " (no answer)" : outcome.completed() ? " (completed)"
+                            : " (" + outcome.status() + " " + outcome.error() + ")"));
+                }
+            });
+            long withoutAnswer = 0;
+            long withError = 0;
+            for (Map.Entry<String, Long> f : report.failures().entrySet()) {
+                if (f.getKey().startsWith("client:")) {
+                    withoutAnswer += f.getValue();
+                } else {
+                    withError += f.getValue();
+                }
+            }
+            withoutAnswer += steady.withoutAnswer();
+            withError += steady.answeredWithError();
+            return new Summary(config, schedule.injected(), schedule.skipped(), report, lost.size(), lost,
+                    probeOutcomes.size(), withoutAnswer, withError, idle, chunk, after[0],
+                    new Summary.Steady(steady.sent(), steady.completed(), steady.wrongOutputs(),
+                            steady.withoutAnswer(), steady.errors()));
+        }
+    }
+
+    /** The median TTFT of {@code n} streamed requests, one after another, through {@code gateway}. */
+    private static double ttftMillis(StreamingClient gateway, TestStack stack, String prompt, int n, String tag) {
+        double[] samples = new double[n];
+        for (int i = 0; i < n; i++) {
+            try {
+                StreamingClient.Call call = gateway.start(StreamingClient.completion(stack.modelName(), prompt, 4, true),
+                        "ttft-" + tag + "-" + i + "-" + System.nanoTime());
+                Outcome o = call.outcome().get(PROBE_LIMIT.toSeconds(), TimeUnit.SECONDS);
+                samples[i] = o.completed() ? call.ttftNanos() / 1e6 : Double.MAX_VALUE;
+            } catch (Exception e) {
+                samples[i] = Double.MAX_VALUE;
+            }
+        }
+        Arrays.sort(samples);
+        return samples[n / 2];
+    }
+
+    private static String loadAverage() {
+        try {
+            return Files.readString(Path.of("/proc/loadavg")).strip();
+        } catch (java.io.IOException e) {
+            return "unknown";
+        }
+    }
+}
