@@ -963,7 +963,8 @@ final class VectorKernels implements Kernels {
      * quants (stored as shorts, so they load as they are), the two 16-element halves of a 32-element group added
      * in short lanes (no overflow: |q·a| ≤ 128·127), widened to ints, scaled by the sub-block scale in int lanes
      * for the K-quants, converted to float once per block and multiplied into the lane accumulators. Tiles of
-     * four activation rows decode each weight block once for the four (prefill); decode uses the one-row tile.
+     * four activation rows (two for Q6_K) decode each weight block once for all of them (prefill); decode uses the
+     * one-row tile.
      */
     @Override
     public void dotQ8(GgmlType type, MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff, long qaStride,
@@ -974,6 +975,12 @@ final class VectorKernels implements Kernels {
             return;
         }
         int r = 0;
+        if (type == GgmlType.Q6_K) {
+            // Two rows: a four-row Q6_K tile exceeds C2's node budget for inlining and then boxes its vectors.
+            for (; r + 2 <= rows; r += 2) {
+                q6_KRows2(w, wOff, k, qa, qaOff + r * qaStride, qaStride, c, cOff + r * ldc, ldc);
+            }
+        }
         for (; r + 4 <= rows; r += 4) {
             long a = qaOff + r * qaStride;
             long o = cOff + r * ldc;
@@ -981,7 +988,6 @@ final class VectorKernels implements Kernels {
                 case Q8_0 -> q8_0Rows4(w, wOff, k, qa, a, qaStride, c, o, ldc);
                 case Q4_0 -> q4_0Rows4(w, wOff, k, qa, a, qaStride, c, o, ldc);
                 case Q4_K -> q4_KRows4(w, wOff, k, qa, a, qaStride, c, o, ldc);
-                case Q6_K -> q6_KRows4(w, wOff, k, qa, a, qaStride, c, o, ldc);
                 default -> throw new IllegalArgumentException("no integer dot product for ggml type " + type);
             }
         }
@@ -1242,46 +1248,46 @@ final class VectorKernels implements Kernels {
                 summs3 += min * qa.get(Q8Activations.I, a3 + sums + 4L * j);
             }
             IntVector i0 = zi; IntVector i1 = zi; IntVector i2 = zi; IntVector i3 = zi;
-            for (int jj = 0; jj < 4; jj++) {
+            for (int g = 0; g < 4 * IPARTS; g++) {
+                int jj = g / IPARTS;
+                int part = g % IPARTS;
                 int word = jj < 2 ? u0 : u1;
                 IntVector scLo = IntVector.broadcast(IS, (word >>> (16 * (jj & 1))) & 0xFF);
                 IntVector scHi = IntVector.broadcast(IS, (word >>> (16 * (jj & 1) + 8)) & 0xFF);
                 long qs = base + 16 + 32L * jj;
-                for (int part = 0; part < IPARTS; part++) {
-                    ShortVector q0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qs + part * L, LE)
-                            .convertShape(VectorOperators.B2S, SQ, 0);
-                    ShortVector q1 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qs + 16 + part * L, LE)
-                            .convertShape(VectorOperators.B2S, SQ, 0);
-                    ShortVector l0 = q0.and((short) 0x0F);
-                    ShortVector l1 = q1.and((short) 0x0F);
-                    ShortVector h0 = q0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F);
-                    ShortVector h1 = q1.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F);
-                    long e = 512L * b + 128L * jj + 2L * part * L;
-                    ShortVector lo0 = l0.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE))
-                            .add(l1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 32, LE)));
-                    ShortVector hi0 = h0.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 64, LE))
-                            .add(h1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 96, LE)));
-                    i0 = i0.add(((IntVector) lo0.convertShape(VectorOperators.S2I, IS, 0)).mul(scLo))
-                            .add(((IntVector) hi0.convertShape(VectorOperators.S2I, IS, 0)).mul(scHi));
-                    ShortVector lo1 = l0.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e, LE))
-                            .add(l1.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 32, LE)));
-                    ShortVector hi1 = h0.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 64, LE))
-                            .add(h1.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 96, LE)));
-                    i1 = i1.add(((IntVector) lo1.convertShape(VectorOperators.S2I, IS, 0)).mul(scLo))
-                            .add(((IntVector) hi1.convertShape(VectorOperators.S2I, IS, 0)).mul(scHi));
-                    ShortVector lo2 = l0.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e, LE))
-                            .add(l1.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e + 32, LE)));
-                    ShortVector hi2 = h0.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e + 64, LE))
-                            .add(h1.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e + 96, LE)));
-                    i2 = i2.add(((IntVector) lo2.convertShape(VectorOperators.S2I, IS, 0)).mul(scLo))
-                            .add(((IntVector) hi2.convertShape(VectorOperators.S2I, IS, 0)).mul(scHi));
-                    ShortVector lo3 = l0.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e, LE))
-                            .add(l1.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e + 32, LE)));
-                    ShortVector hi3 = h0.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e + 64, LE))
-                            .add(h1.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e + 96, LE)));
-                    i3 = i3.add(((IntVector) lo3.convertShape(VectorOperators.S2I, IS, 0)).mul(scLo))
-                            .add(((IntVector) hi3.convertShape(VectorOperators.S2I, IS, 0)).mul(scHi));
-                }
+                ShortVector q0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qs + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector q1 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qs + 16 + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector l0 = q0.and((short) 0x0F);
+                ShortVector l1 = q1.and((short) 0x0F);
+                ShortVector h0 = q0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F);
+                ShortVector h1 = q1.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F);
+                long e = 512L * b + 128L * jj + 2L * part * L;
+                ShortVector lo0 = l0.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE))
+                        .add(l1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 32, LE)));
+                ShortVector hi0 = h0.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 64, LE))
+                        .add(h1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 96, LE)));
+                i0 = i0.add(((IntVector) lo0.convertShape(VectorOperators.S2I, IS, 0)).mul(scLo))
+                        .add(((IntVector) hi0.convertShape(VectorOperators.S2I, IS, 0)).mul(scHi));
+                ShortVector lo1 = l0.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e, LE))
+                        .add(l1.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 32, LE)));
+                ShortVector hi1 = h0.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 64, LE))
+                        .add(h1.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 96, LE)));
+                i1 = i1.add(((IntVector) lo1.convertShape(VectorOperators.S2I, IS, 0)).mul(scLo))
+                        .add(((IntVector) hi1.convertShape(VectorOperators.S2I, IS, 0)).mul(scHi));
+                ShortVector lo2 = l0.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e, LE))
+                        .add(l1.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e + 32, LE)));
+                ShortVector hi2 = h0.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e + 64, LE))
+                        .add(h1.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e + 96, LE)));
+                i2 = i2.add(((IntVector) lo2.convertShape(VectorOperators.S2I, IS, 0)).mul(scLo))
+                        .add(((IntVector) hi2.convertShape(VectorOperators.S2I, IS, 0)).mul(scHi));
+                ShortVector lo3 = l0.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e, LE))
+                        .add(l1.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e + 32, LE)));
+                ShortVector hi3 = h0.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e + 64, LE))
+                        .add(h1.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e + 96, LE)));
+                i3 = i3.add(((IntVector) lo3.convertShape(VectorOperators.S2I, IS, 0)).mul(scLo))
+                        .add(((IntVector) hi3.convertShape(VectorOperators.S2I, IS, 0)).mul(scHi));
             }
             acc0 = ((FloatVector) i0.convert(VectorOperators.I2F, 0))
                     .fma(FloatVector.broadcast(S, dw * qa.get(F, a0 + sOff)), acc0);
@@ -1354,28 +1360,28 @@ final class VectorKernels implements Kernels {
                 summs0 += min * qa.get(Q8Activations.I, a0 + sums + 4L * j);
             }
             IntVector i0 = zi;
-            for (int jj = 0; jj < 4; jj++) {
+            for (int g = 0; g < 4 * IPARTS; g++) {
+                int jj = g / IPARTS;
+                int part = g % IPARTS;
                 int word = jj < 2 ? u0 : u1;
                 IntVector scLo = IntVector.broadcast(IS, (word >>> (16 * (jj & 1))) & 0xFF);
                 IntVector scHi = IntVector.broadcast(IS, (word >>> (16 * (jj & 1) + 8)) & 0xFF);
                 long qs = base + 16 + 32L * jj;
-                for (int part = 0; part < IPARTS; part++) {
-                    ShortVector q0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qs + part * L, LE)
-                            .convertShape(VectorOperators.B2S, SQ, 0);
-                    ShortVector q1 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qs + 16 + part * L, LE)
-                            .convertShape(VectorOperators.B2S, SQ, 0);
-                    ShortVector l0 = q0.and((short) 0x0F);
-                    ShortVector l1 = q1.and((short) 0x0F);
-                    ShortVector h0 = q0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F);
-                    ShortVector h1 = q1.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F);
-                    long e = 512L * b + 128L * jj + 2L * part * L;
-                    ShortVector lo0 = l0.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE))
-                            .add(l1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 32, LE)));
-                    ShortVector hi0 = h0.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 64, LE))
-                            .add(h1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 96, LE)));
-                    i0 = i0.add(((IntVector) lo0.convertShape(VectorOperators.S2I, IS, 0)).mul(scLo))
-                            .add(((IntVector) hi0.convertShape(VectorOperators.S2I, IS, 0)).mul(scHi));
-                }
+                ShortVector q0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qs + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector q1 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qs + 16 + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector l0 = q0.and((short) 0x0F);
+                ShortVector l1 = q1.and((short) 0x0F);
+                ShortVector h0 = q0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F);
+                ShortVector h1 = q1.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F);
+                long e = 512L * b + 128L * jj + 2L * part * L;
+                ShortVector lo0 = l0.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE))
+                        .add(l1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 32, LE)));
+                ShortVector hi0 = h0.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 64, LE))
+                        .add(h1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 96, LE)));
+                i0 = i0.add(((IntVector) lo0.convertShape(VectorOperators.S2I, IS, 0)).mul(scLo))
+                        .add(((IntVector) hi0.convertShape(VectorOperators.S2I, IS, 0)).mul(scHi));
             }
             acc0 = ((FloatVector) i0.convert(VectorOperators.I2F, 0))
                     .fma(FloatVector.broadcast(S, dw * qa.get(F, a0 + sOff)), acc0);
@@ -1390,92 +1396,70 @@ final class VectorKernels implements Kernels {
         c.set(F, (cOff + 0 * ldc) << 2, acc0.lane(0) - m0);
     }
 
-    private static void q6_KRows4(MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff,
+    private static void q6_KRows2(MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff,
                                   long qaStride, MemorySegment c, long cOff, long ldc) {
         long a0 = qaOff + 0 * qaStride;
         long a1 = qaOff + 1 * qaStride;
-        long a2 = qaOff + 2 * qaStride;
-        long a3 = qaOff + 3 * qaStride;
         FloatVector z = FloatVector.zero(S);
         IntVector zi = IntVector.zero(IS);
-        FloatVector acc0 = z; FloatVector acc1 = z; FloatVector acc2 = z; FloatVector acc3 = z;
+        FloatVector acc0 = z; FloatVector acc1 = z;
         for (int b = 0; b < k / 256; b++) {
             long base = wOff + 210L * b;
             float dw = Dequant.f16(w, base + 208);
             long sOff = Q8Activations.scaleOffset(k, b);
-            IntVector i0 = zi; IntVector i1 = zi; IntVector i2 = zi; IntVector i3 = zi;
-            for (int half = 0; half < 2; half++) {
+            IntVector i0 = zi; IntVector i1 = zi;
+            // One flat loop over (half, scale pair, part): nested loops would carry the accumulators through
+            // phis C2 does not always scalar-replace (the four-row tile then boxed every vector).
+            for (int g = 0; g < 4 * IPARTS; g++) {
+                int half = g / (2 * IPARTS);
+                int is = (g / IPARTS) & 1;
                 long ql = base + 64L * half;
                 long qh = base + 128 + 32L * half;
-                long sc = base + 192 + 8L * half;
-                for (int is = 0; is < 2; is++) {
-                    IntVector s1 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + is));
-                    IntVector s2 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + is + 2));
-                    IntVector s3 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + is + 4));
-                    IntVector s4 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + is + 6));
-                    for (int part = 0; part < IPARTS; part++) {
-                        long o = 16L * is + part * L;
-                        ShortVector qa0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, ql + o, LE)
-                                .convertShape(VectorOperators.B2S, SQ, 0);
-                        ShortVector qb0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, ql + 32 + o, LE)
-                                .convertShape(VectorOperators.B2S, SQ, 0);
-                        ShortVector h = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qh + o, LE)
-                                .convertShape(VectorOperators.B2S, SQ, 0);
-                        ShortVector q1 = qa0.and((short) 0x0F)
-                                .or(h.and((short) 3).lanewise(VectorOperators.LSHL, 4)).sub((short) 32);
-                        ShortVector q2 = qb0.and((short) 0x0F)
-                                .or(h.lanewise(VectorOperators.ASHR, 2).and((short) 3).lanewise(VectorOperators.LSHL, 4))
-                                .sub((short) 32);
-                        ShortVector q3 = qa0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F)
-                                .or(h.lanewise(VectorOperators.ASHR, 4).and((short) 3).lanewise(VectorOperators.LSHL, 4))
-                                .sub((short) 32);
-                        ShortVector q4 = qb0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F)
-                                .or(h.lanewise(VectorOperators.ASHR, 6).and((short) 3).lanewise(VectorOperators.LSHL, 4))
-                                .sub((short) 32);
-                        long e = 512L * b + 256L * half + 2 * o;
-                        ShortVector p01 = q1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE));
-                        ShortVector p02 = q2.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 64, LE));
-                        ShortVector p03 = q3.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 128, LE));
-                        ShortVector p04 = q4.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 192, LE));
-                        i0 = i0.add(((IntVector) p01.convertShape(VectorOperators.S2I, IS, 0)).mul(s1))
-                                .add(((IntVector) p02.convertShape(VectorOperators.S2I, IS, 0)).mul(s2))
-                                .add(((IntVector) p03.convertShape(VectorOperators.S2I, IS, 0)).mul(s3))
-                                .add(((IntVector) p04.convertShape(VectorOperators.S2I, IS, 0)).mul(s4));
-                        ShortVector p11 = q1.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e, LE));
-                        ShortVector p12 = q2.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 64, LE));
-                        ShortVector p13 = q3.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 128, LE));
-                        ShortVector p14 = q4.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 192, LE));
-                        i1 = i1.add(((IntVector) p11.convertShape(VectorOperators.S2I, IS, 0)).mul(s1))
-                                .add(((IntVector) p12.convertShape(VectorOperators.S2I, IS, 0)).mul(s2))
-                                .add(((IntVector) p13.convertShape(VectorOperators.S2I, IS, 0)).mul(s3))
-                                .add(((IntVector) p14.convertShape(VectorOperators.S2I, IS, 0)).mul(s4));
-                        ShortVector p21 = q1.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e, LE));
-                        ShortVector p22 = q2.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e + 64, LE));
-                        ShortVector p23 = q3.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e + 128, LE));
-                        ShortVector p24 = q4.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e + 192, LE));
-                        i2 = i2.add(((IntVector) p21.convertShape(VectorOperators.S2I, IS, 0)).mul(s1))
-                                .add(((IntVector) p22.convertShape(VectorOperators.S2I, IS, 0)).mul(s2))
-                                .add(((IntVector) p23.convertShape(VectorOperators.S2I, IS, 0)).mul(s3))
-                                .add(((IntVector) p24.convertShape(VectorOperators.S2I, IS, 0)).mul(s4));
-                        ShortVector p31 = q1.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e, LE));
-                        ShortVector p32 = q2.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e + 64, LE));
-                        ShortVector p33 = q3.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e + 128, LE));
-                        ShortVector p34 = q4.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e + 192, LE));
-                        i3 = i3.add(((IntVector) p31.convertShape(VectorOperators.S2I, IS, 0)).mul(s1))
-                                .add(((IntVector) p32.convertShape(VectorOperators.S2I, IS, 0)).mul(s2))
-                                .add(((IntVector) p33.convertShape(VectorOperators.S2I, IS, 0)).mul(s3))
-                                .add(((IntVector) p34.convertShape(VectorOperators.S2I, IS, 0)).mul(s4));
-                    }
-                }
+                long sc = base + 192 + 8L * half + is;
+                IntVector s1 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc));
+                IntVector s2 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + 2));
+                IntVector s3 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + 4));
+                IntVector s4 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + 6));
+                long o = 16L * is + (g % IPARTS) * L;
+                ShortVector qa0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, ql + o, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector qb0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, ql + 32 + o, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector h = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qh + o, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector q1 = qa0.and((short) 0x0F)
+                        .or(h.and((short) 3).lanewise(VectorOperators.LSHL, 4)).sub((short) 32);
+                ShortVector q2 = qb0.and((short) 0x0F)
+                        .or(h.lanewise(VectorOperators.ASHR, 2).and((short) 3).lanewise(VectorOperators.LSHL, 4))
+                        .sub((short) 32);
+                ShortVector q3 = qa0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F)
+                        .or(h.lanewise(VectorOperators.ASHR, 4).and((short) 3).lanewise(VectorOperators.LSHL, 4))
+                        .sub((short) 32);
+                ShortVector q4 = qb0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F)
+                        .or(h.lanewise(VectorOperators.ASHR, 6).and((short) 3).lanewise(VectorOperators.LSHL, 4))
+                        .sub((short) 32);
+                long e = 512L * b + 256L * half + 2 * o;
+                ShortVector p01 = q1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE));
+                ShortVector p02 = q2.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 64, LE));
+                ShortVector p03 = q3.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 128, LE));
+                ShortVector p04 = q4.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 192, LE));
+                i0 = i0.add(((IntVector) p01.convertShape(VectorOperators.S2I, IS, 0)).mul(s1))
+                        .add(((IntVector) p02.convertShape(VectorOperators.S2I, IS, 0)).mul(s2))
+                        .add(((IntVector) p03.convertShape(VectorOperators.S2I, IS, 0)).mul(s3))
+                        .add(((IntVector) p04.convertShape(VectorOperators.S2I, IS, 0)).mul(s4));
+                ShortVector p11 = q1.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e, LE));
+                ShortVector p12 = q2.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 64, LE));
+                ShortVector p13 = q3.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 128, LE));
+                ShortVector p14 = q4.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 192, LE));
+                i1 = i1.add(((IntVector) p11.convertShape(VectorOperators.S2I, IS, 0)).mul(s1))
+                        .add(((IntVector) p12.convertShape(VectorOperators.S2I, IS, 0)).mul(s2))
+                        .add(((IntVector) p13.convertShape(VectorOperators.S2I, IS, 0)).mul(s3))
+                        .add(((IntVector) p14.convertShape(VectorOperators.S2I, IS, 0)).mul(s4));
             }
             acc0 = ((FloatVector) i0.convert(VectorOperators.I2F, 0))
                     .fma(FloatVector.broadcast(S, dw * qa.get(F, a0 + sOff)), acc0);
             acc1 = ((FloatVector) i1.convert(VectorOperators.I2F, 0))
                     .fma(FloatVector.broadcast(S, dw * qa.get(F, a1 + sOff)), acc1);
-            acc2 = ((FloatVector) i2.convert(VectorOperators.I2F, 0))
-                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a2 + sOff)), acc2);
-            acc3 = ((FloatVector) i3.convert(VectorOperators.I2F, 0))
-                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a3 + sOff)), acc3);
         }
         if (L >= 16) {
             acc0 = acc0.add(acc0.rearrange(XOR8));
@@ -1491,20 +1475,6 @@ final class VectorKernels implements Kernels {
         acc1 = acc1.add(acc1.rearrange(XOR2));
         acc1 = acc1.add(acc1.rearrange(XOR1));
         c.set(F, (cOff + 1 * ldc) << 2, acc1.lane(0));
-        if (L >= 16) {
-            acc2 = acc2.add(acc2.rearrange(XOR8));
-        }
-        acc2 = acc2.add(acc2.rearrange(XOR4));
-        acc2 = acc2.add(acc2.rearrange(XOR2));
-        acc2 = acc2.add(acc2.rearrange(XOR1));
-        c.set(F, (cOff + 2 * ldc) << 2, acc2.lane(0));
-        if (L >= 16) {
-            acc3 = acc3.add(acc3.rearrange(XOR8));
-        }
-        acc3 = acc3.add(acc3.rearrange(XOR4));
-        acc3 = acc3.add(acc3.rearrange(XOR2));
-        acc3 = acc3.add(acc3.rearrange(XOR1));
-        c.set(F, (cOff + 3 * ldc) << 2, acc3.lane(0));
     }
 
     private static void q6_KRows1(MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff,
@@ -1518,45 +1488,45 @@ final class VectorKernels implements Kernels {
             float dw = Dequant.f16(w, base + 208);
             long sOff = Q8Activations.scaleOffset(k, b);
             IntVector i0 = zi;
-            for (int half = 0; half < 2; half++) {
+            // One flat loop over (half, scale pair, part): nested loops would carry the accumulators through
+            // phis C2 does not always scalar-replace (the four-row tile then boxed every vector).
+            for (int g = 0; g < 4 * IPARTS; g++) {
+                int half = g / (2 * IPARTS);
+                int is = (g / IPARTS) & 1;
                 long ql = base + 64L * half;
                 long qh = base + 128 + 32L * half;
-                long sc = base + 192 + 8L * half;
-                for (int is = 0; is < 2; is++) {
-                    IntVector s1 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + is));
-                    IntVector s2 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + is + 2));
-                    IntVector s3 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + is + 4));
-                    IntVector s4 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + is + 6));
-                    for (int part = 0; part < IPARTS; part++) {
-                        long o = 16L * is + part * L;
-                        ShortVector qa0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, ql + o, LE)
-                                .convertShape(VectorOperators.B2S, SQ, 0);
-                        ShortVector qb0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, ql + 32 + o, LE)
-                                .convertShape(VectorOperators.B2S, SQ, 0);
-                        ShortVector h = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qh + o, LE)
-                                .convertShape(VectorOperators.B2S, SQ, 0);
-                        ShortVector q1 = qa0.and((short) 0x0F)
-                                .or(h.and((short) 3).lanewise(VectorOperators.LSHL, 4)).sub((short) 32);
-                        ShortVector q2 = qb0.and((short) 0x0F)
-                                .or(h.lanewise(VectorOperators.ASHR, 2).and((short) 3).lanewise(VectorOperators.LSHL, 4))
-                                .sub((short) 32);
-                        ShortVector q3 = qa0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F)
-                                .or(h.lanewise(VectorOperators.ASHR, 4).and((short) 3).lanewise(VectorOperators.LSHL, 4))
-                                .sub((short) 32);
-                        ShortVector q4 = qb0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F)
-                                .or(h.lanewise(VectorOperators.ASHR, 6).and((short) 3).lanewise(VectorOperators.LSHL, 4))
-                                .sub((short) 32);
-                        long e = 512L * b + 256L * half + 2 * o;
-                        ShortVector p01 = q1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE));
-                        ShortVector p02 = q2.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 64, LE));
-                        ShortVector p03 = q3.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 128, LE));
-                        ShortVector p04 = q4.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 192, LE));
-                        i0 = i0.add(((IntVector) p01.convertShape(VectorOperators.S2I, IS, 0)).mul(s1))
-                                .add(((IntVector) p02.convertShape(VectorOperators.S2I, IS, 0)).mul(s2))
-                                .add(((IntVector) p03.convertShape(VectorOperators.S2I, IS, 0)).mul(s3))
-                                .add(((IntVector) p04.convertShape(VectorOperators.S2I, IS, 0)).mul(s4));
-                    }
-                }
+                long sc = base + 192 + 8L * half + is;
+                IntVector s1 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc));
+                IntVector s2 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + 2));
+                IntVector s3 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + 4));
+                IntVector s4 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + 6));
+                long o = 16L * is + (g % IPARTS) * L;
+                ShortVector qa0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, ql + o, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector qb0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, ql + 32 + o, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector h = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qh + o, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector q1 = qa0.and((short) 0x0F)
+                        .or(h.and((short) 3).lanewise(VectorOperators.LSHL, 4)).sub((short) 32);
+                ShortVector q2 = qb0.and((short) 0x0F)
+                        .or(h.lanewise(VectorOperators.ASHR, 2).and((short) 3).lanewise(VectorOperators.LSHL, 4))
+                        .sub((short) 32);
+                ShortVector q3 = qa0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F)
+                        .or(h.lanewise(VectorOperators.ASHR, 4).and((short) 3).lanewise(VectorOperators.LSHL, 4))
+                        .sub((short) 32);
+                ShortVector q4 = qb0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F)
+                        .or(h.lanewise(VectorOperators.ASHR, 6).and((short) 3).lanewise(VectorOperators.LSHL, 4))
+                        .sub((short) 32);
+                long e = 512L * b + 256L * half + 2 * o;
+                ShortVector p01 = q1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE));
+                ShortVector p02 = q2.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 64, LE));
+                ShortVector p03 = q3.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 128, LE));
+                ShortVector p04 = q4.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 192, LE));
+                i0 = i0.add(((IntVector) p01.convertShape(VectorOperators.S2I, IS, 0)).mul(s1))
+                        .add(((IntVector) p02.convertShape(VectorOperators.S2I, IS, 0)).mul(s2))
+                        .add(((IntVector) p03.convertShape(VectorOperators.S2I, IS, 0)).mul(s3))
+                        .add(((IntVector) p04.convertShape(VectorOperators.S2I, IS, 0)).mul(s4));
             }
             acc0 = ((FloatVector) i0.convert(VectorOperators.I2F, 0))
                     .fma(FloatVector.broadcast(S, dw * qa.get(F, a0 + sOff)), acc0);
