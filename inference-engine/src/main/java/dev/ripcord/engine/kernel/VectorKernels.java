@@ -963,8 +963,8 @@ final class VectorKernels implements Kernels {
      * quants (stored as shorts, so they load as they are), the two 16-element halves of a 32-element group added
      * in short lanes (no overflow: |q·a| ≤ 128·127), widened to ints, scaled by the sub-block scale in int lanes
      * for the K-quants, converted to float once per block and multiplied into the lane accumulators. Tiles of
-     * four activation rows (two for Q6_K) decode each weight block once for all of them (prefill); decode uses the
-     * one-row tile.
+     * four activation rows decode each weight block once for all of them (prefill; Q6_K goes row by row, see
+     * below); decode uses the one-row tile.
      */
     @Override
     public void dotQ8(GgmlType type, MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff, long qaStride,
@@ -975,13 +975,9 @@ final class VectorKernels implements Kernels {
             return;
         }
         int r = 0;
-        if (type == GgmlType.Q6_K) {
-            // Two rows: a four-row Q6_K tile exceeds C2's node budget for inlining and then boxes its vectors.
-            for (; r + 2 <= rows; r += 2) {
-                q6_KRows2(w, wOff, k, qa, qaOff + r * qaStride, qaStride, c, cOff + r * ldc, ldc);
-            }
-        }
-        for (; r + 4 <= rows; r += 4) {
+        // Q6_K goes row by row: its multi-row tiles exceed C2's node budget for inlining the vector operations
+        // (a four-row tile always, a two-row tile inside the forward), which then boxes every vector.
+        for (; r + 4 <= rows && type != GgmlType.Q6_K; r += 4) {
             long a = qaOff + r * qaStride;
             long o = cOff + r * ldc;
             switch (type) {
@@ -1394,87 +1390,6 @@ final class VectorKernels implements Kernels {
         acc0 = acc0.add(acc0.rearrange(XOR2));
         acc0 = acc0.add(acc0.rearrange(XOR1));
         c.set(F, (cOff + 0 * ldc) << 2, acc0.lane(0) - m0);
-    }
-
-    private static void q6_KRows2(MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff,
-                                  long qaStride, MemorySegment c, long cOff, long ldc) {
-        long a0 = qaOff + 0 * qaStride;
-        long a1 = qaOff + 1 * qaStride;
-        FloatVector z = FloatVector.zero(S);
-        IntVector zi = IntVector.zero(IS);
-        FloatVector acc0 = z; FloatVector acc1 = z;
-        for (int b = 0; b < k / 256; b++) {
-            long base = wOff + 210L * b;
-            float dw = Dequant.f16(w, base + 208);
-            long sOff = Q8Activations.scaleOffset(k, b);
-            IntVector i0 = zi; IntVector i1 = zi;
-            // One flat loop over (half, scale pair, part): nested loops would carry the accumulators through
-            // phis C2 does not always scalar-replace (the four-row tile then boxed every vector).
-            for (int g = 0; g < 4 * IPARTS; g++) {
-                int half = g / (2 * IPARTS);
-                int is = (g / IPARTS) & 1;
-                long ql = base + 64L * half;
-                long qh = base + 128 + 32L * half;
-                long sc = base + 192 + 8L * half + is;
-                IntVector s1 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc));
-                IntVector s2 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + 2));
-                IntVector s3 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + 4));
-                IntVector s4 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + 6));
-                long o = 16L * is + (g % IPARTS) * L;
-                ShortVector qa0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, ql + o, LE)
-                        .convertShape(VectorOperators.B2S, SQ, 0);
-                ShortVector qb0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, ql + 32 + o, LE)
-                        .convertShape(VectorOperators.B2S, SQ, 0);
-                ShortVector h = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qh + o, LE)
-                        .convertShape(VectorOperators.B2S, SQ, 0);
-                ShortVector q1 = qa0.and((short) 0x0F)
-                        .or(h.and((short) 3).lanewise(VectorOperators.LSHL, 4)).sub((short) 32);
-                ShortVector q2 = qb0.and((short) 0x0F)
-                        .or(h.lanewise(VectorOperators.ASHR, 2).and((short) 3).lanewise(VectorOperators.LSHL, 4))
-                        .sub((short) 32);
-                ShortVector q3 = qa0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F)
-                        .or(h.lanewise(VectorOperators.ASHR, 4).and((short) 3).lanewise(VectorOperators.LSHL, 4))
-                        .sub((short) 32);
-                ShortVector q4 = qb0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F)
-                        .or(h.lanewise(VectorOperators.ASHR, 6).and((short) 3).lanewise(VectorOperators.LSHL, 4))
-                        .sub((short) 32);
-                long e = 512L * b + 256L * half + 2 * o;
-                ShortVector p01 = q1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE));
-                ShortVector p02 = q2.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 64, LE));
-                ShortVector p03 = q3.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 128, LE));
-                ShortVector p04 = q4.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 192, LE));
-                i0 = i0.add(((IntVector) p01.convertShape(VectorOperators.S2I, IS, 0)).mul(s1))
-                        .add(((IntVector) p02.convertShape(VectorOperators.S2I, IS, 0)).mul(s2))
-                        .add(((IntVector) p03.convertShape(VectorOperators.S2I, IS, 0)).mul(s3))
-                        .add(((IntVector) p04.convertShape(VectorOperators.S2I, IS, 0)).mul(s4));
-                ShortVector p11 = q1.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e, LE));
-                ShortVector p12 = q2.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 64, LE));
-                ShortVector p13 = q3.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 128, LE));
-                ShortVector p14 = q4.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 192, LE));
-                i1 = i1.add(((IntVector) p11.convertShape(VectorOperators.S2I, IS, 0)).mul(s1))
-                        .add(((IntVector) p12.convertShape(VectorOperators.S2I, IS, 0)).mul(s2))
-                        .add(((IntVector) p13.convertShape(VectorOperators.S2I, IS, 0)).mul(s3))
-                        .add(((IntVector) p14.convertShape(VectorOperators.S2I, IS, 0)).mul(s4));
-            }
-            acc0 = ((FloatVector) i0.convert(VectorOperators.I2F, 0))
-                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a0 + sOff)), acc0);
-            acc1 = ((FloatVector) i1.convert(VectorOperators.I2F, 0))
-                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a1 + sOff)), acc1);
-        }
-        if (L >= 16) {
-            acc0 = acc0.add(acc0.rearrange(XOR8));
-        }
-        acc0 = acc0.add(acc0.rearrange(XOR4));
-        acc0 = acc0.add(acc0.rearrange(XOR2));
-        acc0 = acc0.add(acc0.rearrange(XOR1));
-        c.set(F, (cOff + 0 * ldc) << 2, acc0.lane(0));
-        if (L >= 16) {
-            acc1 = acc1.add(acc1.rearrange(XOR8));
-        }
-        acc1 = acc1.add(acc1.rearrange(XOR4));
-        acc1 = acc1.add(acc1.rearrange(XOR2));
-        acc1 = acc1.add(acc1.rearrange(XOR1));
-        c.set(F, (cOff + 1 * ldc) << 2, acc1.lane(0));
     }
 
     private static void q6_KRows1(MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff,

@@ -79,7 +79,9 @@ public final class ModelBench {
         if (paths.isEmpty()) {
             usage("no model file");
         }
-        EngineOptions options = EngineOptions.defaults().withThreads(threads).withMaxBatch(1).withKvPages(0);
+        // Scratch sized for the longest prompt, not the default 2048-token chunk: several 1B models side by side.
+        EngineOptions options = EngineOptions.defaults().withThreads(threads).withMaxBatch(1).withKvPages(0)
+                .withMaxChunkTokens(Math.max(64, Arrays.stream(prompts).max().orElse(64)));
         List<Model> models = new ArrayList<>();
         for (int i = 0; i < paths.size(); i++) {
             Path file = Path.of(paths.get(i));
