@@ -963,8 +963,8 @@ final class VectorKernels implements Kernels {
      * quants (stored as shorts, so they load as they are), the two 16-element halves of a 32-element group added
      * in short lanes (no overflow: |q·a| ≤ 128·127), widened to ints, scaled by the sub-block scale in int lanes
      * for the K-quants, converted to float once per block and multiplied into the lane accumulators. Tiles of
-     * four activation rows decode each weight block once for all of them (prefill; Q6_K goes row by row, see
-     * below); decode uses the one-row tile.
+     * four activation rows decode each weight block once for all of them (prefill; the K-quants go row by row,
+     * see below); decode uses the one-row tile.
      */
     @Override
     public void dotQ8(GgmlType type, MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff, long qaStride,
@@ -975,15 +975,16 @@ final class VectorKernels implements Kernels {
             return;
         }
         int r = 0;
-        // Q6_K goes row by row: its multi-row tiles exceed C2's node budget for inlining the vector operations
-        // (a four-row tile always, a two-row tile inside the forward), which then boxes every vector.
-        for (; r + 4 <= rows && type != GgmlType.Q6_K; r += 4) {
+        // The K-quants go row by row: their multi-row tiles exceed C2's node budget for inlining the vector
+        // operations inside the forward (a four-row Q4_K tile, even a two-row Q6_K one), which then boxes every
+        // vector and runs tens of times slower.
+        boolean tiles = type == GgmlType.Q8_0 || type == GgmlType.Q4_0;
+        for (; r + 4 <= rows && tiles; r += 4) {
             long a = qaOff + r * qaStride;
             long o = cOff + r * ldc;
             switch (type) {
                 case Q8_0 -> q8_0Rows4(w, wOff, k, qa, a, qaStride, c, o, ldc);
                 case Q4_0 -> q4_0Rows4(w, wOff, k, qa, a, qaStride, c, o, ldc);
-                case Q4_K -> q4_KRows4(w, wOff, k, qa, a, qaStride, c, o, ldc);
                 default -> throw new IllegalArgumentException("no integer dot product for ggml type " + type);
             }
         }
@@ -1208,124 +1209,6 @@ final class VectorKernels implements Kernels {
         acc0 = acc0.add(acc0.rearrange(XOR2));
         acc0 = acc0.add(acc0.rearrange(XOR1));
         c.set(F, (cOff + 0 * ldc) << 2, acc0.lane(0));
-    }
-
-    private static void q4_KRows4(MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff,
-                                  long qaStride, MemorySegment c, long cOff, long ldc) {
-        long a0 = qaOff + 0 * qaStride;
-        long a1 = qaOff + 1 * qaStride;
-        long a2 = qaOff + 2 * qaStride;
-        long a3 = qaOff + 3 * qaStride;
-        FloatVector z = FloatVector.zero(S);
-        IntVector zi = IntVector.zero(IS);
-        FloatVector acc0 = z; FloatVector acc1 = z; FloatVector acc2 = z; FloatVector acc3 = z;
-        float m0 = 0f; float m1 = 0f; float m2 = 0f; float m3 = 0f;
-        for (int b = 0; b < k / 256; b++) {
-            long base = wOff + 144L * b;
-            float dw = Dequant.f16(w, base);
-            float dmin = Dequant.f16(w, base + 2);
-            // ggml's unpacking of the twelve scale bytes: bytes 0-7 of (u0, u1) are the scales, of (u2, u3) the mins.
-            int u0 = w.get(Q8Activations.I, base + 4);
-            int u1 = w.get(Q8Activations.I, base + 8);
-            int u2 = w.get(Q8Activations.I, base + 12);
-            int u3 = ((u2 >>> 4) & 0x0F0F0F0F) | (((u1 >>> 6) & 0x03030303) << 4);
-            int mins = u1 & 0x3F3F3F3F;
-            u1 = (u2 & 0x0F0F0F0F) | (((u0 >>> 6) & 0x03030303) << 4);
-            u0 &= 0x3F3F3F3F;
-            u2 = mins;
-            long sOff = Q8Activations.scaleOffset(k, b);
-            long sums = Q8Activations.sumOffset(k, 8 * b);
-            int summs0 = 0; int summs1 = 0; int summs2 = 0; int summs3 = 0;
-            for (int j = 0; j < 8; j++) {
-                int min = ((j < 4 ? u2 : u3) >>> (8 * (j & 3))) & 0xFF;
-                summs0 += min * qa.get(Q8Activations.I, a0 + sums + 4L * j);
-                summs1 += min * qa.get(Q8Activations.I, a1 + sums + 4L * j);
-                summs2 += min * qa.get(Q8Activations.I, a2 + sums + 4L * j);
-                summs3 += min * qa.get(Q8Activations.I, a3 + sums + 4L * j);
-            }
-            IntVector i0 = zi; IntVector i1 = zi; IntVector i2 = zi; IntVector i3 = zi;
-            for (int g = 0; g < 4 * IPARTS; g++) {
-                int jj = g / IPARTS;
-                int part = g % IPARTS;
-                int word = jj < 2 ? u0 : u1;
-                IntVector scLo = IntVector.broadcast(IS, (word >>> (16 * (jj & 1))) & 0xFF);
-                IntVector scHi = IntVector.broadcast(IS, (word >>> (16 * (jj & 1) + 8)) & 0xFF);
-                long qs = base + 16 + 32L * jj;
-                ShortVector q0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qs + part * L, LE)
-                        .convertShape(VectorOperators.B2S, SQ, 0);
-                ShortVector q1 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qs + 16 + part * L, LE)
-                        .convertShape(VectorOperators.B2S, SQ, 0);
-                ShortVector l0 = q0.and((short) 0x0F);
-                ShortVector l1 = q1.and((short) 0x0F);
-                ShortVector h0 = q0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F);
-                ShortVector h1 = q1.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F);
-                long e = 512L * b + 128L * jj + 2L * part * L;
-                ShortVector lo0 = l0.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE))
-                        .add(l1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 32, LE)));
-                ShortVector hi0 = h0.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 64, LE))
-                        .add(h1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 96, LE)));
-                i0 = i0.add(((IntVector) lo0.convertShape(VectorOperators.S2I, IS, 0)).mul(scLo))
-                        .add(((IntVector) hi0.convertShape(VectorOperators.S2I, IS, 0)).mul(scHi));
-                ShortVector lo1 = l0.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e, LE))
-                        .add(l1.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 32, LE)));
-                ShortVector hi1 = h0.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 64, LE))
-                        .add(h1.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 96, LE)));
-                i1 = i1.add(((IntVector) lo1.convertShape(VectorOperators.S2I, IS, 0)).mul(scLo))
-                        .add(((IntVector) hi1.convertShape(VectorOperators.S2I, IS, 0)).mul(scHi));
-                ShortVector lo2 = l0.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e, LE))
-                        .add(l1.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e + 32, LE)));
-                ShortVector hi2 = h0.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e + 64, LE))
-                        .add(h1.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e + 96, LE)));
-                i2 = i2.add(((IntVector) lo2.convertShape(VectorOperators.S2I, IS, 0)).mul(scLo))
-                        .add(((IntVector) hi2.convertShape(VectorOperators.S2I, IS, 0)).mul(scHi));
-                ShortVector lo3 = l0.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e, LE))
-                        .add(l1.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e + 32, LE)));
-                ShortVector hi3 = h0.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e + 64, LE))
-                        .add(h1.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e + 96, LE)));
-                i3 = i3.add(((IntVector) lo3.convertShape(VectorOperators.S2I, IS, 0)).mul(scLo))
-                        .add(((IntVector) hi3.convertShape(VectorOperators.S2I, IS, 0)).mul(scHi));
-            }
-            acc0 = ((FloatVector) i0.convert(VectorOperators.I2F, 0))
-                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a0 + sOff)), acc0);
-            acc1 = ((FloatVector) i1.convert(VectorOperators.I2F, 0))
-                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a1 + sOff)), acc1);
-            acc2 = ((FloatVector) i2.convert(VectorOperators.I2F, 0))
-                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a2 + sOff)), acc2);
-            acc3 = ((FloatVector) i3.convert(VectorOperators.I2F, 0))
-                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a3 + sOff)), acc3);
-            m0 = Math.fma(dmin * qa.get(F, a0 + sOff), (float) summs0, m0);
-            m1 = Math.fma(dmin * qa.get(F, a1 + sOff), (float) summs1, m1);
-            m2 = Math.fma(dmin * qa.get(F, a2 + sOff), (float) summs2, m2);
-            m3 = Math.fma(dmin * qa.get(F, a3 + sOff), (float) summs3, m3);
-        }
-        if (L >= 16) {
-            acc0 = acc0.add(acc0.rearrange(XOR8));
-        }
-        acc0 = acc0.add(acc0.rearrange(XOR4));
-        acc0 = acc0.add(acc0.rearrange(XOR2));
-        acc0 = acc0.add(acc0.rearrange(XOR1));
-        c.set(F, (cOff + 0 * ldc) << 2, acc0.lane(0) - m0);
-        if (L >= 16) {
-            acc1 = acc1.add(acc1.rearrange(XOR8));
-        }
-        acc1 = acc1.add(acc1.rearrange(XOR4));
-        acc1 = acc1.add(acc1.rearrange(XOR2));
-        acc1 = acc1.add(acc1.rearrange(XOR1));
-        c.set(F, (cOff + 1 * ldc) << 2, acc1.lane(0) - m1);
-        if (L >= 16) {
-            acc2 = acc2.add(acc2.rearrange(XOR8));
-        }
-        acc2 = acc2.add(acc2.rearrange(XOR4));
-        acc2 = acc2.add(acc2.rearrange(XOR2));
-        acc2 = acc2.add(acc2.rearrange(XOR1));
-        c.set(F, (cOff + 2 * ldc) << 2, acc2.lane(0) - m2);
-        if (L >= 16) {
-            acc3 = acc3.add(acc3.rearrange(XOR8));
-        }
-        acc3 = acc3.add(acc3.rearrange(XOR4));
-        acc3 = acc3.add(acc3.rearrange(XOR2));
-        acc3 = acc3.add(acc3.rearrange(XOR1));
-        c.set(F, (cOff + 3 * ldc) << 2, acc3.lane(0) - m3);
     }
 
     private static void q4_KRows1(MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff,

@@ -233,12 +233,25 @@ public final class ModelBench {
         return 4L * (perLayer * c.layers() + (long) c.dim() * c.vocabSize());
     }
 
+    /** The CPU's model name, with the vector extensions the kernels care about (machines of one name differ). */
     static String cpuModel() {
         try {
+            String model = null;
+            List<String> features = new ArrayList<>();
             for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
-                if (line.startsWith("model name")) {
-                    return line.substring(line.indexOf(':') + 1).trim();
+                if (model == null && line.startsWith("model name")) {
+                    model = line.substring(line.indexOf(':') + 1).trim();
+                } else if (features.isEmpty() && line.startsWith("flags")) {
+                    List<String> flags = List.of(line.substring(line.indexOf(':') + 1).trim().split(" "));
+                    for (String f : List.of("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_vp2intersect")) {
+                        if (flags.contains(f)) {
+                            features.add(f);
+                        }
+                    }
                 }
+            }
+            if (model != null) {
+                return model + (features.isEmpty() ? "" : " (" + String.join(" ", features) + ")");
             }
         } catch (IOException | RuntimeException e) {
             // not Linux: fall through to the JVM's description
