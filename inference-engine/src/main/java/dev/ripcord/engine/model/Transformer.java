@@ -48,7 +48,7 @@ public final class Transformer {
     private static final int OP_SWIGLU = 3;
     private static final int OP_FINAL_NORM = 4;
 
-    /** System property: {@code integer} (the default) or {@code dequantize}; see {@link #integerDot}. */
+    /** System property: {@code decode} (the default), {@code always} or {@code never}; see {@link #integerDot}. */
     public static final String QUANTIZED_DOT_PROPERTY = "ripcord.engine.quantizedDot";
 
     private final ModelConfig c;
@@ -93,11 +93,15 @@ public final class Transformer {
     private final MemorySegment quantScratch;
     private final long quantScratchFloats;
     /**
-     * Whether quantized projections take integer dot products with 8-bit activations ({@link Kernels#dotQ8}), the
-     * default, or dequantize their weights to floats (system property {@value #QUANTIZED_DOT_PROPERTY}
-     * {@code = dequantize}: slower, for comparison).
+     * Which forwards multiply quantized projections as integer dot products with 8-bit activations
+     * ({@link Kernels#dotQ8}) rather than dequantizing weight panels to floats for {@code dotProducts} (system
+     * property {@value #QUANTIZED_DOT_PROPERTY}): {@code decode} (the default) for decode steps only, where each
+     * weight is read once per step and the integer kernel is the faster; {@code always} for prefill chunks too
+     * (measured slower: a dequantized panel serves 128 rows of float FMAs, while the integer kernel widens and
+     * scales per row); {@code never}, the float path everywhere, for comparison.
      */
     private final boolean integerDot;
+    private final boolean integerPrefill;
     /**
      * The current region's input rows quantized for the integer dot products: index 0 for weights in 32-element
      * blocks (Q8_0, Q4_0), 1 for 256-element blocks (Q4_K, Q6_K); null where the model has no such matrix.
@@ -166,11 +170,13 @@ public final class Transformer {
         }
         this.quantScratchFloats = (long) QuantMatrix.PANEL * Math.max(dim, hidden);
         this.quantScratch = w.quantized() ? floats(arena, workers.size() * quantScratchFloats) : null;
-        String dot = System.getProperty(QUANTIZED_DOT_PROPERTY, "integer").trim();
-        if (!dot.equals("integer") && !dot.equals("dequantize")) {
-            throw new IllegalArgumentException(QUANTIZED_DOT_PROPERTY + " must be integer or dequantize, got '" + dot + "'");
+        String dot = System.getProperty(QUANTIZED_DOT_PROPERTY, "decode").trim();
+        if (!dot.equals("decode") && !dot.equals("always") && !dot.equals("never")) {
+            throw new IllegalArgumentException(
+                    QUANTIZED_DOT_PROPERTY + " must be decode, always or never, got '" + dot + "'");
         }
-        this.integerDot = dot.equals("integer");
+        this.integerDot = !dot.equals("never");
+        this.integerPrefill = dot.equals("always");
         if (integerDot) {
             long rowBytes = Kernels.activationRowBytes(Math.max(dim, hidden));
             for (Projection p : allProjections(w)) {
@@ -632,7 +638,7 @@ public final class Transformer {
 
         /** Runs the projections added since {@link #begin}; true if the region was abandoned (see SafePoint). */
         boolean run() {
-            if (integerDot) {
+            if (integerDot && (integerPrefill || !prefillMode)) {
                 quantizeInputs();
             }
             next.set(0);
@@ -713,7 +719,8 @@ public final class Transformer {
 
     /** 0 for a matrix with 32-element integer kernels, 1 for 256-element ones, -1 for none (or not enabled). */
     private int integerFamily(Projection p) {
-        if (!integerDot || !(p instanceof QuantMatrix qm) || !Kernels.hasIntegerDot(qm.tensor().type())) {
+        if (!integerDot || (prefillMode && !integerPrefill) || !(p instanceof QuantMatrix qm)
+                || !Kernels.hasIntegerDot(qm.tensor().type())) {
             return -1;
         }
         return qm.tensor().type().blockSize() == 32 ? 0 : 1;
