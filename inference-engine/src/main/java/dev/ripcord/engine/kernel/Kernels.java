@@ -107,4 +107,43 @@ public sealed interface Kernels permits VectorKernels, ScalarKernels {
      * dequantized copy.
      */
     float dotQuantized(GgmlType type, MemorySegment w, long wOff, int k, MemorySegment x, long xOff);
+
+    /** Whether {@link #dotQ8} has a kernel for weights of {@code type}: Q8_0, Q4_0, Q4_K and Q6_K. */
+    static boolean hasIntegerDot(GgmlType type) {
+        return Q8Activations.blockSize(type) != 0;
+    }
+
+    /** Bytes of one activation row of {@code n} elements quantized by {@link #quantizeActivations}. */
+    static long activationRowBytes(int n) {
+        return Q8Activations.rowBytes(n);
+    }
+
+    /**
+     * Quantizes activations {@code x[xOff, xOff + n)} to 8-bit integers with one scale per block, as the integer
+     * dot product with weights of {@code weightType} takes them (32-element blocks for Q8_0 and Q4_0, 256 for Q4_K
+     * and Q6_K), into {@link #activationRowBytes activationRowBytes(n)} bytes of {@code qa} at byte {@code qaOff}.
+     * Both twins share one scalar implementation (see {@code Q8Activations}).
+     */
+    default void quantizeActivations(GgmlType weightType, MemorySegment x, long xOff, int n,
+                                     MemorySegment qa, long qaOff) {
+        Q8Activations.quantize(weightType, x, xOff, n, qa, qaOff);
+    }
+
+    /**
+     * Integer dot products of one quantized weight row ({@code k} elements of {@code type} at byte {@code wOff} of
+     * {@code w}) with {@code rows} quantized activation rows ({@link #quantizeActivations}, row {@code r} at byte
+     * {@code qaOff + r · qaStride} of {@code qa}), into {@code c[cOff + r · ldc]} (floats).
+     *
+     * <p>Each result is defined lane by lane, whatever the number of rows or the tile it falls in. With {@code L =
+     * lanes()}, element {@code i} of a weight block belongs to lane {@code i mod L}. Per block (32 elements for
+     * Q8_0/Q4_0, 256 for Q4_K/Q6_K) every lane holds the exact integer {@code Σ sc(i)·q(i)·a(i)} over its elements,
+     * where {@code q} is the weight quant (Q4_0: nibble − 8; Q4_K: nibble; Q6_K: 6 bits − 32), {@code sc} its
+     * sub-block scale (1 for Q8_0/Q4_0) and {@code a} the activation quant; the lane's float accumulator then
+     * becomes {@code fma((float) lane, dw·da, acc)} ({@code dw} the weight block's scale as ggml decodes it,
+     * {@code da} the activation block's), blocks in increasing order. The accumulators fold pairwise
+     * ({@code s[i] += s[i + h]} for {@code h = L/2, …, 1}) to lane 0. Q4_K subtracts its minimums as one scalar
+     * chain, {@code m = fma(dmin·da, (float) Σ min_j·sum_j(a), m)} per block, from the folded sum.
+     */
+    void dotQ8(GgmlType type, MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff, long qaStride,
+               int rows, MemorySegment c, long cOff, long ldc);
 }

@@ -199,4 +199,100 @@ final class ScalarKernels implements Kernels {
         dotProducts(x, xOff, k, 1, k, row, 0, k, 1, out, 0, 1);
         return out.get(F, 0);
     }
+
+    @Override
+    public void dotQ8(GgmlType type, MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff, long qaStride,
+                      int rows, MemorySegment c, long cOff, long ldc) {
+        Q8Activations.requireSupported(type, k);
+        for (int r = 0; r < rows; r++) {
+            set(c, cOff + r * ldc, dotQ8(type, w, wOff, k, qa, qaOff + r * qaStride));
+        }
+    }
+
+    /** One weight row against one activation row, as {@link Kernels#dotQ8} defines it. */
+    private float dotQ8(GgmlType type, MemorySegment w, long wOff, int k, MemorySegment qa, long a) {
+        float[] acc = new float[lanes];
+        int[] lane = new int[lanes];
+        float mins = 0f;
+        int bs = Q8Activations.blockSize(type);
+        for (int b = 0; b < k / bs; b++) {
+            java.util.Arrays.fill(lane, 0);
+            float da = qa.get(F, a + Q8Activations.scaleOffset(k, b));
+            long qx = a + 2L * bs * b; // the block's activation quants
+            float dw;
+            switch (type) {
+                case Q8_0 -> {
+                    long base = wOff + 34L * b;
+                    dw = Dequant.f16(w, base);
+                    for (int i = 0; i < 32; i++) {
+                        lane[i % lanes] += w.get(ValueLayout.JAVA_BYTE, base + 2 + i) * act(qa, qx, i);
+                    }
+                }
+                case Q4_0 -> {
+                    long base = wOff + 18L * b;
+                    dw = Dequant.f16(w, base);
+                    for (int i = 0; i < 16; i++) {
+                        int q = Dequant.u8(w, base + 2 + i);
+                        lane[i % lanes] += ((q & 0xF) - 8) * act(qa, qx, i);
+                        lane[(i + 16) % lanes] += ((q >> 4) - 8) * act(qa, qx, i + 16);
+                    }
+                }
+                case Q4_K -> {
+                    long base = wOff + 144L * b;
+                    dw = Dequant.f16(w, base);
+                    float dmin = Dequant.f16(w, base + 2);
+                    int summs = 0;
+                    for (int j = 0; j < 8; j++) {
+                        int sc = Dequant.scaleMinK4(w, base + 4, j, 0);
+                        int m = Dequant.scaleMinK4(w, base + 4, j, 1);
+                        summs += m * qa.get(Q8Activations.I, a + Q8Activations.sumOffset(k, 8 * b + j));
+                        long qs = base + 16 + 32L * (j / 2);
+                        for (int i = 0; i < 32; i++) {
+                            int byteValue = Dequant.u8(w, qs + i);
+                            int q = j % 2 == 0 ? byteValue & 0xF : byteValue >> 4;
+                            int e = 32 * j + i;
+                            lane[e % lanes] += sc * q * act(qa, qx, e);
+                        }
+                    }
+                    mins = Math.fma(dmin * da, (float) summs, mins);
+                }
+                case Q6_K -> {
+                    long base = wOff + 210L * b;
+                    dw = Dequant.f16(w, base + 208);
+                    for (int half = 0; half < 2; half++) {
+                        long ql = base + 64L * half;
+                        long qh = base + 128 + 32L * half;
+                        long sc = base + 192 + 8L * half;
+                        for (int l = 0; l < 32; l++) {
+                            int h = Dequant.u8(w, qh + l);
+                            int lo = Dequant.u8(w, ql + l);
+                            int hi = Dequant.u8(w, ql + l + 32);
+                            int[] q = {((lo & 0xF) | ((h & 3) << 4)) - 32, ((hi & 0xF) | (((h >> 2) & 3) << 4)) - 32,
+                                    ((lo >> 4) | (((h >> 4) & 3) << 4)) - 32, ((hi >> 4) | (((h >> 6) & 3) << 4)) - 32};
+                            for (int g = 0; g < 4; g++) {
+                                int e = 128 * half + 32 * g + l;
+                                int scale = w.get(ValueLayout.JAVA_BYTE, sc + l / 16 + 2 * g);
+                                lane[e % lanes] += scale * q[g] * act(qa, qx, e);
+                            }
+                        }
+                    }
+                }
+                default -> throw new IllegalArgumentException("no integer dot product for ggml type " + type);
+            }
+            float s = dw * da;
+            for (int l = 0; l < lanes; l++) {
+                acc[l] = Math.fma((float) lane[l], s, acc[l]);
+            }
+        }
+        for (int h = lanes / 2; h >= 1; h /= 2) {
+            for (int l = 0; l < h; l++) {
+                acc[l] = acc[l] + acc[l + h];
+            }
+        }
+        return type == GgmlType.Q4_K ? acc[0] - mins : acc[0];
+    }
+
+    private static int act(MemorySegment qa, long blockQuants, int i) {
+        return qa.get(Q8Activations.H, blockQuants + 2L * i);
+    }
 }

@@ -7,6 +7,8 @@ import java.nio.ByteOrder;
 import dev.ripcord.format.gguf.GgmlType;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShuffle;
 import jdk.incubator.vector.VectorSpecies;
@@ -940,5 +942,399 @@ final class VectorKernels implements Kernels {
         acc = acc.add(acc.rearrange(XOR2));
         acc = acc.add(acc.rearrange(XOR1));
         return acc.lane(0);
+    }
+
+    // ---------------------------------------------------------------- integer dot products (quantized weights)
+
+    /** Whether the integer kernels have a vector body at this width (16 or 8 lanes); else the scalar twin runs. */
+    static final boolean INT_DOT = L == 16 || L == 8;
+    /** Chunks of {@code L} elements in each 16-element half-block. */
+    static final int IPARTS = INT_DOT ? 16 / L : 1;
+    /** {@code L} weight bytes, widened to {@code L} shorts, whose products widen to {@code L} ints. */
+    static final VectorSpecies<Byte> BQ = L == 16 ? ByteVector.SPECIES_128 : ByteVector.SPECIES_64;
+    static final VectorSpecies<Short> SQ = L == 16 ? ShortVector.SPECIES_256 : ShortVector.SPECIES_128;
+    static final VectorSpecies<Integer> IS = IntVector.SPECIES_PREFERRED.length() == L ? IntVector.SPECIES_PREFERRED
+            : L == 8 ? IntVector.SPECIES_256 : IntVector.SPECIES_128;
+    private static final ScalarKernels TWIN = new ScalarKernels(L);
+
+    /**
+     * The integer dot products (see {@link Kernels#dotQ8} for the exact definition both twins compute). Weight
+     * quants are widened to shorts lane for lane ({@code L} elements per chunk), multiplied by the activation
+     * quants (stored as shorts, so they load as they are), the two 16-element halves of a 32-element group added
+     * in short lanes (no overflow: |q·a| ≤ 128·127), widened to ints, scaled by the sub-block scale in int lanes
+     * for the K-quants, converted to float once per block and multiplied into the lane accumulators. Tiles of
+     * four activation rows decode each weight block once for all of them (prefill; the K-quants go row by row,
+     * see below); decode uses the one-row tile.
+     */
+    @Override
+    public void dotQ8(GgmlType type, MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff, long qaStride,
+                      int rows, MemorySegment c, long cOff, long ldc) {
+        Q8Activations.requireSupported(type, k);
+        if (!INT_DOT) {
+            TWIN.dotQ8(type, w, wOff, k, qa, qaOff, qaStride, rows, c, cOff, ldc);
+            return;
+        }
+        int r = 0;
+        // The K-quants go row by row: their multi-row tiles exceed C2's node budget for inlining the vector
+        // operations inside the forward (a four-row Q4_K tile, even a two-row Q6_K one), which then boxes every
+        // vector and runs tens of times slower.
+        boolean tiles = type == GgmlType.Q8_0 || type == GgmlType.Q4_0;
+        for (; r + 4 <= rows && tiles; r += 4) {
+            long a = qaOff + r * qaStride;
+            long o = cOff + r * ldc;
+            switch (type) {
+                case Q8_0 -> q8_0Rows4(w, wOff, k, qa, a, qaStride, c, o, ldc);
+                case Q4_0 -> q4_0Rows4(w, wOff, k, qa, a, qaStride, c, o, ldc);
+                default -> throw new IllegalArgumentException("no integer dot product for ggml type " + type);
+            }
+        }
+        for (; r < rows; r++) {
+            long a = qaOff + r * qaStride;
+            long o = cOff + r * ldc;
+            switch (type) {
+                case Q8_0 -> q8_0Rows1(w, wOff, k, qa, a, qaStride, c, o, ldc);
+                case Q4_0 -> q4_0Rows1(w, wOff, k, qa, a, qaStride, c, o, ldc);
+                case Q4_K -> q4_KRows1(w, wOff, k, qa, a, qaStride, c, o, ldc);
+                case Q6_K -> q6_KRows1(w, wOff, k, qa, a, qaStride, c, o, ldc);
+                default -> throw new IllegalArgumentException("no integer dot product for ggml type " + type);
+            }
+        }
+    }
+
+    private static void q8_0Rows4(MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff,
+                                  long qaStride, MemorySegment c, long cOff, long ldc) {
+        long a0 = qaOff + 0 * qaStride;
+        long a1 = qaOff + 1 * qaStride;
+        long a2 = qaOff + 2 * qaStride;
+        long a3 = qaOff + 3 * qaStride;
+        FloatVector z = FloatVector.zero(S);
+        IntVector zi = IntVector.zero(IS);
+        FloatVector acc0 = z; FloatVector acc1 = z; FloatVector acc2 = z; FloatVector acc3 = z;
+        for (int b = 0; b < k / 32; b++) {
+            long base = wOff + 34L * b;
+            float dw = Dequant.f16(w, base);
+            long sOff = Q8Activations.scaleOffset(k, b);
+            IntVector i0 = zi; IntVector i1 = zi; IntVector i2 = zi; IntVector i3 = zi;
+            for (int part = 0; part < IPARTS; part++) {
+                long e = 64L * b + 2L * part * L;
+                ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base + 2 + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base + 18 + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector p0 = w0.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE))
+                        .add(w1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 32, LE)));
+                i0 = i0.add((IntVector) p0.convertShape(VectorOperators.S2I, IS, 0));
+                ShortVector p1 = w0.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e, LE))
+                        .add(w1.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 32, LE)));
+                i1 = i1.add((IntVector) p1.convertShape(VectorOperators.S2I, IS, 0));
+                ShortVector p2 = w0.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e, LE))
+                        .add(w1.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e + 32, LE)));
+                i2 = i2.add((IntVector) p2.convertShape(VectorOperators.S2I, IS, 0));
+                ShortVector p3 = w0.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e, LE))
+                        .add(w1.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e + 32, LE)));
+                i3 = i3.add((IntVector) p3.convertShape(VectorOperators.S2I, IS, 0));
+            }
+            acc0 = ((FloatVector) i0.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a0 + sOff)), acc0);
+            acc1 = ((FloatVector) i1.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a1 + sOff)), acc1);
+            acc2 = ((FloatVector) i2.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a2 + sOff)), acc2);
+            acc3 = ((FloatVector) i3.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a3 + sOff)), acc3);
+        }
+        if (L >= 16) {
+            acc0 = acc0.add(acc0.rearrange(XOR8));
+        }
+        acc0 = acc0.add(acc0.rearrange(XOR4));
+        acc0 = acc0.add(acc0.rearrange(XOR2));
+        acc0 = acc0.add(acc0.rearrange(XOR1));
+        c.set(F, (cOff + 0 * ldc) << 2, acc0.lane(0));
+        if (L >= 16) {
+            acc1 = acc1.add(acc1.rearrange(XOR8));
+        }
+        acc1 = acc1.add(acc1.rearrange(XOR4));
+        acc1 = acc1.add(acc1.rearrange(XOR2));
+        acc1 = acc1.add(acc1.rearrange(XOR1));
+        c.set(F, (cOff + 1 * ldc) << 2, acc1.lane(0));
+        if (L >= 16) {
+            acc2 = acc2.add(acc2.rearrange(XOR8));
+        }
+        acc2 = acc2.add(acc2.rearrange(XOR4));
+        acc2 = acc2.add(acc2.rearrange(XOR2));
+        acc2 = acc2.add(acc2.rearrange(XOR1));
+        c.set(F, (cOff + 2 * ldc) << 2, acc2.lane(0));
+        if (L >= 16) {
+            acc3 = acc3.add(acc3.rearrange(XOR8));
+        }
+        acc3 = acc3.add(acc3.rearrange(XOR4));
+        acc3 = acc3.add(acc3.rearrange(XOR2));
+        acc3 = acc3.add(acc3.rearrange(XOR1));
+        c.set(F, (cOff + 3 * ldc) << 2, acc3.lane(0));
+    }
+
+    private static void q8_0Rows1(MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff,
+                                  long qaStride, MemorySegment c, long cOff, long ldc) {
+        long a0 = qaOff + 0 * qaStride;
+        FloatVector z = FloatVector.zero(S);
+        IntVector zi = IntVector.zero(IS);
+        FloatVector acc0 = z;
+        for (int b = 0; b < k / 32; b++) {
+            long base = wOff + 34L * b;
+            float dw = Dequant.f16(w, base);
+            long sOff = Q8Activations.scaleOffset(k, b);
+            IntVector i0 = zi;
+            for (int part = 0; part < IPARTS; part++) {
+                long e = 64L * b + 2L * part * L;
+                ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base + 2 + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base + 18 + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector p0 = w0.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE))
+                        .add(w1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 32, LE)));
+                i0 = i0.add((IntVector) p0.convertShape(VectorOperators.S2I, IS, 0));
+            }
+            acc0 = ((FloatVector) i0.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a0 + sOff)), acc0);
+        }
+        if (L >= 16) {
+            acc0 = acc0.add(acc0.rearrange(XOR8));
+        }
+        acc0 = acc0.add(acc0.rearrange(XOR4));
+        acc0 = acc0.add(acc0.rearrange(XOR2));
+        acc0 = acc0.add(acc0.rearrange(XOR1));
+        c.set(F, (cOff + 0 * ldc) << 2, acc0.lane(0));
+    }
+
+    private static void q4_0Rows4(MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff,
+                                  long qaStride, MemorySegment c, long cOff, long ldc) {
+        long a0 = qaOff + 0 * qaStride;
+        long a1 = qaOff + 1 * qaStride;
+        long a2 = qaOff + 2 * qaStride;
+        long a3 = qaOff + 3 * qaStride;
+        FloatVector z = FloatVector.zero(S);
+        IntVector zi = IntVector.zero(IS);
+        FloatVector acc0 = z; FloatVector acc1 = z; FloatVector acc2 = z; FloatVector acc3 = z;
+        for (int b = 0; b < k / 32; b++) {
+            long base = wOff + 18L * b;
+            float dw = Dequant.f16(w, base);
+            long sOff = Q8Activations.scaleOffset(k, b);
+            IntVector i0 = zi; IntVector i1 = zi; IntVector i2 = zi; IntVector i3 = zi;
+            for (int part = 0; part < IPARTS; part++) {
+                long e = 64L * b + 2L * part * L;
+                ShortVector q = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base + 2 + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector w0 = q.and((short) 0x0F).sub((short) 8);
+                ShortVector w1 = q.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F).sub((short) 8);
+                ShortVector p0 = w0.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE))
+                        .add(w1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 32, LE)));
+                i0 = i0.add((IntVector) p0.convertShape(VectorOperators.S2I, IS, 0));
+                ShortVector p1 = w0.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e, LE))
+                        .add(w1.mul(ShortVector.fromMemorySegment(SQ, qa, a1 + e + 32, LE)));
+                i1 = i1.add((IntVector) p1.convertShape(VectorOperators.S2I, IS, 0));
+                ShortVector p2 = w0.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e, LE))
+                        .add(w1.mul(ShortVector.fromMemorySegment(SQ, qa, a2 + e + 32, LE)));
+                i2 = i2.add((IntVector) p2.convertShape(VectorOperators.S2I, IS, 0));
+                ShortVector p3 = w0.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e, LE))
+                        .add(w1.mul(ShortVector.fromMemorySegment(SQ, qa, a3 + e + 32, LE)));
+                i3 = i3.add((IntVector) p3.convertShape(VectorOperators.S2I, IS, 0));
+            }
+            acc0 = ((FloatVector) i0.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a0 + sOff)), acc0);
+            acc1 = ((FloatVector) i1.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a1 + sOff)), acc1);
+            acc2 = ((FloatVector) i2.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a2 + sOff)), acc2);
+            acc3 = ((FloatVector) i3.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a3 + sOff)), acc3);
+        }
+        if (L >= 16) {
+            acc0 = acc0.add(acc0.rearrange(XOR8));
+        }
+        acc0 = acc0.add(acc0.rearrange(XOR4));
+        acc0 = acc0.add(acc0.rearrange(XOR2));
+        acc0 = acc0.add(acc0.rearrange(XOR1));
+        c.set(F, (cOff + 0 * ldc) << 2, acc0.lane(0));
+        if (L >= 16) {
+            acc1 = acc1.add(acc1.rearrange(XOR8));
+        }
+        acc1 = acc1.add(acc1.rearrange(XOR4));
+        acc1 = acc1.add(acc1.rearrange(XOR2));
+        acc1 = acc1.add(acc1.rearrange(XOR1));
+        c.set(F, (cOff + 1 * ldc) << 2, acc1.lane(0));
+        if (L >= 16) {
+            acc2 = acc2.add(acc2.rearrange(XOR8));
+        }
+        acc2 = acc2.add(acc2.rearrange(XOR4));
+        acc2 = acc2.add(acc2.rearrange(XOR2));
+        acc2 = acc2.add(acc2.rearrange(XOR1));
+        c.set(F, (cOff + 2 * ldc) << 2, acc2.lane(0));
+        if (L >= 16) {
+            acc3 = acc3.add(acc3.rearrange(XOR8));
+        }
+        acc3 = acc3.add(acc3.rearrange(XOR4));
+        acc3 = acc3.add(acc3.rearrange(XOR2));
+        acc3 = acc3.add(acc3.rearrange(XOR1));
+        c.set(F, (cOff + 3 * ldc) << 2, acc3.lane(0));
+    }
+
+    private static void q4_0Rows1(MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff,
+                                  long qaStride, MemorySegment c, long cOff, long ldc) {
+        long a0 = qaOff + 0 * qaStride;
+        FloatVector z = FloatVector.zero(S);
+        IntVector zi = IntVector.zero(IS);
+        FloatVector acc0 = z;
+        for (int b = 0; b < k / 32; b++) {
+            long base = wOff + 18L * b;
+            float dw = Dequant.f16(w, base);
+            long sOff = Q8Activations.scaleOffset(k, b);
+            IntVector i0 = zi;
+            for (int part = 0; part < IPARTS; part++) {
+                long e = 64L * b + 2L * part * L;
+                ShortVector q = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base + 2 + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector w0 = q.and((short) 0x0F).sub((short) 8);
+                ShortVector w1 = q.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F).sub((short) 8);
+                ShortVector p0 = w0.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE))
+                        .add(w1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 32, LE)));
+                i0 = i0.add((IntVector) p0.convertShape(VectorOperators.S2I, IS, 0));
+            }
+            acc0 = ((FloatVector) i0.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a0 + sOff)), acc0);
+        }
+        if (L >= 16) {
+            acc0 = acc0.add(acc0.rearrange(XOR8));
+        }
+        acc0 = acc0.add(acc0.rearrange(XOR4));
+        acc0 = acc0.add(acc0.rearrange(XOR2));
+        acc0 = acc0.add(acc0.rearrange(XOR1));
+        c.set(F, (cOff + 0 * ldc) << 2, acc0.lane(0));
+    }
+
+    private static void q4_KRows1(MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff,
+                                  long qaStride, MemorySegment c, long cOff, long ldc) {
+        long a0 = qaOff + 0 * qaStride;
+        FloatVector z = FloatVector.zero(S);
+        IntVector zi = IntVector.zero(IS);
+        FloatVector acc0 = z;
+        float m0 = 0f;
+        for (int b = 0; b < k / 256; b++) {
+            long base = wOff + 144L * b;
+            float dw = Dequant.f16(w, base);
+            float dmin = Dequant.f16(w, base + 2);
+            // ggml's unpacking of the twelve scale bytes: bytes 0-7 of (u0, u1) are the scales, of (u2, u3) the mins.
+            int u0 = w.get(Q8Activations.I, base + 4);
+            int u1 = w.get(Q8Activations.I, base + 8);
+            int u2 = w.get(Q8Activations.I, base + 12);
+            int u3 = ((u2 >>> 4) & 0x0F0F0F0F) | (((u1 >>> 6) & 0x03030303) << 4);
+            int mins = u1 & 0x3F3F3F3F;
+            u1 = (u2 & 0x0F0F0F0F) | (((u0 >>> 6) & 0x03030303) << 4);
+            u0 &= 0x3F3F3F3F;
+            u2 = mins;
+            long sOff = Q8Activations.scaleOffset(k, b);
+            long sums = Q8Activations.sumOffset(k, 8 * b);
+            int summs0 = 0;
+            for (int j = 0; j < 8; j++) {
+                int min = ((j < 4 ? u2 : u3) >>> (8 * (j & 3))) & 0xFF;
+                summs0 += min * qa.get(Q8Activations.I, a0 + sums + 4L * j);
+            }
+            IntVector i0 = zi;
+            for (int g = 0; g < 4 * IPARTS; g++) {
+                int jj = g / IPARTS;
+                int part = g % IPARTS;
+                int word = jj < 2 ? u0 : u1;
+                IntVector scLo = IntVector.broadcast(IS, (word >>> (16 * (jj & 1))) & 0xFF);
+                IntVector scHi = IntVector.broadcast(IS, (word >>> (16 * (jj & 1) + 8)) & 0xFF);
+                long qs = base + 16 + 32L * jj;
+                ShortVector q0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qs + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector q1 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qs + 16 + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector l0 = q0.and((short) 0x0F);
+                ShortVector l1 = q1.and((short) 0x0F);
+                ShortVector h0 = q0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F);
+                ShortVector h1 = q1.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F);
+                long e = 512L * b + 128L * jj + 2L * part * L;
+                ShortVector lo0 = l0.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE))
+                        .add(l1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 32, LE)));
+                ShortVector hi0 = h0.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 64, LE))
+                        .add(h1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 96, LE)));
+                i0 = i0.add(((IntVector) lo0.convertShape(VectorOperators.S2I, IS, 0)).mul(scLo))
+                        .add(((IntVector) hi0.convertShape(VectorOperators.S2I, IS, 0)).mul(scHi));
+            }
+            acc0 = ((FloatVector) i0.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a0 + sOff)), acc0);
+            m0 = Math.fma(dmin * qa.get(F, a0 + sOff), (float) summs0, m0);
+        }
+        if (L >= 16) {
+            acc0 = acc0.add(acc0.rearrange(XOR8));
+        }
+        acc0 = acc0.add(acc0.rearrange(XOR4));
+        acc0 = acc0.add(acc0.rearrange(XOR2));
+        acc0 = acc0.add(acc0.rearrange(XOR1));
+        c.set(F, (cOff + 0 * ldc) << 2, acc0.lane(0) - m0);
+    }
+
+    private static void q6_KRows1(MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff,
+                                  long qaStride, MemorySegment c, long cOff, long ldc) {
+        long a0 = qaOff + 0 * qaStride;
+        FloatVector z = FloatVector.zero(S);
+        IntVector zi = IntVector.zero(IS);
+        FloatVector acc0 = z;
+        for (int b = 0; b < k / 256; b++) {
+            long base = wOff + 210L * b;
+            float dw = Dequant.f16(w, base + 208);
+            long sOff = Q8Activations.scaleOffset(k, b);
+            IntVector i0 = zi;
+            // One flat loop over (half, scale pair, part): nested loops would carry the accumulators through
+            // phis C2 does not always scalar-replace (the four-row tile then boxed every vector).
+            for (int g = 0; g < 4 * IPARTS; g++) {
+                int half = g / (2 * IPARTS);
+                int is = (g / IPARTS) & 1;
+                long ql = base + 64L * half;
+                long qh = base + 128 + 32L * half;
+                long sc = base + 192 + 8L * half + is;
+                IntVector s1 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc));
+                IntVector s2 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + 2));
+                IntVector s3 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + 4));
+                IntVector s4 = IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, sc + 6));
+                long o = 16L * is + (g % IPARTS) * L;
+                ShortVector qa0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, ql + o, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector qb0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, ql + 32 + o, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector h = (ShortVector) ByteVector.fromMemorySegment(BQ, w, qh + o, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector q1 = qa0.and((short) 0x0F)
+                        .or(h.and((short) 3).lanewise(VectorOperators.LSHL, 4)).sub((short) 32);
+                ShortVector q2 = qb0.and((short) 0x0F)
+                        .or(h.lanewise(VectorOperators.ASHR, 2).and((short) 3).lanewise(VectorOperators.LSHL, 4))
+                        .sub((short) 32);
+                ShortVector q3 = qa0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F)
+                        .or(h.lanewise(VectorOperators.ASHR, 4).and((short) 3).lanewise(VectorOperators.LSHL, 4))
+                        .sub((short) 32);
+                ShortVector q4 = qb0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F)
+                        .or(h.lanewise(VectorOperators.ASHR, 6).and((short) 3).lanewise(VectorOperators.LSHL, 4))
+                        .sub((short) 32);
+                long e = 512L * b + 256L * half + 2 * o;
+                ShortVector p01 = q1.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE));
+                ShortVector p02 = q2.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 64, LE));
+                ShortVector p03 = q3.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 128, LE));
+                ShortVector p04 = q4.mul(ShortVector.fromMemorySegment(SQ, qa, a0 + e + 192, LE));
+                i0 = i0.add(((IntVector) p01.convertShape(VectorOperators.S2I, IS, 0)).mul(s1))
+                        .add(((IntVector) p02.convertShape(VectorOperators.S2I, IS, 0)).mul(s2))
+                        .add(((IntVector) p03.convertShape(VectorOperators.S2I, IS, 0)).mul(s3))
+                        .add(((IntVector) p04.convertShape(VectorOperators.S2I, IS, 0)).mul(s4));
+            }
+            acc0 = ((FloatVector) i0.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, dw * qa.get(F, a0 + sOff)), acc0);
+        }
+        if (L >= 16) {
+            acc0 = acc0.add(acc0.rearrange(XOR8));
+        }
+        acc0 = acc0.add(acc0.rearrange(XOR4));
+        acc0 = acc0.add(acc0.rearrange(XOR2));
+        acc0 = acc0.add(acc0.rearrange(XOR1));
+        c.set(F, (cOff + 0 * ldc) << 2, acc0.lane(0));
     }
 }

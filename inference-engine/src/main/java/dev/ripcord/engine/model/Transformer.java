@@ -48,6 +48,9 @@ public final class Transformer {
     private static final int OP_SWIGLU = 3;
     private static final int OP_FINAL_NORM = 4;
 
+    /** System property: {@code decode} (the default), {@code always} or {@code never}; see {@link #integerDot}. */
+    public static final String QUANTIZED_DOT_PROPERTY = "ripcord.engine.quantizedDot";
+
     private final ModelConfig c;
     private final ModelWeights w;
     private final MemorySegment pool;
@@ -89,6 +92,21 @@ public final class Transformer {
     /** Per worker: {@link QuantMatrix#PANEL} dequantized weight rows of the widest input. */
     private final MemorySegment quantScratch;
     private final long quantScratchFloats;
+    /**
+     * Which forwards multiply quantized projections as integer dot products with 8-bit activations
+     * ({@link Kernels#dotQ8}) rather than dequantizing weight panels to floats for {@code dotProducts} (system
+     * property {@value #QUANTIZED_DOT_PROPERTY}): {@code decode} (the default) for decode steps only, where each
+     * weight is read once per step and the integer kernel is the faster; {@code always} for prefill chunks too
+     * (measured slower: a dequantized panel serves 128 rows of float FMAs, while the integer kernel widens and
+     * scales per row); {@code never}, the float path everywhere, for comparison.
+     */
+    private final boolean integerDot;
+    private final boolean integerPrefill;
+    /**
+     * The current region's input rows quantized for the integer dot products: index 0 for weights in 32-element
+     * blocks (Q8_0, Q4_0), 1 for 256-element blocks (Q4_K, Q6_K); null where the model has no such matrix.
+     */
+    private final MemorySegment[] quantActivations = new MemorySegment[2];
 
     private final int[] rowPos;
     private final int[][] rowTable;
@@ -152,11 +170,38 @@ public final class Transformer {
         }
         this.quantScratchFloats = (long) QuantMatrix.PANEL * Math.max(dim, hidden);
         this.quantScratch = w.quantized() ? floats(arena, workers.size() * quantScratchFloats) : null;
+        String dot = System.getProperty(QUANTIZED_DOT_PROPERTY, "decode").trim();
+        if (!dot.equals("decode") && !dot.equals("always") && !dot.equals("never")) {
+            throw new IllegalArgumentException(
+                    QUANTIZED_DOT_PROPERTY + " must be decode, always or never, got '" + dot + "'");
+        }
+        this.integerDot = !dot.equals("never");
+        this.integerPrefill = dot.equals("always");
+        if (integerDot) {
+            long rowBytes = Kernels.activationRowBytes(Math.max(dim, hidden));
+            for (Projection p : allProjections(w)) {
+                if (p instanceof QuantMatrix qm && Kernels.hasIntegerDot(qm.tensor().type())) {
+                    int family = qm.tensor().type().blockSize() == 32 ? 0 : 1;
+                    if (quantActivations[family] == null) {
+                        quantActivations[family] = arena.allocate(maxRows * rowBytes, 64);
+                    }
+                }
+            }
+        }
         this.ropeCos = floats(arena, (long) c.contextLength() * hs);
         this.ropeSin = floats(arena, (long) c.contextLength() * hs);
         fillRopeTables();
         this.rowPos = new int[maxRows];
         this.rowTable = new int[maxRows][];
+    }
+
+    private static java.util.List<Projection> allProjections(ModelWeights w) {
+        java.util.List<Projection> all = new java.util.ArrayList<>();
+        for (Projection[] layer : new Projection[][] {w.wq, w.wk, w.wv, w.wo, w.w1, w.w2, w.w3}) {
+            all.addAll(java.util.Arrays.asList(layer));
+        }
+        all.add(w.classifier);
+        return all;
     }
 
     private static MemorySegment floats(Arena arena, long n) {
@@ -564,6 +609,7 @@ public final class Transformer {
         private final MemorySegment[] in = new MemorySegment[3];
         private final MemorySegment[] out = new MemorySegment[3];
         private final long[] inOff = new long[3];
+        private final int[] inRow = new int[3];
         private final long[] inStride = new long[3];
         private final long[] outOff = new long[3];
         private final long[] outStride = new long[3];
@@ -585,6 +631,7 @@ public final class Transformer {
             in[j] = input;
             out[j] = output;
             inOff[j] = row * inputStride;
+            inRow[j] = row;
             inStride[j] = inputStride;
             outOff[j] = outRow * outputStride;
             outStride[j] = outputStride;
@@ -595,9 +642,47 @@ public final class Transformer {
 
         /** Runs the projections added since {@link #begin}; true if the region was abandoned (see SafePoint). */
         boolean run() {
+            if (integerDot && (integerPrefill || !prefillMode)) {
+                quantizeInputs();
+            }
             next.set(0);
             workers.run(this);
             return abandoned;
+        }
+
+        /**
+         * Quantizes, once per region, the input rows the jobs with integer kernels read: per block family, the
+         * union of their rows (the jobs of a region share one input), in parallel over rows.
+         */
+        private void quantizeInputs() {
+            for (int family = 0; family < 2; family++) {
+                int from = Integer.MAX_VALUE;
+                int to = 0;
+                QuantizeRows task = quantizeRows;
+                for (int j = 0; j < jobs; j++) {
+                    if (integerFamily(m[j]) == family) {
+                        if (from != Integer.MAX_VALUE && (in[j] != task.input || inStride[j] != task.stride)) {
+                            throw new IllegalStateException("the jobs of one matmul region must share their input");
+                        }
+                        task.input = in[j];
+                        task.stride = inStride[j];
+                        task.type = ((QuantMatrix) m[j]).tensor().type();
+                        task.cols = m[j].cols();
+                        from = Math.min(from, inRow[j]);
+                        to = Math.max(to, inRow[j] + count[j]);
+                    }
+                }
+                if (from < to) {
+                    task.output = quantActivations[family];
+                    task.from = from;
+                    task.to = to;
+                    if (to - from < 4) {
+                        task.run(0, 1);
+                    } else {
+                        workers.run(task);
+                    }
+                }
+            }
         }
 
         @Override
@@ -622,10 +707,68 @@ public final class Transformer {
                             w.data(), w.panelOffset(panel), width, width,
                             out[j], outOff[j] + r0 * outStride[j] + (long) panel * w.panelWidth(), outStride[j], false);
                 } else {
-                    quantItem((QuantMatrix) m[j], panel, worker, in[j], inOff[j] + r0 * inStride[j], inStride[j], n,
-                            out[j], outOff[j] + r0 * outStride[j], outStride[j]);
+                    QuantMatrix qm = (QuantMatrix) m[j];
+                    int family = integerFamily(qm);
+                    if (family >= 0) {
+                        integerItem(qm, panel, quantActivations[family], inRow[j] + r0, n,
+                                out[j], outOff[j] + r0 * outStride[j], outStride[j]);
+                    } else {
+                        quantItem(qm, panel, worker, in[j], inOff[j] + r0 * inStride[j], inStride[j], n,
+                                out[j], outOff[j] + r0 * outStride[j], outStride[j]);
+                    }
                 }
             }
+        }
+    }
+
+    /** 0 for a matrix with 32-element integer kernels, 1 for 256-element ones, -1 for none (or not enabled). */
+    private int integerFamily(Projection p) {
+        if (!integerDot || (prefillMode && !integerPrefill) || !(p instanceof QuantMatrix qm)
+                || !Kernels.hasIntegerDot(qm.tensor().type())) {
+            return -1;
+        }
+        return qm.tensor().type().blockSize() == 32 ? 0 : 1;
+    }
+
+    private final QuantizeRows quantizeRows = new QuantizeRows();
+
+    /** Quantizes input rows {@code [from, to)} into row-indexed slots of {@code output}, rows split over workers. */
+    private final class QuantizeRows implements WorkerPool.Task {
+        MemorySegment input;
+        long stride;
+        GgmlType type;
+        int cols;
+        MemorySegment output;
+        int from;
+        int to;
+
+        @Override
+        public void run(int worker, int workerCount) {
+            int n = to - from;
+            long rowBytes = Kernels.activationRowBytes(cols);
+            int end = from + WorkerPool.rangeStart(n, worker + 1, workerCount);
+            for (int r = from + WorkerPool.rangeStart(n, worker, workerCount); r < end; r++) {
+                kernels.quantizeActivations(type, input, r * stride, cols, output, r * rowBytes);
+            }
+        }
+    }
+
+    /**
+     * One work item of a quantized projection with integer kernels: each of its {@link QuantMatrix#PANEL} weight
+     * rows against the item's {@code n} quantized input rows (from row {@code row} of {@code activations}), tiles
+     * of four input rows reading each weight block once. Each output element is one {@code dotQ8} lane reduction
+     * whatever the batch, chunk or thread count.
+     */
+    private void integerItem(QuantMatrix qm, int panel, MemorySegment activations, int row, int n,
+                             MemorySegment output, long outOff, long outStride) {
+        var t = qm.tensor();
+        int j0 = panel * QuantMatrix.PANEL;
+        int width = Math.min(QuantMatrix.PANEL, t.rows() - j0);
+        int cols = t.cols();
+        long rowBytes = Kernels.activationRowBytes(cols);
+        for (int i = 0; i < width; i++) {
+            kernels.dotQ8(t.type(), t.data(), t.rowOffset(j0 + i), cols, activations, row * rowBytes, rowBytes, n,
+                    output, outOff + j0 + i, outStride);
         }
     }
 

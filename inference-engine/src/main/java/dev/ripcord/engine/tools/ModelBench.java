@@ -14,33 +14,45 @@ import dev.ripcord.engine.ModelConfig;
 import dev.ripcord.engine.SamplingParams;
 import dev.ripcord.engine.Sequence;
 import dev.ripcord.format.gguf.GgmlType;
+import dev.ripcord.format.gguf.GgufFile;
+import dev.ripcord.format.gguf.GgufTensorInfo;
 
 /**
- * Side-by-side speed of one llama2.c checkpoint served directly and as GGUF at several types (a benchmark that
- * prints figures, not a test):
+ * Side-by-side speed of model files (a benchmark that prints figures, not a test):
  * <pre>
- * ./ripcord model-bench model.bin tokenizer.bin [--types=ckpt,f32,f16,q8_0,q4_0] [--threads=2] [--runs=5]
- *                       [--decode=128] [--prompts=128,240] [--dir=DIR]
+ * ./ripcord model-bench A.gguf [B.gguf …] [--threads=2] [--runs=5] [--decode=128] [--prompts=128,512] [--json]
+ * ./ripcord model-bench model.bin tokenizer.bin [--types=ckpt,f32,f16,q8_0,q4_0] [--dir=DIR] [options as above]
  * </pre>
- * Each type is converted once (into {@code --dir}, default a temporary directory), loaded, warmed up, then measured
- * {@code runs} times, alternating types between runs so that a noisy neighbour hits all of them alike; figures are
- * medians. Decode: batch 1, greedy, {@code decode} tokens after the prompt "Once upon a time", timing only the
- * decode steps. Prefill: one chunk of each prompt length (a TinyStories-like text, repeated), with the matmul
- * and attention GFLOP/s that implies ({@link ModelConfig#flopsPerToken}, the last token's classifier included).
- * The {@code tok/CPU-s} columns divide by the calling thread's CPU time instead of wall-clock time: meaningful
- * (and robust to a busy machine) only with {@code --threads=1}.
+ * A GGUF file brings its own tokenizer; a llama2.c checkpoint is followed by its {@code tokenizer.bin}, and with
+ * {@code --types} (default {@code ckpt,f32,f16,q8_0,q4_0} when only a checkpoint is named) it is also converted to
+ * those GGUF types (into {@code --dir}, default a temporary directory). Every model is loaded, warmed up, then
+ * measured {@code runs} rounds, the models interleaved round by round so that a noisy neighbour hits all of them
+ * alike; the table gives medians. Decode: batch 1, greedy, {@code decode} tokens after the prompt "Once upon a
+ * time", timing only the decode steps. Prefill: one sequence of each prompt length (a TinyStories-like text,
+ * repeated) in chunks of the engine's maximum. Each figure comes with what it implies: decode's weight bandwidth
+ * (the bytes of every matrix a token reads, times tokens per second) and the matmul and attention GFLOP/s
+ * ({@link ModelConfig#flopsPerToken}, the classifier included once per decode step and once per prompt).
+ * {@code --json} prints one object per model and round as it is measured, e.g.
+ * {@code {"file":…,"type":…,"threads":2,"cpu":…,"decode_tok_s":…,"prefill_tok_s":{"128":…}}}. The CPU model
+ * and the load average are printed with the figures: this machine kind differs in CPU, and shares its cores.
+ * The {@code tok/CPU-s} column divides by the calling thread's CPU time: meaningful only with {@code --threads=1}.
  */
 public final class ModelBench {
     private ModelBench() {
     }
 
+    /** One model under test: its label, type, the bytes of weights a decode step reads. */
+    record Model(String file, String type, long streamedBytes, InferenceEngine engine) {
+    }
+
     public static void main(String[] args) throws IOException {
         List<String> paths = new ArrayList<>();
-        List<String> types = List.of("ckpt", "f32", "f16", "q8_0", "q4_0");
+        List<String> types = null;
         int threads = 2;
         int runs = 5;
         int decode = 128;
-        int[] prompts = {128, 240};
+        int[] prompts = {128, 512};
+        boolean json = false;
         Path dir = null;
         for (String a : args) {
             String v = a.contains("=") ? a.substring(a.indexOf('=') + 1) : "";
@@ -56,86 +68,209 @@ public final class ModelBench {
                 prompts = Arrays.stream(v.split(",")).mapToInt(Integer::parseInt).toArray();
             } else if (a.startsWith("--dir=")) {
                 dir = Path.of(v);
+            } else if (a.equals("--json")) {
+                json = true;
+            } else if (a.startsWith("--")) {
+                usage("unknown option " + a);
             } else {
                 paths.add(a);
             }
         }
-        if (paths.size() != 2) {
-            System.err.println("usage: ./ripcord model-bench <model.bin> <tokenizer.bin> [--types=ckpt,f32,f16,q8_0,q4_0]"
-                    + " [--threads=2] [--runs=5] [--decode=128] [--prompts=128,240] [--dir=DIR]");
-            System.exit(2);
+        if (paths.isEmpty()) {
+            usage("no model file");
         }
-        Path model = Path.of(paths.get(0));
-        Path tokenizer = Path.of(paths.get(1));
-        if (dir == null) {
-            dir = Files.createTempDirectory("ripcord-bench");
-        }
-        Files.createDirectories(dir);
-        EngineOptions options = EngineOptions.defaults().withThreads(threads).withMaxBatch(1).withKvPages(0);
-        List<InferenceEngine> engines = new ArrayList<>();
-        for (String t : types) {
-            Path file = model;
-            if (!t.equals("ckpt")) {
-                file = dir.resolve("bench-" + t + ".gguf");
-                if (!Files.exists(file)) {
-                    GgufConvert.convert(model, tokenizer, file, GgufConvert.parseType(t), "bench");
+        // Scratch sized for the longest prompt, not the default 2048-token chunk: several 1B models side by side.
+        EngineOptions options = EngineOptions.defaults().withThreads(threads).withMaxBatch(1).withKvPages(0)
+                .withMaxChunkTokens(Math.max(64, Arrays.stream(prompts).max().orElse(64)));
+        List<Model> models = new ArrayList<>();
+        for (int i = 0; i < paths.size(); i++) {
+            Path file = Path.of(paths.get(i));
+            if (GgufFile.isGguf(file)) {
+                models.add(gguf(file, options));
+                continue;
+            }
+            if (i + 1 >= paths.size()) {
+                usage(file + " is not GGUF, so it must be a llama2.c checkpoint followed by its tokenizer.bin");
+            }
+            Path tokenizer = Path.of(paths.get(++i));
+            List<String> convert = types != null ? types
+                    : paths.size() == 2 ? List.of("ckpt", "f32", "f16", "q8_0", "q4_0") : List.of("ckpt");
+            if (dir == null) {
+                dir = Files.createTempDirectory("ripcord-bench");
+            }
+            Files.createDirectories(dir);
+            for (String t : convert) {
+                if (t.equals("ckpt")) {
+                    InferenceEngine e = InferenceEngine.load(file, tokenizer, options);
+                    models.add(new Model(file.getFileName().toString(), "ckpt (F32)", streamedF32(e.config()), e));
+                } else {
+                    Path out = dir.resolve(file.getFileName() + "-" + t + ".gguf");
+                    if (!Files.exists(out)) {
+                        GgufConvert.convert(file, tokenizer, out, GgufConvert.parseType(t), "bench");
+                    }
+                    models.add(gguf(out, options));
                 }
             }
-            engines.add(InferenceEngine.load(file, t.equals("ckpt") ? tokenizer : null, options));
         }
-        ModelConfig c = engines.getFirst().config();
-        int[] text = engines.getFirst().tokenizer().encode(TEXT.repeat(8), true);
-        int decodeTokens = Math.min(decode, c.contextLength() - 8);
-        System.out.printf(Locale.ROOT, "model %s: dim %d, layers %d, heads %d/%d, hidden %d, vocab %d, context %d; %d threads, %d runs (medians)%n",
-                model.getFileName(), c.dim(), c.layers(), c.heads(), c.kvHeads(), c.hiddenDim(), c.vocabSize(),
-                c.contextLength(), threads, runs);
-        for (InferenceEngine e : engines) {
-            e.warmUp(java.time.Duration.ofSeconds(10));
-            decodeRate(e, decodeTokens);
+        String cpu = cpuModel();
+        int[] text = models.getFirst().engine().tokenizer().encode(TEXT.repeat(64), true);
+        if (!json) {
+            System.out.printf(Locale.ROOT, "CPU %s, %d cores online; %d threads, %d runs (medians), decode %d tokens;"
+                            + " load average %s%n", cpu, Runtime.getRuntime().availableProcessors(), threads, runs,
+                    decode, loadAverage());
+            for (Model m : models) {
+                ModelConfig c = m.engine().config();
+                System.out.printf(Locale.ROOT, "  %s: %s, dim %d, layers %d, heads %d/%d, hidden %d, vocab %d, context %d;"
+                                + " %.0f MB of weights read per token%n", m.file(), m.type(), c.dim(), c.layers(),
+                        c.heads(), c.kvHeads(), c.hiddenDim(), c.vocabSize(), c.contextLength(), m.streamedBytes() / 1e6);
+            }
+        }
+        for (Model m : models) {
+            m.engine().warmUp(java.time.Duration.ofSeconds(10));
+            decodeRate(m.engine(), Math.min(decode, 16));
             for (int p : prompts) {
-                prefillSeconds(e, text, Math.min(p, c.contextLength()));
+                prefillSeconds(m.engine(), text, Math.min(Math.min(p, 64), m.engine().config().contextLength()));
             }
         }
-        double[][] decodeRuns = new double[engines.size()][runs];
-        double[][] decodeCpuRuns = new double[engines.size()][runs];
-        double[][][] prefillCpuRuns = new double[engines.size()][prompts.length][runs];
-        double[][][] prefillRuns = new double[engines.size()][prompts.length][runs];
+        int n = models.size();
+        double[][] decodeRuns = new double[n][runs];
+        double[][] decodeCpuRuns = new double[n][runs];
+        double[][][] prefillRuns = new double[n][prompts.length][runs];
         for (int r = 0; r < runs; r++) {
-            for (int i = 0; i < engines.size(); i++) {
+            for (int i = 0; i < n; i++) {
+                Model m = models.get(i);
+                ModelConfig c = m.engine().config();
+                int decodeTokens = Math.min(decode, c.contextLength() - 8);
                 long cpu0 = callerCpuNanos();
-                decodeRuns[i][r] = decodeRate(engines.get(i), decodeTokens);
+                decodeRuns[i][r] = decodeRate(m.engine(), decodeTokens);
                 decodeCpuRuns[i][r] = decodeTokens / ((callerCpuNanos() - cpu0) / 1e9);
+                StringBuilder prefillJson = new StringBuilder();
                 for (int p = 0; p < prompts.length; p++) {
-                    int n = Math.min(prompts[p], c.contextLength());
-                    cpu0 = callerCpuNanos();
-                    prefillRuns[i][p][r] = prefillSeconds(engines.get(i), text, n);
-                    prefillCpuRuns[i][p][r] = n / ((callerCpuNanos() - cpu0) / 1e9);
+                    int len = Math.min(Math.min(prompts[p], c.contextLength()), text.length);
+                    prefillRuns[i][p][r] = len / prefillSeconds(m.engine(), text, len);
+                    prefillJson.append(p == 0 ? "" : ",").append(String.format(Locale.ROOT, "\"%d\":%.2f",
+                            prompts[p], prefillRuns[i][p][r]));
+                }
+                if (json) {
+                    System.out.printf(Locale.ROOT, "{\"file\":\"%s\",\"type\":\"%s\",\"threads\":%d,\"cpu\":\"%s\","
+                                    + "\"round\":%d,\"load1\":%s,\"decode_tok_s\":%.2f,\"prefill_tok_s\":{%s},"
+                                    + "\"weight_bytes\":%d}%n", escape(m.file()), m.type(), threads, escape(cpu), r + 1,
+                            loadAverage().split(" ")[0], decodeRuns[i][r], prefillJson, m.streamedBytes());
                 }
             }
         }
-        StringBuilder header = new StringBuilder(String.format(Locale.ROOT, "%-6s %14s %16s", "type", "decode tok/s",
-                "tok/CPU-s"));
-        for (int p : prompts) {
-            int n = Math.min(p, c.contextLength());
-            header.append(String.format(Locale.ROOT, " %18s %10s %12s", "prefill" + n + " tok/s", "GFLOP/s", "tok/CPU-s"));
-        }
-        System.out.println(header);
-        for (int i = 0; i < engines.size(); i++) {
-            StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "%-6s %14.1f %16.1f", types.get(i),
-                    median(decodeRuns[i]), median(decodeCpuRuns[i])));
-            for (int p = 0; p < prompts.length; p++) {
-                int n = Math.min(prompts[p], c.contextLength());
-                double s = median(prefillRuns[i][p]);
-                double flops = c.classifierFlops();
-                for (int pos = 0; pos < n; pos++) {
-                    flops += c.flopsPerToken(pos);
-                }
-                row.append(String.format(Locale.ROOT, " %18.0f %10.1f %12.0f", n / s, flops / s / 1e9,
-                        median(prefillCpuRuns[i][p])));
+        if (!json) {
+            StringBuilder header = new StringBuilder(String.format(Locale.ROOT, "%-28s %-12s %12s %9s %9s %10s",
+                    "file", "type", "decode tok/s", "GB/s", "GFLOP/s", "tok/CPU-s"));
+            for (int p : prompts) {
+                header.append(String.format(Locale.ROOT, " %17s %9s", "prefill" + p + " tok/s", "GFLOP/s"));
             }
-            System.out.println(row);
+            System.out.println(header);
+            for (int i = 0; i < n; i++) {
+                Model m = models.get(i);
+                ModelConfig c = m.engine().config();
+                int decodeTokens = Math.min(decode, c.contextLength() - 8);
+                double rate = median(decodeRuns[i]);
+                double flopsPerStep = c.flopsPerToken(4 + decodeTokens / 2) + c.classifierFlops();
+                StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "%-28s %-12s %12.1f %9.1f %9.1f %10.1f",
+                        m.file(), m.type(), rate, m.streamedBytes() * rate / 1e9, flopsPerStep * rate / 1e9,
+                        median(decodeCpuRuns[i])));
+                for (int p = 0; p < prompts.length; p++) {
+                    int len = Math.min(Math.min(prompts[p], c.contextLength()), text.length);
+                    double flops = c.classifierFlops();
+                    for (int pos = 0; pos < len; pos++) {
+                        flops += c.flopsPerToken(pos);
+                    }
+                    double tps = median(prefillRuns[i][p]);
+                    row.append(String.format(Locale.ROOT, " %17.1f %9.1f", tps, flops * tps / len / 1e9));
+                }
+                System.out.println(row);
+            }
+            System.out.printf(Locale.ROOT, "CPU %s; load average after: %s%n", cpu, loadAverage());
         }
-        engines.forEach(InferenceEngine::close);
+        models.forEach(m -> m.engine().close());
+    }
+
+    private static void usage(String problem) {
+        System.err.println("model-bench: " + problem);
+        System.err.println("usage: ./ripcord model-bench A.gguf [B.gguf ...] [--threads=2] [--runs=5] [--decode=128]"
+                + " [--prompts=128,512] [--json]");
+        System.err.println("       ./ripcord model-bench model.bin tokenizer.bin [--types=ckpt,f32,f16,q8_0,q4_0] [--dir=DIR]"
+                + " [options as above]");
+        System.exit(2);
+    }
+
+    private static Model gguf(Path file, EngineOptions options) throws IOException {
+        long streamed = 0;
+        java.util.Map<GgmlType, Long> bytesByType = new java.util.EnumMap<>(GgmlType.class);
+        long matrixBytes = 0;
+        try (GgufFile f = GgufFile.open(file)) {
+            boolean tied = f.tensor("output.weight").isEmpty();
+            for (GgufTensorInfo t : f.tensors()) {
+                if (t.rank() < 2) {
+                    streamed += t.byteSize();
+                    continue;
+                }
+                matrixBytes += t.byteSize();
+                bytesByType.merge(t.type(), t.byteSize(), Long::sum);
+                if (!t.name().equals("token_embd.weight") || tied) {
+                    streamed += t.byteSize();
+                }
+            }
+        }
+        StringBuilder type = new StringBuilder();
+        final long total = matrixBytes;
+        bytesByType.entrySet().stream().sorted((a, b) -> Long.compare(b.getValue(), a.getValue()))
+                .filter(e -> e.getValue() * 10 >= total)
+                .forEach(e -> type.append(type.isEmpty() ? "" : "+").append(e.getKey()));
+        InferenceEngine e = InferenceEngine.load(file, null, options);
+        return new Model(file.getFileName().toString(), type.toString(), streamed, e);
+    }
+
+    /** A llama2.c checkpoint's matrices in F32: every projection and the classifier. */
+    private static long streamedF32(ModelConfig c) {
+        long perLayer = (long) c.dim() * c.dim() * 2 + 2L * c.dim() * c.kvDim() + 3L * c.dim() * c.hiddenDim();
+        return 4L * (perLayer * c.layers() + (long) c.dim() * c.vocabSize());
+    }
+
+    /** The CPU's model name, with the vector extensions the kernels care about (machines of one name differ). */
+    static String cpuModel() {
+        try {
+            String model = null;
+            List<String> features = new ArrayList<>();
+            for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
+                if (model == null && line.startsWith("model name")) {
+                    model = line.substring(line.indexOf(':') + 1).trim();
+                } else if (features.isEmpty() && line.startsWith("flags")) {
+                    List<String> flags = List.of(line.substring(line.indexOf(':') + 1).trim().split(" "));
+                    for (String f : List.of("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_vp2intersect")) {
+                        if (flags.contains(f)) {
+                            features.add(f);
+                        }
+                    }
+                }
+            }
+            if (model != null) {
+                return model + (features.isEmpty() ? "" : " (" + String.join(" ", features) + ")");
+            }
+        } catch (IOException | RuntimeException e) {
+            // not Linux: fall through to the JVM's description
+        }
+        return System.getProperty("os.arch") + " (model unknown)";
+    }
+
+    static String loadAverage() {
+        try {
+            String[] f = Files.readString(Path.of("/proc/loadavg")).trim().split(" ");
+            return f[0] + " " + f[1] + " " + f[2];
+        } catch (IOException | RuntimeException e) {
+            return String.format(Locale.ROOT, "%.2f",
+                    java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
+        }
+    }
+
+    private static String escape(String s) {
+        return s.replace("\\", "\\\\").replace("\"", "\\\"");
     }
 
     /**
