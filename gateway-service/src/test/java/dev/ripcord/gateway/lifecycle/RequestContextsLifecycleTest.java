@@ -31,8 +31,11 @@ class RequestContextsLifecycleTest {
             Duration.ofSeconds(30), 10_000, 3, Duration.ofMillis(200), "g1"), new SimpleMeterRegistry(),
             Clock.systemUTC(), Duration.ofHours(1), log);
 
+    /** The requests' events, once the log is closed: a clean close ends the process's log with its STOPPED marker. */
     private List<LifecycleEvent> events() {
         log.close(Duration.ofSeconds(10));
+        assertThat(sent.getLast().type()).as("a clean close logs STOPPED last").isEqualTo(LifecycleEventType.STOPPED);
+        sent.removeLast();
         return List.copyOf(sent);
     }
 
