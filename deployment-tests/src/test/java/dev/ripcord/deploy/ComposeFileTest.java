@@ -203,19 +203,7 @@ class ComposeFileTest {
     void kafkaInitCreatesTheTopicsAsTheServicesWould() {
         String script = String.join(" ", Yaml.list(service("kafka-init").get("command")).stream()
                 .map(String::valueOf).toList());
-        Map<String, TopicSpec> created = new LinkedHashMap<>();
-        for (String command : script.split("&&")) {
-            Matcher topic = Pattern.compile("--topic (\\S+)").matcher(command);
-            Matcher partitions = Pattern.compile("--partitions (\\d+)").matcher(command);
-            assertThat(topic.find() && partitions.find()).as("a create command: %s", command).isTrue();
-            Map<String, String> config = new LinkedHashMap<>();
-            Matcher c = Pattern.compile("--config ([^=\\s]+)=(\\S+)").matcher(command);
-            while (c.find()) {
-                config.put(c.group(1), c.group(2));
-            }
-            assertThat(command).contains("--create", "--if-not-exists", "--replication-factor 1");
-            created.put(topic.group(1), new TopicSpec(Integer.parseInt(partitions.group(1)), config));
-        }
+        Map<String, TopicSpec> created = TopicSpec.createdBy(script, 1);
         assertThat(created).isEqualTo(TopicSpec.asTheServicesCreateThem());
         for (String name : RIPCORD) {
             assertThat(Yaml.at(service(name), "depends_on.kafka-init.condition"))

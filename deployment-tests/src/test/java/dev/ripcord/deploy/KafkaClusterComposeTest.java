@@ -1,13 +1,9 @@
 package dev.ripcord.deploy;
 
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.Test;
 
@@ -68,20 +64,7 @@ class KafkaClusterComposeTest {
     void kafkaInitCreatesTheTopicsAsTheServicesWouldWithThreeReplicas() {
         String script = String.join(" ", Yaml.list(Yaml.map(override.get("kafka-init")).get("command")).stream()
                 .map(String::valueOf).toList());
-        Map<String, TopicSpec> created = new LinkedHashMap<>();
-        List<String> commands = new ArrayList<>(List.of(script.split("&&")));
-        for (String command : commands) {
-            Matcher topic = Pattern.compile("--topic (\\S+)").matcher(command);
-            Matcher partitions = Pattern.compile("--partitions (\\d+)").matcher(command);
-            assertThat(topic.find() && partitions.find()).as("a create command: %s", command).isTrue();
-            Map<String, String> config = new LinkedHashMap<>();
-            Matcher c = Pattern.compile("--config ([^=\\s]+)=(\\S+)").matcher(command);
-            while (c.find()) {
-                config.put(c.group(1), c.group(2));
-            }
-            assertThat(command).contains("--create", "--if-not-exists", "--replication-factor 3");
-            created.put(topic.group(1), new TopicSpec(Integer.parseInt(partitions.group(1)), config));
-        }
+        Map<String, TopicSpec> created = TopicSpec.createdBy(script, 3);
         assertThat(created).isEqualTo(TopicSpec.asTheServicesCreateThem(3));
         assertThat(created.values()).allSatisfy(spec ->
                 assertThat(spec.config()).containsEntry("min.insync.replicas", "2"));

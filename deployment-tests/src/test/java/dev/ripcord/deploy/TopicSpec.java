@@ -2,6 +2,8 @@ package dev.ripcord.deploy;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import dev.ripcord.cancel.kafka.ProvisionedTopics;
 import dev.ripcord.lifecycle.kafka.LifecycleAutoConfiguration;
@@ -10,11 +12,35 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 /** A topic's partitions and configs, as a deployment file declares it or as the services would create it. */
 record TopicSpec(int partitions, Map<String, String> config) {
 
     TopicSpec {
         config = Map.copyOf(config);
+    }
+
+    /**
+     * The topics a {@code kafka-init} script creates, one {@code kafka-topics.sh --create} command per topic joined
+     * by {@code &&}: each must be a create command with {@code --if-not-exists} and replication factor
+     * {@code replicationFactor}.
+     */
+    static Map<String, TopicSpec> createdBy(String script, int replicationFactor) {
+        Map<String, TopicSpec> created = new LinkedHashMap<>();
+        for (String command : script.split("&&")) {
+            Matcher topic = Pattern.compile("--topic (\\S+)").matcher(command);
+            Matcher partitions = Pattern.compile("--partitions (\\d+)").matcher(command);
+            assertThat(topic.find() && partitions.find()).as("a create command: %s", command).isTrue();
+            Map<String, String> config = new LinkedHashMap<>();
+            Matcher c = Pattern.compile("--config ([^=\\s]+)=(\\S+)").matcher(command);
+            while (c.find()) {
+                config.put(c.group(1), c.group(2));
+            }
+            assertThat(command).contains("--create", "--if-not-exists", "--replication-factor " + replicationFactor);
+            created.put(topic.group(1), new TopicSpec(Integer.parseInt(partitions.group(1)), config));
+        }
+        return created;
     }
 
     /**
