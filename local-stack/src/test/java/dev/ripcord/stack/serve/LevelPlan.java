@@ -56,9 +56,13 @@ public record LevelPlan(int round, int concurrency, List<String> prompts, BitSet
         return (BitSet) leavers.clone();
     }
 
-    /** The {@code X-Request-Id} of request {@code i} to {@code target}. */
-    public String requestId(String target, int i) {
-        return "serve-" + target + "-r" + round + "-c" + concurrency + "-" + i;
+    /**
+     * The {@code X-Request-Id} of request {@code i} to {@code target} in the bench run {@code run}. The run's token
+     * keeps IDs unique across runs: a server remembers the cancels of the last run's leavers for a while (Ripcord's
+     * tombstones: {@code ripcord.cancel.tombstone-ttl}), and a rerun that reused their IDs would see those cancels.
+     */
+    public String requestId(String run, String target, int i) {
+        return "serve-" + run + "-" + target + "-r" + round + "-c" + concurrency + "-" + i;
     }
 
     /** The request index a {@link #requestId} ends with. */

@@ -70,7 +70,7 @@ class LevelPlanTest {
     void aRequestIdEndsWithItsIndex() {
         LevelPlan plan = LevelPlan.of(options(), 2, 8);
 
-        assertThat(plan.requestId("llama", 17)).isEqualTo("serve-llama-r2-c8-17");
-        assertThat(LevelPlan.index(plan.requestId("llama", 17))).isEqualTo(17);
+        assertThat(plan.requestId("k3x9", "llama", 17)).isEqualTo("serve-k3x9-llama-r2-c8-17");
+        assertThat(LevelPlan.index(plan.requestId("k3x9", "llama", 17))).isEqualTo(17);
     }
 }

@@ -67,6 +67,8 @@ public final class ServeBench {
     }
 
     private final ServeOptions options;
+    /** This run's token in every request ID (base 36 of its start time in milliseconds): no two runs share an ID. */
+    private final String run = Long.toString(System.currentTimeMillis(), 36);
     private final PrintStream progress;
 
     ServeBench(ServeOptions options, PrintStream progress) {
@@ -257,7 +259,7 @@ public final class ServeBench {
         }
         Call call;
         try {
-            call = endpoint.client().start(body, plan.requestId(endpoint.name(), i));
+            call = endpoint.client().start(body, plan.requestId(run, endpoint.name(), i));
         } catch (RuntimeException e) {
             return RequestResult.failed("client error: " + e.getClass().getSimpleName());
         }
