@@ -38,7 +38,7 @@ final class HostBudget {
             "-XX:+UseSerialGC",
             "-Xms32m",
             "-Xmx" + HEAP_MAX,
-            "-Xmn16m",
+            "-Xmn8m",
             "-XX:MinHeapFreeRatio=10",
             "-XX:MaxHeapFreeRatio=30",
             "-XX:TrimNativeHeapInterval=5000",

@@ -254,6 +254,13 @@ public final class KraftBroker implements AutoCloseable {
         // heap at start: 128 MB by default, a third of an idle stack's launcher. 8 MB dedupes about 300,000 keys per
         // pass, far more than a local stack's offsets topic holds.
         props.put("log.cleaner.dedupe.buffer.size", String.valueOf(8 * 1024 * 1024));
+        // Threads sized for a broker that shares a host with the services it serves, not for a dedicated machine
+        // (8 request handlers, 3 network threads and 10 background threads by default): a local stack's traffic is
+        // a few small records per request, and every idle thread keeps its stack and buffers resident.
+        props.put("num.io.threads", "2");
+        props.put("num.network.threads", "2");
+        props.put("background.threads", "2");
+        props.put("num.recovery.threads.per.data.dir", "1");
         if (n > 1) {
             // A node that stops is a node that died (see kill): no controlled shutdown that hands its leaderships
             // over first, and a short session so that the controllers notice within seconds.
