@@ -245,7 +245,8 @@ final class OpenAiHandler {
     private Mono<ServerResponse> stream(GenerationRequest request, ServerRequest http, RequestTimings timings) {
         long created = clock.instant().getEpochSecond();
         CancelCause cause = new CancelCause();
-        StreamGuard.Watch watch = streamGuard.watch(request.requestId(), cause, () -> closeConnection(http));
+        StreamGuard.Watch watch = streamGuard.watch(request.requestId(), cause,
+                () -> closeConnection(request.requestId(), http));
         AtomicBoolean cancelled = new AtomicBoolean();
         Flux<byte[]> events = Flux.defer(() -> {
             ResponseShapes shapes = new ResponseShapes(request, created, codec);
@@ -291,7 +292,7 @@ final class OpenAiHandler {
      * reading, since a writer waiting on a full socket would never finish. Without a network connection (an
      * in-memory exchange) there is nothing to close; ending the guarded stream is then all there is.
      */
-    private static void closeConnection(ServerRequest http) {
+    private static void closeConnection(String requestId, ServerRequest http) {
         Object nativeResponse;
         try {
             nativeResponse = ServerHttpResponseDecorator.getNativeResponse(http.exchange().getResponse());
@@ -299,6 +300,13 @@ final class OpenAiHandler {
             return;
         }
         if (nativeResponse instanceof Connection connection) {
+            // What the socket looked like when the writer stopped taking events: a client that stopped reading leaves
+            // it unwritable with bytes queued; a writable, active channel means the writer itself was stuck.
+            io.netty.channel.Channel channel = connection.channel();
+            log.info("requestId={} closing the stalled stream's connection: active={} writable={} "
+                            + "bytesBeforeWritable={} bytesBeforeUnwritable={}", requestId,
+                    channel.isActive(), channel.isWritable(), channel.bytesBeforeWritable(),
+                    channel.bytesBeforeUnwritable());
             connection.dispose();
         }
     }
