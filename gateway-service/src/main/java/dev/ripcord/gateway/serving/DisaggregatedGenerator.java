@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -77,7 +78,9 @@ import reactor.util.context.ContextView;
  * after decode's stream ends the prefill stream must have ended too (prefill's DONE precedes decode's first token).
  * Each gets {@link #LEG_END_GRACE}; a leg still open after that is closed with a WARN naming it, and the client gets
  * its complete answer. This never fires in a healthy system; it bounds the damage of a worker that forgets to end a
- * stream, and says which one did.
+ * stream, and says which one did. Likewise a decode stream that has sent its first token and then sends none for
+ * {@link #TOKEN_GAP_LIMIT} (a decode step takes milliseconds) is ended with an error, and its legs closed: every
+ * request ends with an answer or an error, whatever a worker's stream does.
  */
 public final class DisaggregatedGenerator implements TokenGenerator {
 
@@ -85,6 +88,12 @@ public final class DisaggregatedGenerator implements TokenGenerator {
     private static final MediaType NDJSON = MediaType.parseMediaType(InternalApi.NDJSON);
     /** How long a leg may stay open after the answer is decided (see the class comment). */
     static final Duration LEG_END_GRACE = Duration.ofSeconds(10);
+    /**
+     * The longest a started decode stream may go without a token (see the class comment). Above the client stall
+     * timeout's default (60 s), so a client that stops reading, which also stops the tokens through backpressure, is
+     * ended as stalled first.
+     */
+    static final Duration TOKEN_GAP_LIMIT = Duration.ofSeconds(120);
 
     private final WebClient client;
     private final Scheduler timer;
@@ -268,6 +277,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                     }
                     timings.mark("decode.reserved");
                     Sinks.One<Boolean> decodeEnded = Sinks.one();
+                    AtomicBoolean answered = new AtomicBoolean();
                     Flux<GeneratedToken> tokens = events.skip(1).<GeneratedToken>handle((e, sink) -> {
                         if (e instanceof DecodeEvent.Token t) {
                             timings.mark("decode.token.first");
@@ -281,9 +291,17 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                             sink.error(workerEnded(id, "decode", e));
                         }
                     })
-                            // After the final token the stream's end is due at once.
-                            .timeout(Mono.never(), token -> token.finishReason() == null ? Mono.never()
-                                    : Mono.delay(LEG_END_GRACE, timer), Flux.defer(() -> {
+                            // After the final token the stream's end is due at once; between two tokens, a step.
+                            .doOnNext(token -> answered.set(token.finishReason() != null))
+                            .timeout(Mono.never(), token -> Mono.delay(token.finishReason() == null
+                                    ? TOKEN_GAP_LIMIT : LEG_END_GRACE, timer), Flux.defer(() -> {
+                                        if (!answered.get()) {
+                                            log.warn("requestId={} decode stream sent no token for {}; ending the "
+                                                    + "request with an error", id, TOKEN_GAP_LIMIT);
+                                            return Flux.error(new GenerationFailedException("the decode worker "
+                                                    + "stopped sending tokens for " + TOKEN_GAP_LIMIT.toSeconds()
+                                                    + " s", null));
+                                        }
                                         log.warn("requestId={} decode stream still open {} after its final "
                                                 + "token; closing it", id, LEG_END_GRACE);
                                         return Flux.empty();

@@ -478,7 +478,8 @@ class ResilientLegsTest {
                 })
                 .expectNextCount(1)
                 .then(() -> {
-                    timer.advanceTimeBy(properties.admissionTimeout().multipliedBy(100));
+                    // Slower than the admission timeout, within the gap a started decode stream may leave
+                    timer.advanceTimeBy(DisaggregatedGenerator.TOKEN_GAP_LIMIT.minusSeconds(1));
                     tokens.tryEmitNext(FakeWorker.token(1, true));
                     tokens.tryEmitComplete();
                 })
@@ -514,6 +515,27 @@ class ResilientLegsTest {
                 .expectComplete()
                 .verify(WAIT);
         await().atMost(WAIT).until(() -> decode.closedByGateway() == 1 && prefill.closedByGateway() == 1);
+    }
+
+    @Test
+    void aDecodeStreamThatStopsSendingTokensEndsTheRequestWithAnErrorAndItsLegsAreClosed() {
+        VirtualTimeScheduler timer = VirtualTimeScheduler.create();
+        // Decode sends its first token, then nothing, and never ends its stream.
+        FakeWorker decode = worker(FakeWorker.stream(Flux.concat(Flux.just(FakeWorker.reserved(),
+                FakeWorker.token(0, false)), Flux.never())));
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        DisaggregatedGenerator generator = generator(new WorkerResilience(ResilienceProperties.defaults()), timer,
+                List.of(prefill.uri()), List.of(decode.uri()));
+
+        StepVerifier.create(generator.generate(request()))
+                .expectNextCount(1)
+                .then(() -> await().atMost(WAIT).until(() -> admitted(decodePool()) == 1))
+                .then(() -> timer.advanceTimeBy(DisaggregatedGenerator.TOKEN_GAP_LIMIT.minusSeconds(1)))
+                .then(() -> assertThat(decode.closedByGateway()).as("open just before the limit").isZero())
+                .then(() -> timer.advanceTimeBy(Duration.ofSeconds(1)))
+                .expectError(GenerationFailedException.class)
+                .verify(WAIT);
+        await().atMost(WAIT).until(() -> decode.closedByGateway() == 1);
     }
 
     @Test
