@@ -20,6 +20,7 @@ import dev.ripcord.gateway.generation.TextCodec;
 import dev.ripcord.gateway.generation.TextDelta;
 import dev.ripcord.gateway.generation.TextDeltas;
 import dev.ripcord.gateway.generation.TokenGenerator;
+import io.netty.channel.Channel;
 import org.reactivestreams.Subscription;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -302,7 +303,7 @@ final class OpenAiHandler {
         if (nativeResponse instanceof Connection connection) {
             // What the socket looked like when the writer stopped taking events: a client that stopped reading leaves
             // it unwritable with bytes queued; a writable, active channel means the writer itself was stuck.
-            io.netty.channel.Channel channel = connection.channel();
+            Channel channel = connection.channel();
             log.info("requestId={} closing the stalled stream's connection: active={} writable={} "
                             + "bytesBeforeWritable={} bytesBeforeUnwritable={}", requestId,
                     channel.isActive(), channel.isWritable(), channel.bytesBeforeWritable(),

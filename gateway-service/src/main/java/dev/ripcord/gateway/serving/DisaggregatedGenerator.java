@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -277,7 +276,6 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                     }
                     timings.mark("decode.reserved");
                     Sinks.One<Boolean> decodeEnded = Sinks.one();
-                    AtomicBoolean answered = new AtomicBoolean();
                     Flux<GeneratedToken> tokens = events.skip(1).<GeneratedToken>handle((e, sink) -> {
                         if (e instanceof DecodeEvent.Token t) {
                             timings.mark("decode.token.first");
@@ -292,16 +290,14 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                         }
                     })
                             // After the final token the stream's end is due at once; between two tokens, a step.
-                            .doOnNext(token -> answered.set(token.finishReason() != null))
-                            .timeout(Mono.never(), token -> Mono.delay(token.finishReason() == null
-                                    ? TOKEN_GAP_LIMIT : LEG_END_GRACE, timer), Flux.defer(() -> {
-                                        if (!answered.get()) {
-                                            log.warn("requestId={} decode stream sent no token for {}; ending the "
-                                                    + "request with an error", id, TOKEN_GAP_LIMIT);
-                                            return Flux.error(new GenerationFailedException("the decode worker "
-                                                    + "stopped sending tokens for " + TOKEN_GAP_LIMIT.toSeconds()
-                                                    + " s", null));
-                                        }
+                            .timeout(Mono.never(), token -> token.finishReason() == null
+                                    ? Mono.delay(TOKEN_GAP_LIMIT, timer).then(Mono.error(() -> {
+                                        log.warn("requestId={} decode stream sent no token for {}; ending the "
+                                                + "request with an error", id, TOKEN_GAP_LIMIT);
+                                        return new GenerationFailedException("the decode worker stopped sending "
+                                                + "tokens for " + TOKEN_GAP_LIMIT.toSeconds() + " s", null);
+                                    }))
+                                    : Mono.delay(LEG_END_GRACE, timer), Flux.defer(() -> {
                                         log.warn("requestId={} decode stream still open {} after its final "
                                                 + "token; closing it", id, LEG_END_GRACE);
                                         return Flux.empty();
