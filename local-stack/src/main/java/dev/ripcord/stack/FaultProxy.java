@@ -256,6 +256,14 @@ public final class FaultProxy implements AutoCloseable {
                 }
                 Socket up = new Socket();
                 up.connect(new InetSocketAddress(upstreamHost, upstreamPort), 10_000);
+                if (selfConnected(up)) {
+                    // Nothing listens upstream and the kernel picked the upstream port as this socket's own: TCP's
+                    // simultaneous open joined the socket to itself. That is a refused upstream, not a peer.
+                    log.info("fault proxy {}: upstream {} is not listening (self-connected); closing", name,
+                            upstream());
+                    up.close();
+                    return;
+                }
                 up.setTcpNoDelay(true);
                 client.setTcpNoDelay(true);
                 upstream = up;
@@ -344,6 +352,12 @@ public final class FaultProxy implements AutoCloseable {
             }
             return true;
         }
+    }
+
+    /** Whether {@code socket} is connected to itself (same address and port at both ends). */
+    static boolean selfConnected(Socket socket) {
+        return socket.getLocalPort() == socket.getPort()
+                && socket.getLocalAddress().equals(socket.getInetAddress());
     }
 
     private static void closeSocket(Socket socket, boolean reset) {

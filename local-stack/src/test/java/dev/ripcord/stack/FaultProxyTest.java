@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
@@ -157,11 +158,33 @@ class FaultProxyTest {
 
     @Test
     void anUpstreamThatIsGoneClosesTheClientsConnection() throws IOException {
-        echo.close();
-        try (Socket s = connect()) {
-            assertThat(endOfStream(s)).isTrue();
+        // The upstream port stays bound (without SO_REUSEADDR, not listening) for the whole test: a connection to
+        // it is refused, and no other socket on this host can take the port over, as one could once a closed
+        // server had freed it.
+        try (Socket reserved = new Socket()) {
+            reserved.setReuseAddress(false);
+            reserved.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            try (FaultProxy gone = FaultProxy.start("gone", 0, "127.0.0.1", reserved.getLocalPort());
+                    Socket s = connect(gone)) {
+                assertThat(endOfStream(s)).isTrue();
+                Awaitility.await().atMost(HANG_GUARD).until(() -> gone.openConnections() == 0);
+                assertThat(gone.connectionsAccepted()).isEqualTo(1);
+            }
         }
-        Awaitility.await().atMost(HANG_GUARD).until(() -> proxy.openConnections() == 0);
+    }
+
+    @Test
+    void aSocketJoinedToItselfIsToldApartFromAProxiedOne() throws IOException {
+        // A socket that connects to its own bound address: TCP's simultaneous open joins it to itself, as happens
+        // when a connect to a port nothing listens on picks that port as its own.
+        try (Socket self = new Socket()) {
+            self.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            self.connect(self.getLocalSocketAddress(), (int) HANG_GUARD.toMillis());
+            assertThat(FaultProxy.selfConnected(self)).isTrue();
+        }
+        try (Socket s = connect()) {
+            assertThat(FaultProxy.selfConnected(s)).isFalse();
+        }
     }
 
     @Test
@@ -172,7 +195,11 @@ class FaultProxyTest {
     }
 
     private Socket connect() throws IOException {
-        Socket s = new Socket(InetAddress.getLoopbackAddress(), proxy.port());
+        return connect(proxy);
+    }
+
+    private static Socket connect(FaultProxy to) throws IOException {
+        Socket s = new Socket(InetAddress.getLoopbackAddress(), to.port());
         s.setSoTimeout((int) HANG_GUARD.toMillis());
         return s;
     }
