@@ -2,7 +2,9 @@ package dev.ripcord.gateway.serving;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.ServerSocket;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.Socket;
 import java.net.URI;
 import java.time.Duration;
 import java.util.List;
@@ -74,10 +76,22 @@ final class FakeWorker implements AutoCloseable {
         return new FakeWorker(script);
     }
 
-    /** A URI nothing listens on: connecting is refused. */
+    /**
+     * A URI nothing listens on: connecting is refused. Its port stays bound (not listening, without SO_REUSEADDR)
+     * while the JVM runs, so no other socket can take it over and no connect can pick it as its own source port.
+     */
     static URI refusingUri() {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return URI.create("http://127.0.0.1:" + socket.getLocalPort());
+        return URI.create("http://127.0.0.1:" + RESERVED_PORT.getLocalPort());
+    }
+
+    private static final Socket RESERVED_PORT = reservePort();
+
+    private static Socket reservePort() {
+        try {
+            Socket socket = new Socket();
+            socket.setReuseAddress(false);
+            socket.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+            return socket;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

@@ -8,7 +8,8 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
+import java.net.InetAddress;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -59,10 +60,22 @@ class StatusCommandTest {
     return file;
   }
 
-  private static int closedPort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
+  /** A port nothing listens on, kept bound (without SO_REUSEADDR) so no other socket can take it over. */
+  private static final Socket RESERVED_PORT = reservePort();
+
+  private static Socket reservePort() {
+    try {
+      Socket socket = new Socket();
+      socket.setReuseAddress(false);
+      socket.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+      return socket;
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
     }
+  }
+
+  private static int closedPort() {
+    return RESERVED_PORT.getLocalPort();
   }
 
   @Test
