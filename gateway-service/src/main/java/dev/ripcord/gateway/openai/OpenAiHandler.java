@@ -384,14 +384,16 @@ final class OpenAiHandler {
     }
 
     /**
-     * Writes each SSE event and flushes it, so a token reaches the client when it is generated. The events pass
-     * through the stream's bounded buffer and stall watch ({@link StreamGuard}). Buffers are made lazily from byte
-     * arrays, so nothing pooled is held if the client cancels in between.
+     * Writes the SSE events as one stream: one send per response, which flushes whenever it has written all it
+     * holds, so a token reaches the client when it is generated and a burst goes out in one flush (Spring's
+     * {@code writeAndFlushWith} would chain one flushed send per event). The events pass through the stream's
+     * bounded buffer and stall watch ({@link StreamGuard}). Buffers wrap the events' byte arrays: nothing pooled is
+     * held if the client cancels in between.
      */
     private static BodyInserter<Flux<byte[]>, ReactiveHttpOutputMessage> flushEach(Flux<byte[]> events,
             StreamGuard.Watch watch, String requestId, AtomicReference<Subscription> generation) {
-        return (message, context) -> watch.write(message.writeAndFlushWith(
-                watch.guard(events).map(event -> Mono.fromSupplier(() -> message.bufferFactory().wrap(event)))))
+        return (message, context) -> watch.write(message.writeWith(
+                watch.guard(events).map(event -> message.bufferFactory().wrap(event))))
                 // The write ended without the stream ending: the client is gone. Usually the writer has cancelled the
                 // generation already; but a write that fails (the connection closed just as the first event went
                 // out: AbortedException) ends with an error that does not always travel back up as a cancel, and the

@@ -1,6 +1,9 @@
 package dev.ripcord.worker.http;
 
 import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
 import dev.ripcord.cancel.CancelOutcome;
 import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.protocol.CancelSource;
@@ -13,9 +16,16 @@ import dev.ripcord.protocol.WorkerStatus;
 import dev.ripcord.worker.WorkerContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.core.ResolvableType;
+import org.springframework.core.codec.Encoder;
+import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.http.HttpHeaders;
+import org.springframework.http.ReactiveHttpOutputMessage;
+import org.springframework.http.codec.EncoderHttpMessageWriter;
+import org.springframework.http.codec.HttpMessageWriter;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
+import org.springframework.web.reactive.function.BodyInserter;
 import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.RouterFunctions;
 import org.springframework.web.reactive.function.server.ServerRequest;
@@ -90,7 +100,32 @@ public final class WorkerRoutes {
      */
     public <E> Mono<ServerResponse> stream(String requestId, Flux<E> events, Class<E> type) {
         Flux<E> watched = events.doOnCancel(() -> closed(requestId));
-        return ServerResponse.ok().contentType(NDJSON).body(watched, type);
+        return ServerResponse.ok().contentType(NDJSON).body(ndjson(watched, type));
+    }
+
+    /**
+     * Encodes {@code events} as NDJSON with the application's own encoder and writes them as one stream: one send
+     * per response, which flushes whenever it has written all it holds, so each event reaches the gateway as soon as
+     * it is encoded and a burst goes out in one flush. Spring's default for a streaming type sends each event as its
+     * own flushed group, chained one after another, which adds a subscription and a write future per event.
+     */
+    static <E> BodyInserter<Flux<E>, ReactiveHttpOutputMessage> ndjson(Flux<E> events, Class<E> type) {
+        ResolvableType elementType = ResolvableType.forClass(type);
+        return (message, context) -> {
+            Encoder<E> encoder = encoderFor(context.messageWriters(), elementType);
+            Flux<DataBuffer> body = encoder.encode(events, message.bufferFactory(), elementType, NDJSON, Map.of());
+            return message.writeWith(body);
+        };
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <E> Encoder<E> encoderFor(List<HttpMessageWriter<?>> writers, ResolvableType elementType) {
+        for (HttpMessageWriter<?> writer : writers) {
+            if (writer instanceof EncoderHttpMessageWriter<?> encoding && writer.canWrite(elementType, NDJSON)) {
+                return (Encoder<E>) encoding.getEncoder();
+            }
+        }
+        throw new IllegalStateException("no NDJSON encoder for " + elementType + " among the configured codecs");
     }
 
     /**
