@@ -91,6 +91,10 @@ class DecodeRequestLoggingTest {
     }
 
     private List<ILoggingEvent> aboutIt(String id) {
-        return List.copyOf(appender.list).stream().filter(e -> e.getFormattedMessage().contains(id)).toList();
+        List<ILoggingEvent> logged;
+        synchronized (appender) { // appends hold the appender's lock; its list is a plain ArrayList
+            logged = List.copyOf(appender.list);
+        }
+        return logged.stream().filter(e -> e.getFormattedMessage().contains(id)).toList();
     }
 }

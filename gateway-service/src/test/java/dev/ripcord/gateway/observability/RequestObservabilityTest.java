@@ -126,12 +126,22 @@ class RequestObservabilityTest {
         appender.stop();
     }
 
+    /**
+     * What was logged so far. Event loops may still log about a finished request while the test reads, and the
+     * appender's list is a plain ArrayList: copied under the appender's lock, which every append holds.
+     */
+    private List<ILoggingEvent> logged() {
+        synchronized (appender) {
+            return List.copyOf(appender.list);
+        }
+    }
+
     @Test
     void everyGatewayLogLineAboutARequestCarriesItsIdInTheMdcOnEventLoopThreadsToo() {
         String id = "obs-mdc-1";
         complete(id, Map.of());
 
-        List<ILoggingEvent> aboutIt = appender.list.stream()
+        List<ILoggingEvent> aboutIt = logged().stream()
                 .filter(e -> e.getFormattedMessage().contains(id)).toList();
         assertThat(aboutIt).as("log lines about %s", id).isNotEmpty();
         assertThat(aboutIt).allSatisfy(e -> assertThat(e.getMDCPropertyMap())
@@ -152,7 +162,7 @@ class RequestObservabilityTest {
         assertThat(calls).allSatisfy(call -> assertThat(call.traceparent()).matches("00-[0-9a-f]{32}-[0-9a-f]{16}-01"))
                 .extracting(call -> traceIdOf(call.traceparent())).containsOnly(traceId);
         // ... and it is the trace the gateway's own log lines about the request carry.
-        assertThat(appender.list.stream().filter(e -> e.getFormattedMessage().contains(id)))
+        assertThat(logged().stream().filter(e -> e.getFormattedMessage().contains(id)))
                 .isNotEmpty()
                 .allSatisfy(e -> assertThat(e.getMDCPropertyMap()).containsEntry("traceId", traceId));
     }
