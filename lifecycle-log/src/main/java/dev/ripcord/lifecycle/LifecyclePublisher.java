@@ -200,8 +200,9 @@ public final class LifecyclePublisher implements AutoCloseable {
     }
 
     /**
-     * Delivers what is queued (for at most {@code grace}), then the {@link LifecycleEventType#STOPPED} marker, then
-     * closes the sink. Idempotent.
+     * Delivers what is queued, then the {@link LifecycleEventType#STOPPED} marker, then closes the sink, all within
+     * {@code grace}: the sink's close (a producer flushing its sends in flight) gets what the delivery left of it,
+     * and at least a tenth of it. With the broker away a stop takes the grace once, not twice. Idempotent.
      */
     public void close(Duration grace) {
         if (queue == null || closed) {
@@ -210,13 +211,20 @@ public final class LifecyclePublisher implements AutoCloseable {
         synchronized (this) { // no emit takes a seq after this: the STOPPED marker is the incarnation's last
             closed = true;
         }
+        long deadline = System.nanoTime() + grace.toNanos();
         try {
             thread.join(grace);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
         thread.interrupt();
-        sink.close();
+        sink.close(sinkCloseTimeout(grace, deadline - System.nanoTime()));
+    }
+
+    /** What the sink's close gets: the {@code leftNanos} of {@code grace}, at least a tenth of it, at most all. */
+    static Duration sinkCloseTimeout(Duration grace, long leftNanos) {
+        long floor = grace.toNanos() / 10;
+        return Duration.ofNanos(Math.min(grace.toNanos(), Math.max(floor, leftNanos)));
     }
 
     @Override

@@ -75,6 +75,46 @@ class LifecyclePublisherTest {
     }
 
     @Test
+    void aSinkThatNeverDeliversIsClosedWithWhatIsLeftOfTheGraceNotASecondGrace() {
+        CountDownLatch never = new CountDownLatch(1);
+        List<Duration> closedWith = new CopyOnWriteArrayList<>();
+        LifecycleSink stuck = new LifecycleSink() {
+            @Override
+            public void send(LifecycleEvent event) {
+                try {
+                    never.await(); // a broker that is away: the send blocks until the thread is interrupted
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+
+            @Override
+            public void close(Duration timeout) {
+                closedWith.add(timeout);
+            }
+        };
+        LifecyclePublisher publisher = new LifecyclePublisher("prefill", "p1", 4, stuck, Clock.systemUTC());
+        publisher.emit(LifecycleEvent.of(LifecycleEventType.KV_LANDED, "req-1"));
+        Duration grace = Duration.ofMillis(200);
+
+        publisher.close(grace);
+
+        // The delivery used the whole grace: the sink gets the floor, a tenth of it, once.
+        assertThat(closedWith).containsExactly(Duration.ofMillis(20));
+    }
+
+    @Test
+    void theSinksCloseGetsWhatTheDeliveryLeftOfTheGraceWithinATenthAndTheWhole() {
+        Duration grace = Duration.ofSeconds(5);
+        assertThat(LifecyclePublisher.sinkCloseTimeout(grace, Duration.ofSeconds(4).toNanos()))
+                .isEqualTo(Duration.ofSeconds(4));
+        assertThat(LifecyclePublisher.sinkCloseTimeout(grace, 0)).isEqualTo(Duration.ofMillis(500));
+        assertThat(LifecyclePublisher.sinkCloseTimeout(grace, -Duration.ofSeconds(1).toNanos()))
+                .isEqualTo(Duration.ofMillis(500));
+        assertThat(LifecyclePublisher.sinkCloseTimeout(grace, Duration.ofSeconds(9).toNanos())).isEqualTo(grace);
+    }
+
+    @Test
     void twoPublishersOfOneInstanceAreTwoIncarnations() {
         List<LifecycleEvent> sent = new CopyOnWriteArrayList<>();
         try (LifecyclePublisher first = new LifecyclePublisher("decode", "d1", 4, sent::add, Clock.systemUTC());

@@ -74,6 +74,11 @@ public final class KafkaLifecycleSink implements LifecycleSink {
 
     @Override
     public void close() {
-        producer.close(Duration.ofSeconds(5));
+        close(Duration.ofSeconds(5));
+    }
+
+    @Override
+    public void close(Duration timeout) {
+        producer.close(timeout);
     }
 }
