@@ -285,7 +285,7 @@ final class OpenAiHandler {
         return ServerResponse.ok()
                 .contentType(MediaType.TEXT_EVENT_STREAM)
                 .header(HttpHeaders.CACHE_CONTROL, "no-cache")
-                .body(flushEach(events.doOnSubscribe(generation::set), watch, request.requestId(), generation));
+                .body(oneSend(events.doOnSubscribe(generation::set), watch, request.requestId(), generation));
     }
 
     /**
@@ -390,7 +390,7 @@ final class OpenAiHandler {
      * bounded buffer and stall watch ({@link StreamGuard}). Buffers wrap the events' byte arrays: nothing pooled is
      * held if the client cancels in between.
      */
-    private static BodyInserter<Flux<byte[]>, ReactiveHttpOutputMessage> flushEach(Flux<byte[]> events,
+    private static BodyInserter<Flux<byte[]>, ReactiveHttpOutputMessage> oneSend(Flux<byte[]> events,
             StreamGuard.Watch watch, String requestId, AtomicReference<Subscription> generation) {
         return (message, context) -> watch.write(message.writeWith(
                 watch.guard(events).map(event -> message.bufferFactory().wrap(event))))

@@ -36,10 +36,10 @@ import dev.ripcord.protocol.CancelReason;
  * <p>A stream is <em>stalled</em> when the writer has taken no event for {@code stream-stall-timeout} while one
  * was waiting for it: an event in this buffer, or the end of the stream not yet written out. The writer takes
  * events only while it has fewer than its own bounded number (128) not yet gone into the socket, so this is the
- * client not accepting bytes. A stalled
- * stream is ended: the cancel reason {@link CancelReason#CLIENT_STALLED} is recorded in the generation's
- * {@link CancelCause}, the generation is cancelled (which releases every leg, as for a disconnect), and the client's
- * connection is closed, because a writer blocked on a full socket would otherwise wait forever.
+ * client not accepting bytes. A stalled stream is ended: the cancel reason {@link CancelReason#CLIENT_STALLED} is
+ * recorded in the generation's {@link CancelCause}, the generation is cancelled (which releases every leg, as for a
+ * disconnect), and the client's connection is closed, because a writer blocked on a full socket would otherwise wait
+ * forever.
  *
  * <p>Counted, process-wide ({@link Stats}): streams being written, events held now, the highest number of events
  * one stream ever held (never above {@link #CAPACITY}), and streams ended as stalled.

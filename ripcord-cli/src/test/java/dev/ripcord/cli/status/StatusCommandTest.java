@@ -7,6 +7,7 @@ import dev.ripcord.cli.RipcordCli;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.InetAddress;
 import java.net.Socket;
@@ -70,7 +71,7 @@ class StatusCommandTest {
       socket.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
       return socket;
     } catch (IOException e) {
-      throw new java.io.UncheckedIOException(e);
+      throw new UncheckedIOException(e);
     }
   }
 
