@@ -217,6 +217,17 @@ public final class StreamingClient {
         private record Waiter(int textEvents, CompletableFuture<Void> reached) {
         }
 
+        /**
+         * What this call has seen so far, for a report about a call that got no (complete) answer: the status, the
+         * stream events with text, the body's bytes, the finish reason, whether {@code [DONE]} came, and whether it
+         * ended or we disconnected.
+         */
+        public synchronized String describe() {
+            return "status " + status + ", text events " + textEvents + ", body chars " + rawBody.length()
+                    + ", finish " + finishReason + ", [DONE] " + sawDone + ", ended " + outcome.isDone()
+                    + ", disconnected " + disconnected.get() + (error == null ? "" : ", error " + error);
+        }
+
         /** Stream events with text received so far. */
         public synchronized int textEvents() {
             return textEvents;

@@ -16,6 +16,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 
 import dev.ripcord.engine.SamplingParams;
@@ -171,8 +172,9 @@ final class Storm {
             for (Entry entry : plan.entries()) {
                 slots.acquire();
                 threads.submit(() -> {
+                    AtomicReference<Call> call = new AtomicReference<>();
                     try {
-                        Outcome outcome = one(entry, operator, explicitAnswers);
+                        Outcome outcome = one(entry, operator, explicitAnswers, call);
                         ReferenceEngine.Generation expected = reference(entry.promptIndex(), entry.maxTokens());
                         Result result = classify(outcome);
                         results.merge(result.name(), 1L, Long::sum);
@@ -207,7 +209,8 @@ final class Storm {
                     } catch (Exception e) {
                         failures.merge("client: " + e, 1L, Long::sum);
                         noAnswer.add(entry.id() + " gateway-" + (entry.gateway() + 1) + " " + entry.phase() + " "
-                                + entry.source());
+                                + entry.source() + (entry.stream() ? " stream" : "") + " (" + seen(entry, call.get())
+                                + ")");
                     } finally {
                         slots.release();
                     }
@@ -253,9 +256,26 @@ final class Storm {
                 List.copyOf(noAnswer));
     }
 
-    /** One request, its cancel, and its outcome. */
-    private Outcome one(Entry entry, KafkaProducer<String, String> operator, Map<Integer, Long> explicitAnswers)
-            throws Exception {
+    /**
+     * What the client and the gateway it sent to know of a request that got no answer in time: the call's state and
+     * the gateway's request object ({@code GET /v1/requests/{id}}: its state and phase), so that a report says where
+     * it stopped.
+     */
+    private String seen(Entry entry, Call call) {
+        String client = call == null ? "not sent" : call.describe();
+        String gateway;
+        try {
+            var request = gateways.get(entry.gateway()).request(entry.id());
+            gateway = request == null ? "404" : request.toString();
+        } catch (RuntimeException e) {
+            gateway = e.toString();
+        }
+        return "client: " + client + "; gateway: " + gateway;
+    }
+
+    /** One request, its cancel, and its outcome; {@code started} receives the call as soon as it is sent. */
+    private Outcome one(Entry entry, KafkaProducer<String, String> operator, Map<Integer, Long> explicitAnswers,
+            AtomicReference<Call> started) throws Exception {
         ObjectNode body = StreamingClient.completion(stack.modelName(), prompts.get(entry.promptIndex()),
                 entry.maxTokens(), entry.stream());
         if (entry.phase() != Phase.NONE && entry.source() == Source.DEADLINE) {
@@ -267,6 +287,7 @@ final class Storm {
             body.put("timeout", seconds);
         }
         Call call = gateways.get(entry.gateway()).start(body, entry.id());
+        started.set(call);
         if (entry.phase() == Phase.NONE || entry.source() == Source.DEADLINE) {
             return call.outcome().get(REQUEST_LIMIT.toSeconds(), TimeUnit.SECONDS);
         }

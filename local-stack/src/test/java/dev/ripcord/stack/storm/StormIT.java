@@ -31,7 +31,8 @@ class StormIT {
         assertThat(report.partialNotPrefix()).as("cancelled requests whose partial text is not a prefix of the reference")
                 .isZero();
         assertThat(report.uncancelledNotCompleted()).as("requests nobody cancelled that did not complete").isZero();
-        assertThat(report.failures()).as("requests that neither completed nor were cancelled").isEmpty();
+        assertThat(report.failures()).as("requests that neither completed nor were cancelled; no answer: %s",
+                report.noAnswer()).isEmpty();
         assertThat(report.workersIdle()).as("every worker back to idle: %s", report.workers()).isTrue();
         assertThat(report.leaks()).as("leaked pages, sessions, registrations, regions, gateway requests and legs")
                 .isZero();
