@@ -77,9 +77,12 @@ import reactor.util.context.ContextView;
  * after decode's stream ends the prefill stream must have ended too (prefill's DONE precedes decode's first token).
  * Each gets {@link #LEG_END_GRACE}; a leg still open after that is closed with a WARN naming it, and the client gets
  * its complete answer. This never fires in a healthy system; it bounds the damage of a worker that forgets to end a
- * stream, and says which one did. Likewise a decode stream that has sent its first token and then sends none for
- * {@link #TOKEN_GAP_LIMIT} (a decode step takes milliseconds) is ended with an error, and its legs closed: every
- * request ends with an answer or an error, whatever a worker's stream does.
+ * stream, and says which one did. Likewise a decode stream that sends no token for {@link #TOKEN_GAP_LIMIT} (a
+ * decode step takes milliseconds) is ended with an error, and its legs closed: between two tokens, and from
+ * prefill's {@code DONE} to the first token (the KV has been sent by then; what is left is its arrival and one
+ * step). Before prefill's end nothing is cut on time alone: a prompt may wait long in a busy prefill queue, and
+ * the request's deadline bounds that. So once prefill is done, every request ends with an answer or an error,
+ * whatever a worker's stream does.
  */
 public final class DisaggregatedGenerator implements TokenGenerator {
 
@@ -276,6 +279,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                     }
                     timings.mark("decode.reserved");
                     Sinks.One<Boolean> decodeEnded = Sinks.one();
+                    Sinks.One<Boolean> prefillDone = Sinks.one();
                     Flux<GeneratedToken> tokens = events.skip(1).<GeneratedToken>handle((e, sink) -> {
                         if (e instanceof DecodeEvent.Token t) {
                             timings.mark("decode.token.first");
@@ -289,8 +293,15 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                             sink.error(workerEnded(id, "decode", e));
                         }
                     })
-                            // After the final token the stream's end is due at once; between two tokens, a step.
-                            .timeout(Mono.never(), token -> token.finishReason() == null
+                            // The first token is due a step after prefill's end (the KV is on its way then); after
+                            // the final token the stream's end is due at once; between two tokens, a step.
+                            .timeout(prefillDone.asMono().then(Mono.delay(TOKEN_GAP_LIMIT, timer))
+                                    .then(Mono.error(() -> {
+                                        log.warn("requestId={} decode stream sent no token for {} after prefill "
+                                                + "finished; ending the request with an error", id, TOKEN_GAP_LIMIT);
+                                        return new GenerationFailedException("the decode worker sent no first token "
+                                                + TOKEN_GAP_LIMIT.toSeconds() + " s after prefill finished", null);
+                                    })), token -> token.finishReason() == null
                                     ? Mono.delay(TOKEN_GAP_LIMIT, timer).then(Mono.error(() -> {
                                         log.warn("requestId={} decode stream sent no token for {}; ending the "
                                                 + "request with an error", id, TOKEN_GAP_LIMIT);
@@ -303,7 +314,8 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                                         return Flux.empty();
                                     }))
                             .doOnComplete(() -> decodeEnded.tryEmitValue(Boolean.TRUE));
-                    Flux<GeneratedToken> prefill = prefill(ctx, id, request, sampling, reserved.transfer(), timings)
+                    Flux<GeneratedToken> prefill = prefill(ctx, id, request, sampling, reserved.transfer(), timings,
+                            () -> prefillDone.tryEmitValue(Boolean.TRUE))
                             .doOnComplete(() -> log.debug("requestId={} prefill leg ended", id))
                             // Prefill's DONE precedes decode's first token: once decode is over, so is prefill.
                             .takeUntilOther(decodeEnded.asMono().delayElement(LEG_END_GRACE, timer)
@@ -313,9 +325,12 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                 });
     }
 
-    /** The prefill leg: its events carry no tokens, only progress and errors, so it contributes no elements. */
+    /**
+     * The prefill leg: its events carry no tokens, only progress and errors, so it contributes no elements;
+     * {@code onDone} runs at its {@code DONE}.
+     */
     private Flux<GeneratedToken> prefill(RequestContext ctx, String id, GenerationRequest request, Sampling sampling,
-                                         String transfer, RequestTimings timings) {
+                                         String transfer, RequestTimings timings, Runnable onDone) {
         return Flux.deferContextual(view -> {
             PrefillRequest prefillRequest = new PrefillRequest(id, request.promptTokens(), sampling, transfer);
             return ctx.link(prefillLeg.events(id, instance -> routed(id, "prefill", instance, timings,
@@ -345,6 +360,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                             }
                             case PrefillEvent.Done d -> {
                                 timings.mark("prefill.done");
+                                onDone.run();
                                 ctx.moveTo(RequestPhase.TRANSFER);
                                 log.debug("requestId={} prefill done, first token {}", id, d.firstToken());
                             }

@@ -27,6 +27,7 @@ import dev.ripcord.gateway.auth.ApiKeys;
 import dev.ripcord.gateway.generation.GeneratedToken;
 import dev.ripcord.gateway.generation.SamplingOptions;
 import dev.ripcord.gateway.generation.GenerationRequest;
+import dev.ripcord.gateway.lifecycle.RequestPhase;
 import dev.ripcord.gateway.resilience.ResilienceProperties;
 import dev.ripcord.gateway.resilience.WorkerResilience;
 import dev.ripcord.gateway.routing.WorkerInstance;
@@ -530,6 +531,28 @@ class ResilientLegsTest {
         StepVerifier.create(generator.generate(request()))
                 .expectNextCount(1)
                 .then(() -> await().atMost(WAIT).until(() -> admitted(decodePool()) == 1))
+                .then(() -> timer.advanceTimeBy(DisaggregatedGenerator.TOKEN_GAP_LIMIT.minusSeconds(1)))
+                .then(() -> assertThat(decode.closedByGateway()).as("open just before the limit").isZero())
+                .then(() -> timer.advanceTimeBy(Duration.ofSeconds(1)))
+                .expectError(GenerationFailedException.class)
+                .verify(WAIT);
+        await().atMost(WAIT).until(() -> decode.closedByGateway() == 1);
+    }
+
+    @Test
+    void aDecodeStreamThatSendsNoFirstTokenAfterPrefillFinishedEndsTheRequestWithAnErrorAndItsLegsAreClosed() {
+        VirtualTimeScheduler timer = VirtualTimeScheduler.create();
+        // Decode reserves, prefill finishes (the KV is sent), and decode then sends nothing and never ends its stream.
+        FakeWorker decode = worker(FakeWorker.stream(Flux.concat(Flux.just(FakeWorker.reserved()), Flux.never())));
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        DisaggregatedGenerator generator = generator(new WorkerResilience(ResilienceProperties.defaults()), timer,
+                List.of(prefill.uri()), List.of(decode.uri()));
+
+        GenerationRequest request = request();
+        StepVerifier.create(generator.generate(request))
+                // Prefill's DONE is in before virtual time moves: the limit runs from there.
+                .then(() -> await().atMost(WAIT).until(() -> contexts.find(request.requestId(), ApiKeys.ANONYMOUS)
+                        .map(summary -> summary.phase() == RequestPhase.TRANSFER).orElse(false)))
                 .then(() -> timer.advanceTimeBy(DisaggregatedGenerator.TOKEN_GAP_LIMIT.minusSeconds(1)))
                 .then(() -> assertThat(decode.closedByGateway()).as("open just before the limit").isZero())
                 .then(() -> timer.advanceTimeBy(Duration.ofSeconds(1)))
