@@ -25,6 +25,7 @@ import dev.ripcord.stack.ReferenceEngine;
 import dev.ripcord.stack.Role;
 import dev.ripcord.stack.TestStack;
 import dev.ripcord.stack.TestStacks;
+import dev.ripcord.stack.cancel.Journal;
 import dev.ripcord.stack.cancel.Prometheus;
 import dev.ripcord.stack.cancel.StreamingClient;
 import dev.ripcord.stack.cancel.StreamingClient.Call;
@@ -257,9 +258,9 @@ final class Storm {
     }
 
     /**
-     * What the client and the gateway it sent to know of a request that got no answer in time: the call's state and
-     * the gateway's request object ({@code GET /v1/requests/{id}}: its state and phase), so that a report says where
-     * it stopped.
+     * What the client, the gateway it sent to and the workers know of a request that got no answer in time: the
+     * call's state, the gateway's request object ({@code GET /v1/requests/{id}}: its state and phase) and each
+     * worker's journal events for it, so that a report says where it stopped.
      */
     private String seen(Entry entry, Call call) {
         String client = call == null ? "not sent" : call.describe();
@@ -270,7 +271,20 @@ final class Storm {
         } catch (RuntimeException e) {
             gateway = e.toString();
         }
-        return "client: " + client + "; gateway: " + gateway;
+        StringBuilder workers = new StringBuilder();
+        for (Role role : new Role[] {Role.PREFILL, Role.DECODE}) {
+            int n = role == Role.PREFILL ? stack.instances().prefills() : stack.instances().decodes();
+            for (int i = 0; i < n; i++) {
+                String events;
+                try {
+                    events = Journal.since(stack.url(role, i), 0).events(entry.id()).toString();
+                } catch (AssertionError | RuntimeException e) {
+                    events = e.getMessage(); // the ring moved on, or the worker did not answer
+                }
+                workers.append("; ").append(role.shortName()).append('-').append(i + 1).append(": ").append(events);
+            }
+        }
+        return "client: " + client + "; gateway: " + gateway + workers;
     }
 
     /** One request, its cancel, and its outcome; {@code started} receives the call as soon as it is sent. */
