@@ -71,15 +71,16 @@ final class AotCache {
 
     /**
      * The cache for running {@code execJar} with {@code jvmFlags} on this JDK (present or not). Flags that only
-     * steer the JIT ({@code -XX:TieredStopAtLevel}, {@code -XX:CompileThresholdScaling}) are not part of its
-     * identity: the cache holds classes (and profiles a JVM without C2 ignores), and the JVM maps a cache made with
-     * C2 into a JVM without it and the other way round, so a jar run both ways (test stacks' workers) is trained
-     * once.
+     * steer the JIT ({@code -XX:TieredStopAtLevel}, {@code -XX:CompileThresholdScaling}, a compiler directives file
+     * and the diagnostic unlock it needs) are not part of its identity: the cache holds classes (and profiles a JVM
+     * without C2 ignores), and the JVM maps a cache made with C2 into a JVM without it and the other way round, so a
+     * jar run both ways (test stacks' workers) is trained once.
      */
     static AotCache of(Path execJar, List<String> jvmFlags) {
         Path dir = execJar.toAbsolutePath().getParent().resolve("aot").resolve(jarKey(execJar));
         List<String> identity = jvmFlags.stream().filter(f -> !f.startsWith("-XX:TieredStopAtLevel=")
-                && !f.startsWith("-XX:CompileThresholdScaling=")).toList();
+                && !f.startsWith("-XX:CompileThresholdScaling=") && !f.startsWith("-XX:CompilerDirectivesFile=")
+                && !f.equals("-XX:+UnlockDiagnosticVMOptions")).toList();
         return new AotCache(execJar, dir, dir.resolve(hash(String.join(" ", identity)) + ".aot"));
     }
 

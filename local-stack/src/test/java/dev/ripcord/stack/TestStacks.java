@@ -74,16 +74,17 @@ public final class TestStacks {
     static final List<String> C1_ONLY = List.of("-XX:TieredStopAtLevel=1");
 
     /**
-     * Workers that keep C2 (vector kernels) compile five times later ({@code -XX:CompileThresholdScaling=5}): code
-     * that runs a few thousand times while Spring starts is no longer compiled twice, while the engine's kernels,
-     * whose loops run millions of iterations in the first requests, still reach C2 within them. Measured on a
-     * small-model stack over CancelPhasesIT: about 3 CPU seconds less per worker.
+     * Workers that keep C2 (vector kernels) keep it for the engine's code only: a compiler directive
+     * ({@code .mvn/jit/c2-for-the-engine-only.json}, the one the engine modules' test JVMs use) excludes every other
+     * method from C2, so Spring's start-up code, Kafka's clients and Reactor Netty stay compiled by C1 while the
+     * kernels reach C2 in the first requests.
      */
-    static final List<String> LATER_JIT = List.of("-XX:CompileThresholdScaling=5");
+    static final List<String> ENGINE_C2_ONLY = List.of("-XX:+UnlockDiagnosticVMOptions",
+            "-XX:CompilerDirectivesFile=" + repositoryRoot().resolve(".mvn/jit/c2-for-the-engine-only.json"));
 
     /**
      * Options for a test stack that brings its own broker ({@code externalKafka}) and ports, with the JVM flags of
-     * every test stack ({@link #JVM_FLAGS}, {@link #C1_ONLY}, {@link #LATER_JIT}).
+     * every test stack ({@link #JVM_FLAGS}, {@link #C1_ONLY}, {@link #ENGINE_C2_ONLY}).
      */
     public static StackOptions options(String externalKafka, Map<Role, Integer> ports, Map<String, String> properties,
                                        Path logDir) {
@@ -93,7 +94,7 @@ public final class TestStacks {
 
     private static StackOptions withTestJvmFlags(StackOptions options) {
         StackOptions withFlags = options.withRoleJvmFlags(Role.GATEWAY, C1_ONLY);
-        List<String> workers = "scalar".equals(options.properties().get(KERNELS)) ? C1_ONLY : LATER_JIT;
+        List<String> workers = "scalar".equals(options.properties().get(KERNELS)) ? C1_ONLY : ENGINE_C2_ONLY;
         return withFlags.withRoleJvmFlags(Role.PREFILL, workers).withRoleJvmFlags(Role.DECODE, workers);
     }
 
