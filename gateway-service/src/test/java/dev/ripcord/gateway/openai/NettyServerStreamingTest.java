@@ -69,6 +69,39 @@ class NettyServerStreamingTest extends OpenAiEndpointTest {
                 .verify(Duration.ofSeconds(10));
     }
 
+    /**
+     * A generation that fails on another thread while the response is still being set up on the event loop (a
+     * request deadline of a few milliseconds: the gateway's timer fires as the legs are being subscribed) is
+     * answered: every one of many such requests gets its error status, none is left without a response.
+     */
+    @Test
+    void aGenerationThatFailsOnAnotherThreadDuringSetUpIsAlwaysAnswered() {
+        // As the serving core: the deadline's timer starts as the generation is subscribed, and the legs it cancels
+        // (linked with takeUntilOther) take a moment to subscribe on the event loop; the timer may fire meanwhile.
+        generator.script(request -> Flux.defer(() -> {
+            Sinks.One<Boolean> cancelled = Sinks.one();
+            java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+            reactor.core.scheduler.Schedulers.parallel().schedule(() -> cancelled.tryEmitValue(Boolean.TRUE),
+                    random.nextLong(0, 3000), java.util.concurrent.TimeUnit.MICROSECONDS);
+            long subscribeNanos = random.nextLong(0, 3_000_000);
+            Flux<GeneratedToken> leg = Flux.from(subscriber -> {
+                java.util.concurrent.locks.LockSupport.parkNanos(subscribeNanos);
+                Flux.<GeneratedToken>never().subscribe(subscriber);
+            });
+            return leg.takeUntilOther(cancelled.asMono()).concatWith(Flux.defer(() -> Flux.error(
+                    new dev.ripcord.gateway.generation.DeadlineExceededException(request.requestId()))));
+        }));
+        int requests = 400;
+        java.util.List<Integer> statuses = Flux.range(0, requests)
+                .flatMap(i -> webClient.post().uri("/v1/completions").contentType(MediaType.APPLICATION_JSON)
+                        .bodyValue("{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"stream\":true}")
+                        .exchangeToMono(response -> response.releaseBody().thenReturn(response.statusCode().value()))
+                        .timeout(Duration.ofSeconds(10), Mono.just(-1)), 16)
+                .collectList()
+                .block(Duration.ofMinutes(2));
+        assertThat(statuses).hasSize(requests).doesNotContain(-1);
+    }
+
     @Test
     void closingTheConnectionCancelsTheGeneration() {
         generator.replayThenHang(unfinished("abc"));

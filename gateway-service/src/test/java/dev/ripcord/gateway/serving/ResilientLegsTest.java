@@ -562,6 +562,26 @@ class ResilientLegsTest {
     }
 
     @Test
+    void aDeadlineThatFiresWhileTheLegsAreBeingSetUpAlwaysEndsTheGeneration() {
+        FakeWorker decode = worker(FakeWorker.decodeGenerating(4));
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        DisaggregatedGenerator generator = generator(ResilienceProperties.defaults(), List.of(prefill.uri()),
+                List.of(decode.uri()));
+
+        List<String> unended = Flux.range(0, 400)
+                .flatMap(i -> {
+                    GenerationRequest request = request(1, Duration.ofNanos(
+                            java.util.concurrent.ThreadLocalRandom.current().nextLong(0, 4_000_000)));
+                    return generator.generate(request).then(Mono.just("")).onErrorReturn("")
+                            .timeout(Duration.ofSeconds(10), Mono.just(request.requestId()));
+                }, 8)
+                .filter(id -> !id.isEmpty())
+                .collectList()
+                .block(Duration.ofMinutes(2));
+        assertThat(unended).as("generations that never ended").isEmpty();
+    }
+
+    @Test
     void legsThatEndOnTimeAreNeverClosedByTheGateway() {
         VirtualTimeScheduler timer = VirtualTimeScheduler.create();
         FakeWorker decode = worker(FakeWorker.decodeGenerating(3));
