@@ -84,12 +84,16 @@ class NettyServerStreamingTest extends OpenAiEndpointTest {
             reactor.core.scheduler.Schedulers.parallel().schedule(() -> cancelled.tryEmitValue(Boolean.TRUE),
                     random.nextLong(0, 3000), java.util.concurrent.TimeUnit.MICROSECONDS);
             long subscribeNanos = random.nextLong(0, 3_000_000);
-            Flux<GeneratedToken> leg = Flux.from(subscriber -> {
+            Flux<GeneratedToken> leg = Flux.defer(() -> {
                 java.util.concurrent.locks.LockSupport.parkNanos(subscribeNanos);
-                Flux.<GeneratedToken>never().subscribe(subscriber);
-            });
-            return leg.takeUntilOther(cancelled.asMono()).concatWith(Flux.defer(() -> Flux.error(
-                    new dev.ripcord.gateway.generation.DeadlineExceededException(request.requestId()))));
+                return Flux.<GeneratedToken>never();
+            }).retryWhen(reactor.util.retry.Retry.from(signals -> signals.concatMap(signal ->
+                    Mono.<Long>error(signal.failure()))));
+            return Flux.defer(() -> leg.takeUntilOther(cancelled.asMono()))
+                    .switchOnFirst((first, events) -> first.hasValue() ? events
+                            : events.flatMap(e -> Flux.<GeneratedToken>error(new IllegalStateException("unexpected"))))
+                    .concatWith(Flux.defer(() -> Flux.error(
+                            new dev.ripcord.gateway.generation.DeadlineExceededException(request.requestId()))));
         }));
         int requests = 400;
         java.util.List<Integer> statuses = Flux.range(0, requests)
