@@ -78,11 +78,21 @@ public final class RequestContext {
     /**
      * Links a leg to this context: the returned Flux ends (cancelling {@code leg} upstream) as soon as the context
      * is cancelled; when the leg ends for any reason, its link is revoked.
+     *
+     * <p>The cancel is let through only once the subscriber has asked for the leg's events. {@code takeUntilOther}
+     * alone can complete its subscriber before that subscriber has received its subscription, when the cancel fires
+     * on another thread (the deadline's timer, a cancel route) while the leg is still being subscribed. That breaks
+     * the Reactive Streams order, and downstream operators then lost the end: a request cancelled by a 2 ms deadline
+     * as its decode leg was being routed ended at the gateway, yet its client never got an answer. A subscriber asks
+     * for events only after it has its subscription, so from the first request on the cancel's completion is
+     * ordered; a cancel before it waits (the context remembers it) and lands at that first request.
      */
     public <T> Flux<T> link(Flux<T> leg) {
         return Flux.defer(() -> {
             liveLinks.incrementAndGet();
-            return leg.takeUntilOther(cancelled.asMono())
+            Sinks.Empty<Void> requested = Sinks.empty();
+            return leg.takeUntilOther(requested.asMono().then(cancelled.asMono()))
+                    .doOnRequest(n -> requested.tryEmitEmpty())
                     .doFinally(signal -> liveLinks.decrementAndGet());
         });
     }

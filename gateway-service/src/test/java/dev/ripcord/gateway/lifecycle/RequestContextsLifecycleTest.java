@@ -39,6 +39,71 @@ class RequestContextsLifecycleTest {
         return List.copyOf(sent);
     }
 
+    /**
+     * A cancel that fires on another thread while a leg is being subscribed never reaches the leg's subscriber
+     * before its subscription does (the Reactive Streams order): with {@code takeUntilOther} alone, about one such
+     * race in 25,000 completed the subscriber first, and downstream operators then lost the end.
+     */
+    @Test
+    void aCancelRacingALegsSubscriptionNeverEndsTheLinkBeforeItsSubscriberHasItsSubscription() throws Exception {
+        java.util.concurrent.ExecutorService canceller = java.util.concurrent.Executors.newSingleThreadExecutor();
+        int outOfOrder = 0;
+        try {
+            for (int i = 0; i < 50_000; i++) {
+                RequestContext ctx = contexts.open("race-" + i, Duration.ofHours(1));
+                java.util.concurrent.CountDownLatch subscribing = new java.util.concurrent.CountDownLatch(1);
+                java.util.concurrent.CountDownLatch ended = new java.util.concurrent.CountDownLatch(1);
+                java.util.concurrent.atomic.AtomicBoolean subscribed = new java.util.concurrent.atomic.AtomicBoolean();
+                java.util.concurrent.atomic.AtomicBoolean completedFirst = new java.util.concurrent.atomic.AtomicBoolean();
+                java.util.concurrent.Future<?> cancel = canceller.submit(() -> {
+                    subscribing.await();
+                    contexts.cancel(ctx, CancelReason.DEADLINE);
+                    return null;
+                });
+                int spins = i % 64;
+                reactor.core.publisher.Flux<Integer> leg = reactor.core.publisher.Flux.from(subscriber -> {
+                    subscribing.countDown();
+                    for (int k = 0; k < spins; k++) {
+                        Thread.onSpinWait();
+                    }
+                    reactor.core.publisher.Flux.<Integer>never().subscribe(subscriber);
+                });
+                ctx.link(leg).subscribe(new reactor.core.CoreSubscriber<Integer>() {
+                    @Override
+                    public void onSubscribe(org.reactivestreams.Subscription s) {
+                        subscribed.set(true);
+                        s.request(1);
+                    }
+
+                    @Override
+                    public void onNext(Integer t) {
+                    }
+
+                    @Override
+                    public void onError(Throwable t) {
+                        ended.countDown();
+                    }
+
+                    @Override
+                    public void onComplete() {
+                        completedFirst.set(!subscribed.get());
+                        ended.countDown();
+                    }
+                });
+                cancel.get();
+                assertThat(ended.await(5, java.util.concurrent.TimeUnit.SECONDS)).as("link %d ended", i).isTrue();
+                contexts.close(ctx);
+                if (completedFirst.get()) {
+                    outOfOrder++;
+                }
+            }
+        } finally {
+            canceller.shutdownNow();
+        }
+        assertThat(outOfOrder).as("links completed before their subscriber had its subscription").isZero();
+        assertThat(contexts.liveLinks()).isZero();
+    }
+
     @Test
     void aServedRequestIsAdmittedRoutedAndFinishedCompletedWithItsTokens() {
         RequestContext ctx = contexts.open("req-1", Duration.ofMinutes(1));

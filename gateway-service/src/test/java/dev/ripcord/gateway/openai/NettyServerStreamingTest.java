@@ -5,6 +5,19 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import java.time.Duration;
+import java.time.Clock;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.locks.LockSupport;
+
+import dev.ripcord.cancel.CancelPublisher;
+import dev.ripcord.cancel.kafka.CancelProperties;
+import dev.ripcord.cancel.CancelPropagation;
+import dev.ripcord.gateway.generation.DeadlineExceededException;
+import dev.ripcord.gateway.lifecycle.RequestContext;
+import dev.ripcord.gateway.lifecycle.RequestContexts;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import reactor.util.retry.Retry;
 
 import dev.ripcord.gateway.generation.GeneratedToken;
 import org.junit.jupiter.api.AfterEach;
@@ -70,40 +83,45 @@ class NettyServerStreamingTest extends OpenAiEndpointTest {
     }
 
     /**
-     * A generation that fails on another thread while the response is still being set up on the event loop (a
-     * request deadline of a few milliseconds: the gateway's timer fires as the legs are being subscribed) is
-     * answered: every one of many such requests gets its error status, none is left without a response.
+     * A request whose deadline fires on the timer's thread while its generation is still being set up on the event
+     * loop (a deadline of a few milliseconds; the leg takes a moment to subscribe) is answered: every one of many
+     * such requests gets its status, none is left without a response. The generation has the serving core's shape:
+     * a request context whose deadline cancels it, the leg linked to it ({@code RequestContext.link}), then
+     * {@code switchOnFirst} and the cancel's error.
      */
     @Test
-    void aGenerationThatFailsOnAnotherThreadDuringSetUpIsAlwaysAnswered() {
-        // As the serving core: the deadline's timer starts as the generation is subscribed, and the legs it cancels
-        // (linked with takeUntilOther) take a moment to subscribe on the event loop; the timer may fire meanwhile.
+    void aRequestWhoseDeadlineFiresWhileItsLegIsBeingSubscribedIsAlwaysAnswered() {
+        RequestContexts contexts = new RequestContexts(CancelPublisher.discarding(), new CancelProperties(
+                CancelPropagation.IN_BAND, false, "ripcord.cancellations", "ripcord.cancellations.dlt", 3, 1,
+                Duration.ofHours(1), Duration.ofDays(7), Duration.ofMinutes(10), Duration.ofMinutes(10), 100_000,
+                false, Duration.ofSeconds(30), 10_000, 3, Duration.ofMillis(200), "netty-server-streaming-test"),
+                new SimpleMeterRegistry(), Clock.systemUTC(), Duration.ofHours(1));
         generator.script(request -> Flux.defer(() -> {
-            Sinks.One<Boolean> cancelled = Sinks.one();
-            java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
-            reactor.core.scheduler.Schedulers.parallel().schedule(() -> cancelled.tryEmitValue(Boolean.TRUE),
-                    random.nextLong(0, 3000), java.util.concurrent.TimeUnit.MICROSECONDS);
+            ThreadLocalRandom random = ThreadLocalRandom.current();
+            RequestContext ctx = contexts.open(request.requestId(), Duration.ofNanos(random.nextLong(0, 3_000_000)));
             long subscribeNanos = random.nextLong(0, 3_000_000);
             Flux<GeneratedToken> leg = Flux.defer(() -> {
-                java.util.concurrent.locks.LockSupport.parkNanos(subscribeNanos);
+                LockSupport.parkNanos(subscribeNanos);
                 return Flux.<GeneratedToken>never();
-            }).retryWhen(reactor.util.retry.Retry.from(signals -> signals.concatMap(signal ->
-                    Mono.<Long>error(signal.failure()))));
-            return Flux.defer(() -> leg.takeUntilOther(cancelled.asMono()))
+            }).retryWhen(Retry.from(signals -> signals.concatMap(signal -> Mono.<Long>error(signal.failure()))));
+            return ctx.link(leg)
                     .switchOnFirst((first, events) -> first.hasValue() ? events
                             : events.flatMap(e -> Flux.<GeneratedToken>error(new IllegalStateException("unexpected"))))
-                    .concatWith(Flux.defer(() -> Flux.error(
-                            new dev.ripcord.gateway.generation.DeadlineExceededException(request.requestId()))));
+                    .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.<GeneratedToken>empty()
+                            : Flux.error(new DeadlineExceededException(request.requestId()))))
+                    .doFinally(signal -> contexts.close(ctx));
         }));
         int requests = 400;
-        java.util.List<Integer> statuses = Flux.range(0, requests)
+        List<Integer> statuses = Flux.range(0, requests)
                 .flatMap(i -> webClient.post().uri("/v1/completions").contentType(MediaType.APPLICATION_JSON)
                         .bodyValue("{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"stream\":true}")
                         .exchangeToMono(response -> response.releaseBody().thenReturn(response.statusCode().value()))
                         .timeout(Duration.ofSeconds(10), Mono.just(-1)), 16)
                 .collectList()
                 .block(Duration.ofMinutes(2));
-        assertThat(statuses).hasSize(requests).doesNotContain(-1);
+        assertThat(statuses).as("statuses (-1: no answer within 10 s)").hasSize(requests).doesNotContain(-1);
+        assertThat(contexts.liveRequests()).as("contexts left open").isZero();
+        assertThat(contexts.liveLinks()).as("links left").isZero();
     }
 
     @Test
