@@ -1,5 +1,7 @@
 package dev.ripcord.stack;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -23,7 +25,10 @@ import java.util.Map;
  *       OS every few seconds ({@code TrimNativeHeapInterval});</li>
  *   <li>engine compute threads ({@code ripcord.engine.threads}): the host's processors split evenly over the worker
  *       processes, at least one each, so prefill and decode never together run more compute threads than there are
- *       processors.</li>
+ *       processors;</li>
+ *   <li>a JIT policy for a request path that runs thousands of distinct methods a few times per request
+ *       ({@link #jitFlags}): C2 only where it pays, for the engine's kernels, and the client compiler for the rest,
+ *       compiling after a twentieth of the usual invocations.</li>
  * </ul>
  * The off-heap budgets are the workers' own properties (the KV pool's {@code ripcord.engine.kv-memory}, resident
  * only as pages are used; the model's weights). A flag or property given on the command line wins over these.
@@ -43,6 +48,56 @@ final class HostBudget {
             "-XX:MaxHeapFreeRatio=30",
             "-XX:TrimNativeHeapInterval=5000",
             "-XX:+UseCompactObjectHeaders");
+
+    /**
+     * What the JIT is told to do. The request path (Reactor Netty, Spring, Jackson, Kafka's clients) is thousands of
+     * methods that each run a few times per request; with the JVM's defaults it is compiled only after thousands of
+     * requests, and C2's compilations of it, on two cores, cost more CPU than they ever save. So:
+     * <ul>
+     *   <li>every service compiles after a twentieth of the usual invocations ({@value #COMPILE_SOONER}), so that
+     *       the request path is compiled within the warm-up's requests ({@link StackWarmUp});</li>
+     *   <li>a gateway runs no engine code: the client compiler only ({@code TieredStopAtLevel=1});</li>
+     *   <li>a worker's vector kernels need C2 (only C2 turns Vector API calls into vector instructions): the
+     *       compiler directive {@value #ENGINE_C2_DIRECTIVES} (under the checkout) excludes every other method from
+     *       C2, and such a method is compiled again by C1 without profiling when C2 would have taken it. The
+     *       {@link #EARLY_C2_TIER} thresholds make that happen after a few dozen invocations rather than thousands,
+     *       so the worker's request path spends little time in C1's slower profiling code (and its memory), and the
+     *       kernels reach C2 in the first requests;</li>
+     *   <li>a worker on the scalar kernels ({@code ripcord.engine.kernels=scalar}): the client compiler only.</li>
+     * </ul>
+     * Measured on stories15M at concurrency 1 (docs/benchmarks.md): with the JVM's defaults the per-request CPU of
+     * the three services was still falling after a thousand requests, C2's compiler thread taking over half of the
+     * gateway's; with these, the first requests after the warm-up are at the steady state.
+     */
+    static List<String> jitFlags(Role role, StackOptions options) {
+        List<String> flags = new ArrayList<>();
+        boolean scalar = "scalar".equals(options.properties().get(KERNELS));
+        Path directives = options.root().resolve(ENGINE_C2_DIRECTIVES);
+        if (role == Role.GATEWAY || scalar) {
+            flags.add("-XX:TieredStopAtLevel=1");
+        } else if (Files.isRegularFile(directives)) { // else (not run from a checkout) C2 compiles everything hot
+            flags.add("-XX:+UnlockDiagnosticVMOptions");
+            flags.add("-XX:CompilerDirectivesFile=" + directives.toAbsolutePath().normalize());
+            flags.addAll(EARLY_C2_TIER);
+        }
+        flags.add(COMPILE_SOONER);
+        return flags;
+    }
+
+    /** The compiler directive that keeps C2 for the engine's classes, relative to the checkout's root. */
+    static final String ENGINE_C2_DIRECTIVES = ".mvn/jit/c2-for-the-engine-only.json";
+
+    /** The JIT's invocation thresholds, scaled down (see {@link #jitFlags}). */
+    static final String COMPILE_SOONER = "-XX:CompileThresholdScaling=0.05";
+
+    /**
+     * When a method compiled with profiling is handed on (to C2 for the engine's methods, to C1 without profiling
+     * for the rest): a tenth of the JVM's defaults (5000, 600, 15000), before {@link #COMPILE_SOONER} scales them.
+     */
+    static final List<String> EARLY_C2_TIER = List.of("-XX:Tier4InvocationThreshold=500",
+            "-XX:Tier4MinInvocationThreshold=60", "-XX:Tier4CompileThreshold=1000");
+
+    private static final String KERNELS = "ripcord.engine.kernels";
 
     /** The environment every service gets (a value the launcher's own environment sets wins). */
     static final Map<String, String> ENVIRONMENT = Map.of("MALLOC_ARENA_MAX", "2");

@@ -208,6 +208,7 @@ public final class LocalStack implements AutoCloseable {
     static List<String> serviceJvmFlags(StackOptions options, Role role) {
         List<String> flags = new ArrayList<>(JVM_FLAGS);
         flags.addAll(HostBudget.JVM_FLAGS);
+        flags.addAll(HostBudget.jitFlags(role, options));
         flags.addAll(options.jvmFlags(role));
         return flags;
     }
@@ -501,10 +502,13 @@ public final class LocalStack implements AutoCloseable {
         if (warmUpRounds > 0) {
             // Before "up": the first request a user sends must not be the one that warms the request path.
             out.println("ripcord: warming up the request path (" + warmUpRounds + " rounds through every gateway)...");
+            long warmUpStart = System.nanoTime();
             StackWarmUp.Result warm = StackWarmUp.warm(stack, warmUpRounds);
             for (String failure : warm.failures()) {
                 System.err.println("ripcord: warm-up request failed: " + failure);
             }
+            out.printf("ripcord: warm-up done: %d requests answered in %.1f s%n", warm.answered(),
+                    (System.nanoTime() - warmUpStart) / 1e9);
         }
         Path stateFile = StackStateFile.path(options.root());
         java.util.concurrent.atomic.AtomicBoolean stopping = new java.util.concurrent.atomic.AtomicBoolean();

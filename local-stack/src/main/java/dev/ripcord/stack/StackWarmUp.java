@@ -24,16 +24,25 @@ import java.util.regex.Pattern;
  * sessions, the engine's kernels at a few prompt lengths, and the text codec. A service's {@code /actuator/health}
  * says it can serve; this makes the first answers come at the speed of the later ones.
  *
- * <p>Each round sends, through each gateway, as many concurrent streaming completions as the stack has instances
- * of its most numerous worker role (routing spreads concurrent requests over the instances, so each worker gets
- * some), then one non-streaming completion and one streaming chat completion. Every request is read to its end:
- * {@link #run} returns only once all of them have been answered. A request that fails is counted and reported,
- * never retried: a stack whose warm-up fails still comes up (its health said so), and the report says what failed.
+ * <p>"Warm" means compiled: each of the thousands of methods on the request path runs a few times per request, and
+ * the JIT compiles a method only after it has run a number of times ({@link HostBudget#jitFlags} scales that number
+ * down to a twentieth). Measured on stories15M, the requests that follow {@value #DEFAULT_ROUNDS} rounds (240
+ * requests, about 20 s on two cores) are at their steady time to first token.
+ *
+ * <p>Each round sends, through each gateway, {@value #MIN_CONCURRENT} concurrent streaming completions, or as many
+ * as the stack has instances of its most numerous worker role if that is more (routing spreads concurrent requests
+ * over the instances, so each worker gets some; several at once warm decode's batched steps too), then one
+ * non-streaming completion and one streaming chat completion. Every request is read to its end: {@link #run}
+ * returns only once all of them have been answered. A request that fails is counted and reported, never retried: a
+ * stack whose warm-up fails still comes up (its health said so), and the report says what failed.
  */
 public final class StackWarmUp {
 
     /** Rounds {@code ./ripcord up} runs unless {@code --warm-up=N} says otherwise. */
-    public static final int DEFAULT_ROUNDS = 4;
+    public static final int DEFAULT_ROUNDS = 40;
+
+    /** The fewest concurrent streaming completions a round of {@link #warm} sends through a gateway. */
+    static final int MIN_CONCURRENT = 4;
 
     private static final Pattern MODEL_ID = Pattern.compile("\"id\"\\s*:\\s*\"([^\"]+)\"");
     private static final String[] PROMPTS = {"Once upon a time", "Once upon a time, there was a little girl named Lily."
@@ -86,12 +95,12 @@ public final class StackWarmUp {
     }
 
     /**
-     * Warms {@code stack}: {@code rounds} rounds through each of its gateways, {@code spread} concurrent streaming
-     * requests each (the number of instances of its most numerous worker role).
+     * Warms {@code stack}: {@code rounds} rounds through each of its gateways, each with as many concurrent streaming
+     * requests as the stack has instances of its most numerous worker role, and at least {@value #MIN_CONCURRENT}.
      */
     public static Result warm(LocalStack stack, int rounds) {
         List<URI> gateways = new ArrayList<>();
-        int spread = 1;
+        int spread = MIN_CONCURRENT;
         for (Role role : Role.values()) {
             int count = 0;
             for (LocalStack.Instance instance : stack.instances()) {

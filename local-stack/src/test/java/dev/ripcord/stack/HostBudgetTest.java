@@ -3,9 +3,14 @@ package dev.ripcord.stack;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The share of the host each service of a co-located stack gets. */
 class HostBudgetTest {
@@ -58,5 +63,65 @@ class HostBudgetTest {
         var flags = LocalStack.serviceJvmFlags(options, Role.DECODE);
         assertThat(flags).contains("-XX:+UseSerialGC", "-Xmx" + HostBudget.HEAP_MAX);
         assertThat(flags.lastIndexOf("-Xmx1g")).isGreaterThan(flags.indexOf("-Xmx" + HostBudget.HEAP_MAX));
+    }
+
+    @Test
+    void theGatewayGetsTheClientCompilerOnlyAndWorkersKeepC2ForTheEngineAlone(@TempDir Path checkout)
+            throws IOException {
+        Path directives = checkout.resolve(HostBudget.ENGINE_C2_DIRECTIVES);
+        Files.createDirectories(directives.getParent());
+        Files.writeString(directives, "[]");
+        StackOptions options = StackOptions.parse(new String[0], checkout);
+        assertThat(HostBudget.jitFlags(Role.GATEWAY, options))
+                .containsExactly("-XX:TieredStopAtLevel=1", HostBudget.COMPILE_SOONER);
+        for (Role worker : List.of(Role.PREFILL, Role.DECODE)) {
+            assertThat(HostBudget.jitFlags(worker, options)).startsWith("-XX:+UnlockDiagnosticVMOptions",
+                            "-XX:CompilerDirectivesFile=" + directives.toAbsolutePath().normalize())
+                    .containsSubsequence(HostBudget.EARLY_C2_TIER).endsWith(HostBudget.COMPILE_SOONER);
+        }
+    }
+
+    @Test
+    void workersOnTheScalarKernelsGetTheClientCompilerOnly(@TempDir Path checkout) {
+        StackOptions options = StackOptions.parse(new String[] {"--ripcord.engine.kernels=scalar"}, checkout);
+        assertThat(HostBudget.jitFlags(Role.DECODE, options))
+                .containsExactly("-XX:TieredStopAtLevel=1", HostBudget.COMPILE_SOONER);
+    }
+
+    @Test
+    void withoutTheDirectiveFileWorkersKeepTheWholeTieredJit(@TempDir Path notACheckout) {
+        StackOptions options = StackOptions.parse(new String[0], notACheckout);
+        assertThat(HostBudget.jitFlags(Role.PREFILL, options)).containsExactly(HostBudget.COMPILE_SOONER);
+    }
+
+    @Test
+    void theCheckoutsDirectiveKeepsC2ForTheEnginesPackageOnly() throws IOException {
+        Path repository = Path.of("").toAbsolutePath();
+        while (!Files.isRegularFile(repository.resolve(HostBudget.ENGINE_C2_DIRECTIVES))) {
+            repository = repository.getParent();
+            assertThat(repository).as("a checkout above the module").isNotNull();
+        }
+        String directive = Files.readString(repository.resolve(HostBudget.ENGINE_C2_DIRECTIVES));
+        assertThat(directive).containsSubsequence("dev/ripcord/engine/*.*", "Exclude: false", "*.*", "Exclude: true");
+    }
+
+    @Test
+    void theUsersJitFlagsComeAfterTheBudgetsSoTheyWin() {
+        StackOptions options = StackOptions.parse(new String[] {"--jvm-flag=-XX:TieredStopAtLevel=4"}, ROOT);
+        var flags = LocalStack.serviceJvmFlags(options, Role.GATEWAY);
+        assertThat(flags.lastIndexOf("-XX:TieredStopAtLevel=4"))
+                .isGreaterThan(flags.indexOf("-XX:TieredStopAtLevel=1"));
+    }
+
+    @Test
+    void aTestStackKeepsTheUsualThresholdsAndABenchStackGetsUpsOnes(@TempDir Path logs) {
+        StackOptions test = TestStacks.options(Map.of(), logs);
+        for (Role role : Role.values()) {
+            List<String> flags = LocalStack.serviceJvmFlags(test, role);
+            assertThat(flags.lastIndexOf("-XX:CompileThresholdScaling=1"))
+                    .isGreaterThan(flags.indexOf(HostBudget.COMPILE_SOONER));
+            List<String> bench = LocalStack.serviceJvmFlags(TestStacks.asUp(test), role);
+            assertThat(bench.getLast()).isEqualTo(HostBudget.COMPILE_SOONER);
+        }
     }
 }

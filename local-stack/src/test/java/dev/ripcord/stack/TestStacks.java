@@ -59,43 +59,36 @@ public final class TestStacks {
             Map.entry("spring.reactor.netty.shutdown-quiet-period", "100ms"),
             Map.entry("ripcord.gateway.auth.api-key-hashes", StackCredentials.hash(SECOND_API_KEY)));
 
-    /** Child-JVM flags for test stacks: fewer GC threads on a 2-core machine; nothing that slows the engine. */
-    static final List<String> JVM_FLAGS = List.of("-XX:+UseSerialGC", "-Xmx512m");
-
     /**
-     * The client compiler only ({@code -XX:TieredStopAtLevel=1}): for every gateway of a test stack, and for the
-     * workers of a stack whose engine runs its scalar kernels ({@link #withDefaults}). A suite starts services dozens
-     * of times on two cores, and while they start, C2 compiling Spring's start-up code takes about as much CPU as the
-     * rest of the start (a service started under C1 alone costs half the CPU time). What a test sees is the same: the
-     * gateway runs no engine code, and the scalar kernels give the vector kernels' results bit for bit. Workers that
-     * run the vector kernels keep C2, which alone turns Vector API calls into vector instructions (under C1 a
-     * small-model prefill chunk takes many times as long).
+     * Child-JVM flags for test stacks, after the host budget's ({@link HostBudget}: the same JIT split as
+     * {@code ./ripcord up}, C1 alone for gateways and for workers on the scalar kernels, C2 for the engine's code
+     * only in workers on the vector kernels): fewer GC threads on a 2-core machine, and the JIT's usual invocation
+     * thresholds ({@code CompileThresholdScaling=1}). A test stack starts and serves a few requests, dozens of times in
+     * a suite, on two cores: compiling its request path sooner, as {@code up} does for the requests a user sends
+     * after the warm-up, would add compilations to every start and pay back in none.
      */
-    static final List<String> C1_ONLY = List.of("-XX:TieredStopAtLevel=1");
-
-    /**
-     * Workers that keep C2 (vector kernels) keep it for the engine's code only: a compiler directive
-     * ({@code .mvn/jit/c2-for-the-engine-only.json}, the one the engine modules' test JVMs use) excludes every other
-     * method from C2, so Spring's start-up code, Kafka's clients and Reactor Netty stay compiled by C1 while the
-     * kernels reach C2 in the first requests.
-     */
-    static final List<String> ENGINE_C2_ONLY = List.of("-XX:+UnlockDiagnosticVMOptions",
-            "-XX:CompilerDirectivesFile=" + repositoryRoot().resolve(".mvn/jit/c2-for-the-engine-only.json"));
+    static final List<String> JVM_FLAGS = List.of("-XX:+UseSerialGC", "-Xmx512m", "-XX:CompileThresholdScaling=1");
 
     /**
      * Options for a test stack that brings its own broker ({@code externalKafka}) and ports, with the JVM flags of
-     * every test stack ({@link #JVM_FLAGS}, {@link #C1_ONLY}, {@link #ENGINE_C2_ONLY}).
+     * every test stack ({@link #JVM_FLAGS}).
      */
     public static StackOptions options(String externalKafka, Map<Role, Integer> ports, Map<String, String> properties,
                                        Path logDir) {
-        return withTestJvmFlags(new StackOptions(externalKafka, 0, ports, properties, repositoryRoot(), logDir,
-                JVM_FLAGS));
+        return new StackOptions(externalKafka, 0, ports, properties, repositoryRoot(), logDir, JVM_FLAGS);
     }
 
-    private static StackOptions withTestJvmFlags(StackOptions options) {
-        StackOptions withFlags = options.withRoleJvmFlags(Role.GATEWAY, C1_ONLY);
-        List<String> workers = "scalar".equals(options.properties().get(KERNELS)) ? C1_ONLY : ENGINE_C2_ONLY;
-        return withFlags.withRoleJvmFlags(Role.PREFILL, workers).withRoleJvmFlags(Role.DECODE, workers);
+    /**
+     * {@code options} with the JIT thresholds {@code ./ripcord up} gives its services ({@link HostBudget#jitFlags})
+     * instead of a test stack's usual ones: for a bench's own stack, which is warmed up and then measured, so that it
+     * measures the request path as a user's stack runs it.
+     */
+    public static StackOptions asUp(StackOptions options) {
+        StackOptions withThresholds = options;
+        for (Role role : Role.values()) {
+            withThresholds = withThresholds.withRoleJvmFlags(role, List.of(HostBudget.COMPILE_SOONER));
+        }
+        return withThresholds;
     }
 
     private static final String KERNELS = "ripcord.engine.kernels";
@@ -105,8 +98,8 @@ public final class TestStacks {
         Map<String, String> merged = new TreeMap<>(DEFAULT_PROPERTIES);
         merged.putAll(overrides);
         // The tiny preset's kernels are small enough that their scalar twins serve tests well under C1 alone; the
-        // stacks that run them start for half the CPU ({@link #C1_ONLY}). A real or small model keeps its vector
-        // kernels and C2.
+        // stacks that run them start for half the CPU (HostBudget.jitFlags gives them C1 alone). A real or small
+        // model keeps its vector kernels and C2.
         if ("tiny".equals(merged.get("ripcord.engine.preset")) && !merged.containsKey("ripcord.engine.checkpoint")) {
             merged.putIfAbsent(KERNELS, "scalar");
         }
@@ -151,8 +144,8 @@ public final class TestStacks {
                 }
             }
         }
-        return withTestJvmFlags(new StackOptions(null, kafkaPort, ports, new LinkedHashMap<>(properties),
-                repositoryRoot(), logDir, JVM_FLAGS, all));
+        return new StackOptions(null, kafkaPort, ports, new LinkedHashMap<>(properties), repositoryRoot(), logDir,
+                JVM_FLAGS, all);
     }
 
     private static int hold(List<java.net.ServerSocket> held) {

@@ -125,7 +125,7 @@ public final class GatewayOverheadBench {
             Map<String, String> properties = TestStacks.withDefaults(stackProperties);
             Path logDir = TestStacks.repositoryRoot().resolve("local-stack/target/bench-logs");
             out.println("starting a stack with " + properties + " (logs in " + logDir + ") ...");
-            started = LocalStack.start(TestStacks.options(properties, logDir), null);
+            started = LocalStack.start(TestStacks.asUp(TestStacks.options(properties, logDir)), null);
             Runtime.getRuntime().addShutdownHook(new Thread(started::close, "bench-stack-shutdown")); // on Ctrl-C
             gatewayUrl = URI.create(started.url(Role.GATEWAY));
             prefillUrl = URI.create(started.url(Role.PREFILL));

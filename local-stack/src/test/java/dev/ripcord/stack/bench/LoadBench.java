@@ -115,7 +115,7 @@ public final class LoadBench {
             Map<String, String> properties = TestStacks.withDefaults(stackProperties);
             Path logDir = TestStacks.repositoryRoot().resolve("local-stack/target/bench-logs/load");
             out.println("starting a stack with " + properties + " (logs in " + logDir + ") ...");
-            started = LocalStack.start(TestStacks.options(properties, logDir), null);
+            started = LocalStack.start(TestStacks.asUp(TestStacks.options(properties, logDir)), null);
             Runtime.getRuntime().addShutdownHook(new Thread(started::close, "bench-stack-shutdown")); // on Ctrl-C
             endpoints = new Endpoints(URI.create(started.url(Role.GATEWAY)), URI.create(started.url(Role.PREFILL)),
                     URI.create(started.url(Role.DECODE)), "ripcord-" + properties.get("ripcord.engine.preset"));

@@ -36,7 +36,7 @@ final class CancelStacks {
     static final String STORM_JOURNAL = "ripcord.worker.journal-size=200000";
     static final String TCP_BACKEND = "ripcord.kv.backend=tcp";
     /**
-     * The abort storm's workers run the vector kernels (and so C2, {@link dev.ripcord.stack.TestStacks#C1_ONLY}),
+     * The abort storm's workers run the vector kernels (and so C2 for the engine, as {@code HostBudget} gives it),
      * unlike other tiny-model stacks: 500 requests queue at once, and with the slower scalar kernels under C1 the
      * storm took 65 s instead of 25 s, with queue times nearing its attach timeout.
      */
