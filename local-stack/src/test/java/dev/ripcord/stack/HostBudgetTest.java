@@ -120,8 +120,11 @@ class HostBudgetTest {
             List<String> flags = LocalStack.serviceJvmFlags(test, role);
             assertThat(flags.lastIndexOf("-XX:CompileThresholdScaling=1"))
                     .isGreaterThan(flags.indexOf(HostBudget.COMPILE_SOONER));
+            assertThat(flags.getLast()).isEqualTo(TestStacks.USUAL_THRESHOLDS.getLast());
             List<String> bench = LocalStack.serviceJvmFlags(TestStacks.asUp(test), role);
-            assertThat(bench.getLast()).isEqualTo(HostBudget.COMPILE_SOONER);
+            assertThat(bench.subList(bench.size() - HostBudget.EARLY_C2_TIER.size() - 1, bench.size()))
+                    .containsExactlyElementsOf(java.util.stream.Stream.concat(HostBudget.EARLY_C2_TIER.stream(),
+                            java.util.stream.Stream.of(HostBudget.COMPILE_SOONER)).toList());
         }
     }
 }

@@ -59,15 +59,21 @@ public final class TestStacks {
             Map.entry("spring.reactor.netty.shutdown-quiet-period", "100ms"),
             Map.entry("ripcord.gateway.auth.api-key-hashes", StackCredentials.hash(SECOND_API_KEY)));
 
+    /** The JVM's own JIT thresholds: its defaults, restated so that they win over {@link HostBudget#jitFlags}. */
+    static final List<String> USUAL_THRESHOLDS = List.of("-XX:CompileThresholdScaling=1",
+            "-XX:Tier4InvocationThreshold=5000", "-XX:Tier4MinInvocationThreshold=600",
+            "-XX:Tier4CompileThreshold=15000");
+
     /**
      * Child-JVM flags for test stacks, after the host budget's ({@link HostBudget}: the same JIT split as
      * {@code ./ripcord up}, C1 alone for gateways and for workers on the scalar kernels, C2 for the engine's code
-     * only in workers on the vector kernels): fewer GC threads on a 2-core machine, and the JIT's usual invocation
-     * thresholds ({@code CompileThresholdScaling=1}). A test stack starts and serves a few requests, dozens of times in
-     * a suite, on two cores: compiling its request path sooner, as {@code up} does for the requests a user sends
-     * after the warm-up, would add compilations to every start and pay back in none.
+     * only in workers on the vector kernels): fewer GC threads on a 2-core machine, and the JIT's own thresholds
+     * ({@link #USUAL_THRESHOLDS}) instead of {@code up}'s lower ones. A test stack starts and serves a few requests,
+     * dozens of times in a suite, on two cores: compiling sooner, as {@code up} does for the requests a user sends
+     * after its warm-up, would add compilations to every start and pay back in none.
      */
-    static final List<String> JVM_FLAGS = List.of("-XX:+UseSerialGC", "-Xmx512m", "-XX:CompileThresholdScaling=1");
+    static final List<String> JVM_FLAGS = java.util.stream.Stream.concat(
+            java.util.stream.Stream.of("-XX:+UseSerialGC", "-Xmx512m"), USUAL_THRESHOLDS.stream()).toList();
 
     /**
      * Options for a test stack that brings its own broker ({@code externalKafka}) and ports, with the JVM flags of
@@ -86,7 +92,9 @@ public final class TestStacks {
     public static StackOptions asUp(StackOptions options) {
         StackOptions withThresholds = options;
         for (Role role : Role.values()) {
-            withThresholds = withThresholds.withRoleJvmFlags(role, List.of(HostBudget.COMPILE_SOONER));
+            List<String> ups = new java.util.ArrayList<>(HostBudget.EARLY_C2_TIER);
+            ups.add(HostBudget.COMPILE_SOONER);
+            withThresholds = withThresholds.withRoleJvmFlags(role, ups);
         }
         return withThresholds;
     }
