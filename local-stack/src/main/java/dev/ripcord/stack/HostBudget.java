@@ -97,7 +97,8 @@ final class HostBudget {
     static final List<String> EARLY_C2_TIER = List.of("-XX:Tier4InvocationThreshold=500",
             "-XX:Tier4MinInvocationThreshold=60", "-XX:Tier4CompileThreshold=1000");
 
-    private static final String KERNELS = "ripcord.engine.kernels";
+    /** The property that picks a worker's kernels; {@code scalar} ones run under C1 alone. */
+    static final String KERNELS = "ripcord.engine.kernels";
 
     /** The environment every service gets (a value the launcher's own environment sets wins). */
     static final Map<String, String> ENVIRONMENT = Map.of("MALLOC_ARENA_MAX", "2");

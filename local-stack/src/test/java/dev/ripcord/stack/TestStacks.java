@@ -7,6 +7,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.stream.Stream;
 
 /**
  * Building {@link StackOptions} for stacks that tests and benchmarks start: free ports for every service and the
@@ -72,8 +73,12 @@ public final class TestStacks {
      * dozens of times in a suite, on two cores: compiling sooner, as {@code up} does for the requests a user sends
      * after its warm-up, would add compilations to every start and pay back in none.
      */
-    static final List<String> JVM_FLAGS = java.util.stream.Stream.concat(
-            java.util.stream.Stream.of("-XX:+UseSerialGC", "-Xmx512m"), USUAL_THRESHOLDS.stream()).toList();
+    static final List<String> JVM_FLAGS = Stream.concat(Stream.of("-XX:+UseSerialGC", "-Xmx512m"),
+            USUAL_THRESHOLDS.stream()).toList();
+
+    /** The JIT thresholds {@code ./ripcord up} gives its services ({@link HostBudget#jitFlags}), in that order. */
+    static final List<String> UP_THRESHOLDS = Stream.concat(HostBudget.EARLY_C2_TIER.stream(),
+            Stream.of(HostBudget.COMPILE_SOONER)).toList();
 
     /**
      * Options for a test stack that brings its own broker ({@code externalKafka}) and ports, with the JVM flags of
@@ -92,14 +97,10 @@ public final class TestStacks {
     public static StackOptions asUp(StackOptions options) {
         StackOptions withThresholds = options;
         for (Role role : Role.values()) {
-            List<String> ups = new java.util.ArrayList<>(HostBudget.EARLY_C2_TIER);
-            ups.add(HostBudget.COMPILE_SOONER);
-            withThresholds = withThresholds.withRoleJvmFlags(role, ups);
+            withThresholds = withThresholds.withRoleJvmFlags(role, UP_THRESHOLDS);
         }
         return withThresholds;
     }
-
-    private static final String KERNELS = "ripcord.engine.kernels";
 
     /** {@link #DEFAULT_PROPERTIES} with {@code overrides} applied, sorted by key (the identity of a stack). */
     public static Map<String, String> withDefaults(Map<String, String> overrides) {
@@ -109,7 +110,7 @@ public final class TestStacks {
         // stacks that run them start for half the CPU (HostBudget.jitFlags gives them C1 alone). A real or small
         // model keeps its vector kernels and C2.
         if ("tiny".equals(merged.get("ripcord.engine.preset")) && !merged.containsKey("ripcord.engine.checkpoint")) {
-            merged.putIfAbsent(KERNELS, "scalar");
+            merged.putIfAbsent(HostBudget.KERNELS, "scalar");
         }
         return merged;
     }
