@@ -26,6 +26,9 @@ import java.util.Map;
  *   <li>engine compute threads ({@code ripcord.engine.threads}): the host's processors split evenly over the worker
  *       processes, at least one each, so prefill and decode never together run more compute threads than there are
  *       processors;</li>
+ *   <li>a decode batch sized to those threads ({@code ripcord.decode.max-batch}, {@value #DECODE_BATCH_PER_THREAD}
+ *       per thread): a step that a thread finishes in milliseconds, rather than a batch whose steps stretch every
+ *       stream's inter-token gap while the cores are also relaying its tokens;</li>
  *   <li>a JIT policy for a request path that runs thousands of distinct methods a few times per request
  *       ({@link #jitFlags}): C2 only where it pays, for the engine's kernels, and the client compiler for the rest,
  *       compiling after a twentieth of the usual invocations.</li>
@@ -106,6 +109,18 @@ final class HostBudget {
     /** The property a worker's compute thread count is given by. */
     static final String ENGINE_THREADS = "ripcord.engine.threads";
 
+    /** The property that bounds a decode worker's batch (the requests it decodes at a time). */
+    static final String DECODE_MAX_BATCH = "ripcord.decode.max-batch";
+
+    /**
+     * Sequences per decode step for each of a decode worker's compute threads. Measured on stories15M, 2 cores, at
+     * concurrency 32 (docs/benchmarks.md): with one compute thread a batch of 32 takes about 20 ms a step and, with
+     * the gateway relaying 32 streams on the same cores, tail inter-token gaps of 65-85 ms; a batch of 16 steps in
+     * about 9 ms, its p99 gap is about 40 ms, and the stack's tokens/s is higher. The requests beyond the batch wait
+     * in decode's admission queue, before their prompts are computed (llama-server's slots do the same).
+     */
+    static final int DECODE_BATCH_PER_THREAD = 16;
+
     private HostBudget() {
     }
 
@@ -123,14 +138,43 @@ final class HostBudget {
 
     /**
      * The arguments a worker of {@code role} gets for its compute threads, unless the stack's properties already
-     * set {@value #ENGINE_THREADS}: none for a gateway.
+     * set {@value #ENGINE_THREADS}, and a decode worker for its batch ({@link #DECODE_BATCH_PER_THREAD} per compute
+     * thread, at most the engine's largest batch), unless they set {@value #DECODE_MAX_BATCH}: none for a
+     * gateway.
      */
     static List<String> workerArguments(Role role, StackOptions options, int processors) {
         List<String> args = new ArrayList<>();
-        if (role != Role.GATEWAY && !options.properties().containsKey(ENGINE_THREADS)) {
-            int workers = options.ports(Role.PREFILL).size() + options.ports(Role.DECODE).size();
-            args.add("--" + ENGINE_THREADS + "=" + engineThreads(processors, workers));
+        if (role == Role.GATEWAY) {
+            return args;
+        }
+        int workers = options.ports(Role.PREFILL).size() + options.ports(Role.DECODE).size();
+        String given = options.properties().get(ENGINE_THREADS);
+        int threads = given == null ? engineThreads(processors, workers) : positive(given);
+        if (given == null) {
+            args.add("--" + ENGINE_THREADS + "=" + threads);
+        }
+        if (role == Role.DECODE && !options.properties().containsKey(DECODE_MAX_BATCH) && threads > 0) {
+            String engineMax = options.properties().get(ENGINE_MAX_BATCH);
+            int cap = engineMax == null ? ENGINE_MAX_BATCH_DEFAULT : positive(engineMax);
+            if (cap > 0) {
+                args.add("--" + DECODE_MAX_BATCH + "=" + Math.min(cap, DECODE_BATCH_PER_THREAD * threads));
+            }
         }
         return args;
+    }
+
+    /** The property for the largest batch a worker's engine sizes its scratch memory for; it caps decode's. */
+    static final String ENGINE_MAX_BATCH = "ripcord.engine.max-batch";
+
+    /** {@value #ENGINE_MAX_BATCH}'s default (worker-support's {@code EngineProperties}). */
+    static final int ENGINE_MAX_BATCH_DEFAULT = 32;
+
+    /** A count given on the command line, or 0 when it is not a positive number (the worker then says why). */
+    private static int positive(String value) {
+        try {
+            return Math.max(0, Integer.parseInt(value.trim()));
+        } catch (NumberFormatException e) {
+            return 0;
+        }
     }
 }

@@ -40,14 +40,38 @@ class HostBudgetTest {
     void theDefaultStackGivesEachOfItsTwoWorkersHalfTheHostAndTheGatewayNoEngineThreads() {
         StackOptions options = StackOptions.parse(new String[0], ROOT);
         assertThat(HostBudget.workerArguments(Role.PREFILL, options, 2)).containsExactly("--ripcord.engine.threads=1");
-        assertThat(HostBudget.workerArguments(Role.DECODE, options, 8)).containsExactly("--ripcord.engine.threads=4");
+        assertThat(HostBudget.workerArguments(Role.DECODE, options, 8)).containsExactly("--ripcord.engine.threads=4",
+                "--ripcord.decode.max-batch=32");
         assertThat(HostBudget.workerArguments(Role.GATEWAY, options, 8)).isEmpty();
+    }
+
+    @Test
+    void decodeBatchesSixteenSequencesPerComputeThreadUpToTheEnginesLargestBatch() {
+        StackOptions options = StackOptions.parse(new String[0], ROOT);
+        assertThat(HostBudget.workerArguments(Role.DECODE, options, 2)).containsExactly("--ripcord.engine.threads=1",
+                "--ripcord.decode.max-batch=16");
+        assertThat(HostBudget.workerArguments(Role.DECODE, options, 64)).containsExactly(
+                "--ripcord.engine.threads=32", "--ripcord.decode.max-batch=32");
+        StackOptions bigger = StackOptions.parse(new String[] {"--ripcord.engine.max-batch=64"}, ROOT);
+        assertThat(HostBudget.workerArguments(Role.DECODE, bigger, 16)).containsExactly("--ripcord.engine.threads=8",
+                "--ripcord.decode.max-batch=64");
+    }
+
+    @Test
+    void aDecodeBatchGivenOnTheCommandLineWinsAndGivenThreadsSizeTheDefaultOne() {
+        StackOptions batch = StackOptions.parse(new String[] {"--ripcord.decode.max-batch=24"}, ROOT);
+        assertThat(HostBudget.workerArguments(Role.DECODE, batch, 2)).containsExactly("--ripcord.engine.threads=1");
+        StackOptions threads = StackOptions.parse(new String[] {"--ripcord.engine.threads=1"}, ROOT);
+        assertThat(HostBudget.workerArguments(Role.DECODE, threads, 8)).containsExactly(
+                "--ripcord.decode.max-batch=16");
+        assertThat(HostBudget.workerArguments(Role.PREFILL, threads, 8)).isEmpty();
     }
 
     @Test
     void instancesCountAsWorkersOfTheirOwn() {
         StackOptions options = StackOptions.parse(new String[] {"--prefills=2", "--decodes=2"}, ROOT);
-        assertThat(HostBudget.workerArguments(Role.DECODE, options, 8)).containsExactly("--ripcord.engine.threads=2");
+        assertThat(HostBudget.workerArguments(Role.DECODE, options, 8)).containsExactly("--ripcord.engine.threads=2",
+                "--ripcord.decode.max-batch=32");
     }
 
     @Test
