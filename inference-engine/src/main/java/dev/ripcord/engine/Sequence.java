@@ -28,7 +28,8 @@ public final class Sequence {
     final long id;
     final InferenceEngine owner;
     final SamplingParams sampling;
-    final float[] logits;
+    /** The latest logits; one of the engine's spare arrays while the sequence lives, null once freed. */
+    float[] logits;
     SequenceState state;
     int length;
     int[] pageTable = new int[4];
@@ -48,12 +49,12 @@ public final class Sequence {
     @SuppressWarnings("unused") // through STOP
     private boolean stop;
 
-    Sequence(long id, InferenceEngine owner, SamplingParams sampling, SequenceState state, int vocab) {
+    Sequence(long id, InferenceEngine owner, SamplingParams sampling, SequenceState state, float[] logits) {
         this.id = id;
         this.owner = owner;
         this.sampling = sampling;
         this.state = state;
-        this.logits = new float[vocab];
+        this.logits = logits;
     }
 
     public long id() {

@@ -35,6 +35,33 @@ class SequenceLifecycleTest {
     }
 
     @Test
+    void aFreedSequencesLogitsArrayServesTheNextOneZeroedAndNeverTwoAtOnce() throws Exception {
+        InferenceEngine engine = engines.tiny(1);
+        int[] prompt = TestData.tokens(8, 1, 259);
+        Sequence first = engine.newSequence(SamplingParams.greedy());
+        engine.prefill(first, prompt, 0, 8); // this thread computes
+        float[] logits = first.logits;
+        assertThat(logits).isNotEqualTo(new float[logits.length]);
+        engine.free(first);
+        assertThat(first.logits).isNull();
+        assertThatThrownBy(() -> engine.logits(first)).hasMessageContaining("logits are gone");
+        assertThat(engine.spareLogits()).isEqualTo(1);
+
+        Sequence second = engine.reserve(8, SamplingParams.greedy());
+        assertThat(second.logits).isSameAs(logits).containsOnly(0f);
+        assertThat(engine.spareLogits()).isZero();
+        Sequence third = engine.newSequence(SamplingParams.greedy());
+        assertThat(third.logits).isNotSameAs(logits);
+
+        // Freed on another thread than the one that computes: not kept (a forward may still write into it).
+        Thread other = Thread.ofPlatform().start(() -> engine.free(third));
+        other.join();
+        assertThat(engine.spareLogits()).isZero();
+        engine.free(second);
+        assertThat(engine.spareLogits()).isEqualTo(1);
+    }
+
+    @Test
     void prefillPreconditionsAreCheckedBeforeAnythingIsComputed() {
         InferenceEngine engine = engines.tiny(1);
         Sequence seq = engine.newSequence(SamplingParams.greedy());
