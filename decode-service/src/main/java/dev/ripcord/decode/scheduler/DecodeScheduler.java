@@ -287,7 +287,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         lifecycle.record(job, "RESERVED", seq.pageCount() + " pages",
                 LifecycleEvent.of(LifecycleEventType.JOB_ADMITTED, job.requestId()).withPages(seq.pageCount()));
         job.emit(new DecodeEvent.Reserved(session.descriptor().encode()));
-        log.info("requestId={} reserved {} pages ({} committed) for {} prompt tokens; awaiting KV",
+        log.debug("requestId={} reserved {} pages ({} committed) for {} prompt tokens; awaiting KV",
                 job.requestId(), seq.pageCount(), need, request.promptTokens());
         JobCancel.Request cancel = job.cancelRequest();
         if (cancel != null) {
@@ -369,7 +369,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
             lifecycle.fail(job, JobState.RUNNING, Failed.ENGINE_FAILED, "cannot join the batch: " + e.getMessage());
             return;
         }
-        log.info("requestId={} KV landed; joins the batch with first token {}", job.requestId(), first);
+        log.debug("requestId={} KV landed; joins the batch with first token {}", job.requestId(), first);
         if (emitToken(job, first, -1)) {
             return;
         }

@@ -236,7 +236,7 @@ final class OpenAiHandler {
                 .map(delta -> choice == 0 ? delta : delta.withChoice(choice))
                 .doOnNext(delta -> {
                     if (delta.isLast()) {
-                        log.info("requestId={} finished reason={} promptTokens={} completionTokens={}{}",
+                        log.debug("requestId={} finished reason={} promptTokens={} completionTokens={}{}",
                                 request.requestId(), delta.finishReason(), request.promptTokens().length,
                                 delta.completionTokens(), request.n() == 1 ? "" : " choice=" + choice);
                     }

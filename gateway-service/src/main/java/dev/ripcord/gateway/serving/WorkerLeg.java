@@ -148,7 +148,7 @@ final class WorkerLeg {
         }
         tried.add(lease.instance());
         Attempt attempt = new Attempt(requestId, lease, retryContext, mayHoldIt);
-        log.info("requestId={} routed to {} (attempt {})", requestId, lease.instance().name(), number);
+        log.debug("requestId={} routed to {} (attempt {})", requestId, lease.instance().name(), number);
         return Flux.defer(() -> exchange.apply(lease.instance()))
                 // Only the first event is timed: no timer runs on an admitted stream.
                 .timeout(Mono.delay(admissionTimeout, timer), first -> Mono.never())

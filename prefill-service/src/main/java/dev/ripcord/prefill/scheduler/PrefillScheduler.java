@@ -281,7 +281,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         runningCount = running.size();
         lifecycle.record(job, "STARTED", job.tokens.length + " tokens",
                 LifecycleEvent.of(LifecycleEventType.STARTED, job.requestId()).withTokens(job.tokens.length));
-        log.info("requestId={} prefill started: {} tokens in chunks of {}", job.requestId(), job.tokens.length,
+        log.debug("requestId={} prefill started: {} tokens in chunks of {}", job.requestId(), job.tokens.length,
                 properties.chunkTokens());
         job.emit(new PrefillEvent.Started());
     }
