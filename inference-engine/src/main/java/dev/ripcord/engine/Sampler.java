@@ -13,26 +13,41 @@ import java.util.Arrays;
 final class Sampler {
     private static final long GOLDEN = 0x9E3779B97F4A7C15L;
 
-    /** One thread's working arrays, at least {@code vocab} long once {@link #of} returns them. */
+    /**
+     * One thread's working arrays, each grown the first time a call needs it at least {@code n} long: a thread that
+     * only samples greedily never holds any.
+     */
     static final class Scratch {
         private static final ThreadLocal<Scratch> MINE = ThreadLocal.withInitial(Scratch::new);
 
-        double[] probs = new double[0];
-        double[] sorted = new double[0];
-        long[] keys = new long[0];
-        float[] logits = new float[0];
-        boolean[] seen = new boolean[0];
+        private double[] probs = new double[0];
+        private double[] sorted = new double[0];
+        private long[] keys = new long[0];
+        private float[] logits = new float[0];
+        private boolean[] seen = new boolean[0];
 
-        static Scratch of(int vocab) {
-            Scratch s = MINE.get();
-            if (s.probs.length < vocab) {
-                s.probs = new double[vocab];
-                s.sorted = new double[vocab];
-                s.keys = new long[vocab];
-                s.logits = new float[vocab];
-                s.seen = new boolean[vocab];
-            }
-            return s;
+        static Scratch mine() {
+            return MINE.get();
+        }
+
+        double[] probs(int n) {
+            return probs.length >= n ? probs : (probs = new double[n]);
+        }
+
+        double[] sorted(int n) {
+            return sorted.length >= n ? sorted : (sorted = new double[n]);
+        }
+
+        long[] keys(int n) {
+            return keys.length >= n ? keys : (keys = new long[n]);
+        }
+
+        float[] logits(int n) {
+            return logits.length >= n ? logits : (logits = new float[n]);
+        }
+
+        boolean[] seen(int n) {
+            return seen.length >= n ? seen : (seen = new boolean[n]);
         }
     }
 
@@ -49,7 +64,7 @@ final class Sampler {
      */
     static int sample(float[] logits, int vocab, SamplingParams params, long draw, int[] prompt, int promptLength,
             int[] output, int outputLength) {
-        Scratch scratch = Scratch.of(vocab);
+        Scratch scratch = Scratch.mine();
         if (params.processesLogits()) {
             logits = process(logits, vocab, params, prompt, promptLength, output, outputLength, scratch);
         }
@@ -63,7 +78,7 @@ final class Sampler {
         for (int i = 0; i < vocab; i++) {
             max = Math.max(max, logits[i]);
         }
-        double[] probs = scratch.probs;
+        double[] probs = scratch.probs(vocab);
         double sum = 0;
         for (int i = 0; i < vocab; i++) {
             probs[i] = StrictMath.exp((logits[i] - max) / (double) params.temperature());
@@ -86,11 +101,11 @@ final class Sampler {
 
     /**
      * Bias, then repetition penalty (prompt and output), then frequency and presence penalties (output), into
-     * {@code scratch.logits}, which it returns; {@code logits} is not changed.
+     * the scratch's logits array, which it returns; {@code logits} is not changed.
      */
     static float[] process(float[] logits, int vocab, SamplingParams params, int[] prompt, int promptLength,
             int[] output, int outputLength, Scratch scratch) {
-        float[] out = scratch.logits;
+        float[] out = scratch.logits(vocab);
         System.arraycopy(logits, 0, out, 0, vocab);
         for (var bias : params.logitBias().entrySet()) {
             int token = bias.getKey();
@@ -99,7 +114,7 @@ final class Sampler {
             }
         }
         if (params.repetitionPenalty() != 1f) {
-            boolean[] seen = scratch.seen;
+            boolean[] seen = scratch.seen(vocab);
             Arrays.fill(seen, 0, vocab, false);
             for (int i = 0; i < promptLength; i++) {
                 seen[prompt[i]] = true;
@@ -139,13 +154,13 @@ final class Sampler {
         for (int i = 0; i < vocab; i++) {
             max = Math.max(max, logits[i]);
         }
-        double[] probs = scratch.probs;
+        double[] probs = scratch.probs(vocab);
         for (int i = 0; i < vocab; i++) {
             probs[i] = StrictMath.exp((logits[i] - max) / (double) params.temperature());
         }
         int k = params.topK();
         if (k > 0 && k < vocab) {
-            double[] sorted = scratch.sorted;
+            double[] sorted = scratch.sorted(vocab);
             System.arraycopy(probs, 0, sorted, 0, vocab);
             Arrays.sort(sorted, 0, vocab);
             double threshold = sorted[vocab - k];
@@ -203,7 +218,7 @@ final class Sampler {
     private static int nucleus(double[] probs, int n, double sum, float topP, double u, Scratch scratch) {
         // Tokens below (1 - topP) / (n - 1) of the mass can never be in the nucleus (llama2.c's pre-filter).
         double cutoff = n > 1 ? (1.0 - topP) / (n - 1) * sum : 0;
-        long[] keys = scratch.keys;
+        long[] keys = scratch.keys(n);
         int candidates = 0;
         for (int i = 0; i < n; i++) {
             if (probs[i] >= cutoff) {

@@ -115,8 +115,8 @@ final class HostBudget {
     /**
      * Sequences per decode step for each of a decode worker's compute threads. Measured on stories15M, 2 cores, at
      * concurrency 32 (docs/benchmarks.md): with one compute thread a batch of 32 takes about 20 ms a step and, with
-     * the gateway relaying 32 streams on the same cores, tail inter-token gaps of 65-85 ms; a batch of 16 steps in
-     * about 9 ms, its p99 gap is about 40 ms, and the stack's tokens/s is higher. The requests beyond the batch wait
+     * the gateway relaying 32 streams on the same cores, tail inter-token gaps of 65-87 ms; a batch of 16 steps in
+     * about 9 ms, its p99 gap is about 33 ms, and the stack's tokens/s is higher. The requests beyond the batch wait
      * in decode's admission queue, before their prompts are computed (llama-server's slots do the same).
      */
     static final int DECODE_BATCH_PER_THREAD = 16;
