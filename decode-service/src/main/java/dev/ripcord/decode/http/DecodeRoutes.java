@@ -33,8 +33,12 @@ public final class DecodeRoutes extends WorkerEndpoint<DecodeRequest> {
     @Override
     protected Mono<ServerResponse> accept(DecodeRequest body, WorkerRoutes routes) {
         // Registered, the request may wait for KV pages without holding a thread; a gateway that closes the exchange
-        // meanwhile cancels it (in band), which takes it out of the admission queue.
+        // meanwhile cancels it (in band), which takes it out of the admission queue. Registration itself runs on the
+        // engine loop: a close before it has happened cancels by ID as well, and the tombstone that leaves ends the
+        // job as it registers, before anything is reserved (else it would hold its pages until the transfer's attach
+        // timeout).
         return Mono.fromFuture(scheduler.register(body))
+                .doOnCancel(() -> routes.closed(body.requestId()))
                 .flatMap(admitted -> Mono.fromFuture(admitted).doOnCancel(() -> routes.closed(body.requestId())))
                 .flatMap(job -> routes.stream(job.requestId(), job.events(), DecodeEvent.class))
                 .onErrorResume(DecodeScheduler.NoCapacityException.class,

@@ -1,0 +1,82 @@
+package dev.ripcord.decode.http;
+
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import dev.ripcord.cancel.CancellationRegistry;
+import dev.ripcord.cancel.kafka.CancelProperties;
+import dev.ripcord.decode.DecodeApplication;
+import dev.ripcord.decode.scheduler.DecodeScheduler;
+import dev.ripcord.protocol.DecodeRequest;
+import dev.ripcord.protocol.JournalEntry;
+import dev.ripcord.protocol.Sampling;
+import dev.ripcord.worker.WorkerContext;
+import dev.ripcord.worker.http.WorkerRoutes;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import reactor.core.Disposable;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * A gateway that closes a decode exchange while the request is still being registered (registration runs on the
+ * engine loop, which may be busy with a step) cancels it all the same: the job ends at admission with nothing
+ * reserved, instead of queueing, reserving pages and holding them until the transfer's attach timeout. Found in an
+ * abort storm, where the gateway lost a connection in that window.
+ */
+@SpringBootTest(classes = DecodeApplication.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+        properties = {
+                "ripcord.engine.preset=tiny",
+                "ripcord.cancel.propagation=in-band",
+                "spring.cloud.stream.function.autodetect=false",
+                "ripcord.internal.token=test-internal-token",
+                "logging.level.dev.ripcord=DEBUG",
+        }) // the same properties as DecodeRequestLoggingTest: one cached context for all three
+class DecodeCloseBeforeRegistrationTest {
+
+    @Autowired
+    DecodeRoutes routes;
+
+    @Autowired
+    DecodeScheduler scheduler;
+
+    @Autowired
+    WorkerContext context;
+
+    @Autowired
+    CancelProperties cancel;
+
+    @Autowired
+    CancellationRegistry registry;
+
+    @Test
+    void aCloseBeforeRegistrationEndsTheJobAtAdmissionWithNothingReserved() throws Exception {
+        String id = "close-before-registration-1";
+        long mark = context.journal().since(0).stream().mapToLong(JournalEntry::seq).max().orElse(0);
+        CountDownLatch loopBusy = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        scheduler.engineLoop().execute(() -> {
+            loopBusy.countDown();
+            try {
+                release.await(30, TimeUnit.SECONDS); // the loop is in a long step: registration waits behind it
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        assertThat(loopBusy.await(30, TimeUnit.SECONDS)).isTrue();
+
+        Disposable exchange = routes.accept(new DecodeRequest(id, 4, 4, new Sampling(0.0, 1.0, 7L), false),
+                new WorkerRoutes(context, cancel, Duration.ofSeconds(1))).subscribe();
+        exchange.dispose(); // the gateway's connection closes while registration waits for the loop
+        release.countDown();
+
+        await().atMost(Duration.ofSeconds(30)).until(() -> context.journal().since(mark).stream()
+                .anyMatch(e -> e.requestId().equals(id) && e.event().equals("CANCELLED_AT_ADMISSION")));
+        assertThat(context.journal().since(mark).stream().filter(e -> e.requestId().equals(id))
+                .map(JournalEntry::event)).doesNotContain("RESERVED", "QUEUED");
+        await().atMost(Duration.ofSeconds(30)).until(() -> registry.liveRegistrations() == 0);
+    }
+}
