@@ -6,7 +6,6 @@ import java.util.concurrent.TimeUnit;
 
 import dev.ripcord.cancel.CancellationRegistry;
 import dev.ripcord.cancel.kafka.CancelProperties;
-import dev.ripcord.decode.DecodeApplication;
 import dev.ripcord.decode.scheduler.DecodeScheduler;
 import dev.ripcord.protocol.DecodeRequest;
 import dev.ripcord.protocol.JournalEntry;
@@ -15,7 +14,6 @@ import dev.ripcord.worker.WorkerContext;
 import dev.ripcord.worker.http.WorkerRoutes;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.boot.test.context.SpringBootTest;
 import reactor.core.Disposable;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -27,14 +25,7 @@ import static org.awaitility.Awaitility.await;
  * reserved, instead of queueing, reserving pages and holding them until the transfer's attach timeout. Found in an
  * abort storm, where the gateway lost a connection in that window.
  */
-@SpringBootTest(classes = DecodeApplication.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
-        properties = {
-                "ripcord.engine.preset=tiny",
-                "ripcord.cancel.propagation=in-band",
-                "spring.cloud.stream.function.autodetect=false",
-                "ripcord.internal.token=test-internal-token",
-                "logging.level.dev.ripcord=DEBUG",
-        }) // the same properties as DecodeRequestLoggingTest: one cached context for all three
+@DecodeWorkerTest
 class DecodeCloseBeforeRegistrationTest {
 
     @Autowired

@@ -3,7 +3,6 @@ package dev.ripcord.decode.http;
 import java.time.Duration;
 
 import dev.ripcord.cancel.CancellationRegistry;
-import dev.ripcord.decode.DecodeApplication;
 import dev.ripcord.protocol.DecodeEvent;
 import dev.ripcord.protocol.DecodeRequest;
 import dev.ripcord.protocol.InternalApi;
@@ -11,7 +10,6 @@ import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.protocol.Sampling;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.http.MediaType;
 import org.springframework.web.reactive.function.client.WebClient;
@@ -24,14 +22,7 @@ import static org.awaitility.Awaitility.await;
  * A second decode request with the ID of one this worker still holds is refused with 409 and leaves the first one
  * alone: never two jobs for one ID, and never a 500 that a gateway would take for a broken worker.
  */
-@SpringBootTest(classes = DecodeApplication.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
-        properties = {
-                "ripcord.engine.preset=tiny",
-                "ripcord.cancel.propagation=in-band",
-                "spring.cloud.stream.function.autodetect=false",
-                "ripcord.internal.token=test-internal-token",
-                "logging.level.dev.ripcord=DEBUG",
-        }) // the same properties as DecodeRequestLoggingTest: one cached context for both
+@DecodeWorkerTest
 class DecodeDuplicateRequestTest {
 
     @LocalServerPort
@@ -47,7 +38,7 @@ class DecodeDuplicateRequestTest {
         DecodeRequest body = new DecodeRequest(id, 4, 4, new Sampling(0.0, 1.0, 7L), false);
         Disposable first = client.post().uri(InternalApi.DECODE)
                 .header(RequestIds.HEADER, id)
-                .header("X-Ripcord-Internal-Token", "test-internal-token")
+                .header("X-Ripcord-Internal-Token", DecodeWorkerTest.INTERNAL_TOKEN)
                 .contentType(MediaType.APPLICATION_JSON)
                 .accept(MediaType.parseMediaType(InternalApi.NDJSON))
                 .bodyValue(body)
@@ -56,7 +47,7 @@ class DecodeDuplicateRequestTest {
 
         int status = client.post().uri(InternalApi.DECODE)
                 .header(RequestIds.HEADER, id)
-                .header("X-Ripcord-Internal-Token", "test-internal-token")
+                .header("X-Ripcord-Internal-Token", DecodeWorkerTest.INTERNAL_TOKEN)
                 .contentType(MediaType.APPLICATION_JSON)
                 .bodyValue(body)
                 .exchangeToMono(response -> response.releaseBody().thenReturn(response.statusCode().value()))

@@ -10,7 +10,6 @@ import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import dev.ripcord.cancel.CancellationRegistry;
-import dev.ripcord.decode.DecodeApplication;
 import dev.ripcord.protocol.DecodeEvent;
 import dev.ripcord.protocol.DecodeRequest;
 import dev.ripcord.protocol.InternalApi;
@@ -21,7 +20,6 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.http.MediaType;
 import org.springframework.web.reactive.function.client.WebClient;
@@ -31,14 +29,7 @@ import org.springframework.web.reactive.function.client.WebClient;
  * sees the gateway close the stream (the in-band cancel), and the engine loop that stops the job. Real worker
  * (tiny engine), real port, no Kafka.
  */
-@SpringBootTest(classes = DecodeApplication.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
-        properties = {
-                "ripcord.engine.preset=tiny",
-                "ripcord.cancel.propagation=in-band",
-                "spring.cloud.stream.function.autodetect=false",
-                "ripcord.internal.token=test-internal-token",
-                "logging.level.dev.ripcord=DEBUG",
-        })
+@DecodeWorkerTest
 class DecodeRequestLoggingTest {
 
     @LocalServerPort
@@ -67,7 +58,7 @@ class DecodeRequestLoggingTest {
         String id = "obs-decode-1";
         DecodeEvent first = WebClient.create("http://127.0.0.1:" + port).post().uri(InternalApi.DECODE)
                 .header(RequestIds.HEADER, id)
-                .header("X-Ripcord-Internal-Token", "test-internal-token")
+                .header("X-Ripcord-Internal-Token", DecodeWorkerTest.INTERNAL_TOKEN)
                 .contentType(MediaType.APPLICATION_JSON)
                 .accept(MediaType.parseMediaType(InternalApi.NDJSON))
                 .bodyValue(new DecodeRequest(id, 4, 4, new Sampling(0.0, 1.0, 7L), false))
