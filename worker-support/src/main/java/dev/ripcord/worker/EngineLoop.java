@@ -160,6 +160,11 @@ public final class EngineLoop implements AutoCloseable {
         }
     }
 
+    /** Tasks queued and not yet started (a snapshot; counting walks the queue). */
+    public int pending() {
+        return tasks.size();
+    }
+
     /** Makes a parked loop run its step again (new work arrived through a path other than a task). */
     public void wakeUp() {
         if (thread != null) {
