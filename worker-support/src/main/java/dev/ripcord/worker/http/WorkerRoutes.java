@@ -3,6 +3,7 @@ package dev.ripcord.worker.http;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import dev.ripcord.cancel.CancelOutcome;
 import dev.ripcord.protocol.CancelReason;
@@ -99,8 +100,20 @@ public final class WorkerRoutes {
      * reason, or after the job ended, it is a replay that changes nothing.
      */
     public <E> Mono<ServerResponse> stream(String requestId, Flux<E> events, Class<E> type) {
-        Flux<E> watched = events.doOnCancel(() -> closed(requestId));
-        return ServerResponse.ok().contentType(NDJSON).body(ndjson(watched, type));
+        AtomicBoolean ended = new AtomicBoolean();
+        Flux<E> watched = events.doOnCancel(() -> closed(requestId)).doOnTerminate(() -> ended.set(true));
+        BodyInserter<Flux<E>, ReactiveHttpOutputMessage> body = ndjson(watched, type);
+        // A write that fails before the events end (the connection reset just as the first event went out: Reactor
+        // Netty's AbortedException) does not always reach the events as a cancel; the job would then hold its pages
+        // until the transfer's attach timeout, for nobody. Cancelling again is a replay that changes nothing.
+        return ServerResponse.ok().contentType(NDJSON).body((BodyInserter<Flux<E>, ReactiveHttpOutputMessage>)
+                (message, context) -> body.insert(message, context).doOnError(failure -> {
+                    if (!ended.get()) {
+                        log.debug("requestId={} the stream's write failed before it ended: {}", requestId,
+                                failure.toString());
+                        closed(requestId);
+                    }
+                }));
     }
 
     /**
