@@ -11,6 +11,7 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
+import dev.ripcord.gateway.generation.Admission;
 import dev.ripcord.gateway.generation.CancelCause;
 import dev.ripcord.gateway.generation.RequestTimings;
 import dev.ripcord.gateway.generation.GeneratedToken;
@@ -249,6 +250,8 @@ final class OpenAiHandler {
         StreamGuard.Watch watch = streamGuard.watch(request.requestId(), cause,
                 () -> closeConnection(request.requestId(), http));
         AtomicBoolean cancelled = new AtomicBoolean();
+        Admission admission = new Admission();
+        AtomicBoolean headersSent = new AtomicBoolean();
         Flux<byte[]> events = Flux.defer(() -> {
             ResponseShapes shapes = new ResponseShapes(request, created, codec);
             return deltas(request)
@@ -267,7 +270,7 @@ final class OpenAiHandler {
                                     failure.toString());
                             return Mono.empty();
                         }
-                        if (!shapes.started()) {
+                        if (!shapes.started() && !headersSent.get()) {
                             return Mono.error(failure); // nothing sent yet: the error handler sets the status
                         }
                         ApiException error = OpenAiErrorHandler.toApiException(failure, null, request.requestId());
@@ -279,14 +282,25 @@ final class OpenAiHandler {
             cancelled.set(true); // before the cancel travels up: what comes back up is not a failure to report
             log.debug("requestId={} stream cancelled ({})", request.requestId(), cause.reason());
         })
+                .doFinally(signal -> admission.ended())
                 // The request ID is in the context already (RequestIdFilter); the cancel cause is this stream's own.
-                .contextWrite(Context.of(CancelCause.CONTEXT_KEY, cause, RequestTimings.CONTEXT_KEY, timings));
+                .contextWrite(Context.of(CancelCause.CONTEXT_KEY, cause, RequestTimings.CONTEXT_KEY, timings,
+                        Admission.CONTEXT_KEY, admission));
         AtomicReference<Subscription> generation = new AtomicReference<>();
+        // Admitted by its workers, the stream's status and headers go out at once, ahead of the first token: an
+        // empty first body element makes the server write and flush them (Admission).
+        Flux<byte[]> headersNow = admission.whenAdmitted().map(admitted -> {
+            headersSent.set(true);
+            return NO_BYTES;
+        }).flux();
         return ServerResponse.ok()
                 .contentType(MediaType.TEXT_EVENT_STREAM)
                 .header(HttpHeaders.CACHE_CONTROL, "no-cache")
-                .body(oneSend(events.doOnSubscribe(generation::set), watch, request.requestId(), generation));
+                .body(oneSend(Flux.merge(headersNow, events.doOnSubscribe(generation::set)), watch,
+                        request.requestId(), generation));
     }
+
+    private static final byte[] NO_BYTES = new byte[0];
 
     /**
      * Closes the client's connection at once, pending writes and all: what ends a stream whose client stopped

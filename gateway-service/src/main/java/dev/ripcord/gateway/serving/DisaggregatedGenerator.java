@@ -13,6 +13,7 @@ import dev.ripcord.gateway.auth.ApiKeys;
 import dev.ripcord.gateway.lifecycle.RequestContext;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
 import dev.ripcord.gateway.lifecycle.RequestPhase;
+import dev.ripcord.gateway.generation.Admission;
 import dev.ripcord.gateway.generation.CancelCause;
 import dev.ripcord.gateway.generation.DeadlineExceededException;
 import dev.ripcord.gateway.generation.DuplicateRequestIdException;
@@ -345,6 +346,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                         switch (e) {
                             case PrefillEvent.Queued q -> {
                                 timings.mark("prefill.queued");
+                                Admission.admitted(view); // both legs hold it now: the edge may send its headers
                                 ctx.moveTo(RequestPhase.QUEUED);
                                 log.debug("requestId={} prefill queued at position {}", id, q.position());
                             }
