@@ -1,8 +1,6 @@
 package dev.ripcord.decode.http;
 
 import java.time.Duration;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 
 import dev.ripcord.cancel.CancellationRegistry;
 import dev.ripcord.cancel.kafka.CancelProperties;
@@ -46,28 +44,16 @@ class DecodeCloseBeforeRegistrationTest {
     @Test
     void aCloseBeforeRegistrationEndsTheJobAtAdmissionWithNothingReserved() throws Exception {
         String id = "close-before-registration-1";
-        long mark = context.journal().since(0).stream().mapToLong(JournalEntry::seq).max().orElse(0);
-        CountDownLatch loopBusy = new CountDownLatch(1);
-        CountDownLatch release = new CountDownLatch(1);
-        scheduler.engineLoop().execute(() -> {
-            loopBusy.countDown();
-            try {
-                release.await(30, TimeUnit.SECONDS); // the loop is in a long step: registration waits behind it
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
-        assertThat(loopBusy.await(30, TimeUnit.SECONDS)).isTrue();
+        try (BusyEngineLoop busy = BusyEngineLoop.hold(scheduler.engineLoop())) { // registration waits behind it
+            Disposable exchange = routes.accept(new DecodeRequest(id, 4, 4, new Sampling(0.0, 1.0, 7L), false),
+                    new WorkerRoutes(context, cancel, Duration.ofSeconds(1))).subscribe();
+            exchange.dispose(); // the gateway's connection closes while registration waits for the loop
+        }
 
-        Disposable exchange = routes.accept(new DecodeRequest(id, 4, 4, new Sampling(0.0, 1.0, 7L), false),
-                new WorkerRoutes(context, cancel, Duration.ofSeconds(1))).subscribe();
-        exchange.dispose(); // the gateway's connection closes while registration waits for the loop
-        release.countDown();
-
-        await().atMost(Duration.ofSeconds(30)).until(() -> context.journal().since(mark).stream()
-                .anyMatch(e -> e.requestId().equals(id) && e.event().equals("CANCELLED_AT_ADMISSION")));
-        assertThat(context.journal().since(mark).stream().filter(e -> e.requestId().equals(id))
-                .map(JournalEntry::event)).doesNotContain("RESERVED", "QUEUED");
+        await().atMost(Duration.ofSeconds(30)).until(() -> RequestJournal.entries(context, id).stream()
+                .anyMatch(e -> e.event().equals("CANCELLED_AT_ADMISSION")));
+        assertThat(RequestJournal.entries(context, id)).extracting(JournalEntry::event)
+                .doesNotContain("RESERVED", "QUEUED");
         await().atMost(Duration.ofSeconds(30)).until(() -> registry.liveRegistrations() == 0);
     }
 }

@@ -55,11 +55,10 @@ class DecodeStreamWriteFailureTest {
     @Test
     void aWriteThatFailsBeforeTheEventsEndCancelsTheJob() {
         String id = "write-fails-1";
-        long mark = context.journal().since(0).stream().mapToLong(JournalEntry::seq).max().orElse(0);
         ServerResponse response = routes.accept(new DecodeRequest(id, 4, 4, new Sampling(0.0, 1.0, 7L), false),
                 new WorkerRoutes(context, cancel, Duration.ofSeconds(1))).block(Duration.ofSeconds(30));
         assertThat(response).isNotNull();
-        assertThat(entries(id, mark)).extracting(JournalEntry::event).contains("RESERVED");
+        assertThat(RequestJournal.entries(context, id)).extracting(JournalEntry::event).contains("RESERVED");
 
         Throwable failure = response.writeTo(resetExchange(), new StrategiesContext())
                 .then(Mono.<Throwable>empty())
@@ -67,15 +66,11 @@ class DecodeStreamWriteFailureTest {
                 .block(Duration.ofSeconds(30));
 
         assertThat(failure).as("the write's own failure").isInstanceOf(IOException.class);
-        await().atMost(Duration.ofSeconds(20)).until(() -> entries(id, mark).stream()
+        await().atMost(Duration.ofSeconds(20)).until(() -> RequestJournal.entries(context, id).stream()
                 .anyMatch(e -> e.event().equals("TRANSFER_ABORTED") || e.event().equals("KV_FAILED")));
-        assertThat(entries(id, mark)).filteredOn(e -> e.event().equals("TRANSFER_ABORTED"))
+        assertThat(RequestJournal.entries(context, id)).filteredOn(e -> e.event().equals("TRANSFER_ABORTED"))
                 .singleElement().satisfies(e -> assertThat(e.detail()).contains("CONNECTION_CLOSED"));
         await().atMost(Duration.ofSeconds(30)).until(() -> registry.liveRegistrations() == 0);
-    }
-
-    private List<JournalEntry> entries(String id, long mark) {
-        return context.journal().since(mark).stream().filter(e -> e.requestId().equals(id)).toList();
     }
 
     /** An exchange whose response write fails at once, as on a connection that was just reset. */

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 
 import dev.ripcord.cancel.CancelOutcome;
 import dev.ripcord.protocol.CancelReason;
@@ -102,18 +103,15 @@ public final class WorkerRoutes {
     public <E> Mono<ServerResponse> stream(String requestId, Flux<E> events, Class<E> type) {
         AtomicBoolean ended = new AtomicBoolean();
         Flux<E> watched = events.doOnCancel(() -> closed(requestId)).doOnTerminate(() -> ended.set(true));
-        BodyInserter<Flux<E>, ReactiveHttpOutputMessage> body = ndjson(watched, type);
         // A write that fails before the events end (the connection reset just as the first event went out: Reactor
         // Netty's AbortedException) does not always reach the events as a cancel; the job would then hold its pages
         // until the transfer's attach timeout, for nobody. Cancelling again is a replay that changes nothing.
-        return ServerResponse.ok().contentType(NDJSON).body((BodyInserter<Flux<E>, ReactiveHttpOutputMessage>)
-                (message, context) -> body.insert(message, context).doOnError(failure -> {
-                    if (!ended.get()) {
-                        log.debug("requestId={} the stream's write failed before it ended: {}", requestId,
-                                failure.toString());
-                        closed(requestId);
-                    }
-                }));
+        return ServerResponse.ok().contentType(NDJSON).body(ndjson(watched, type, failure -> {
+            if (!ended.get()) {
+                log.debug("requestId={} the stream's write failed before it ended: {}", requestId, failure.toString());
+                closed(requestId);
+            }
+        }));
     }
 
     /**
@@ -121,13 +119,15 @@ public final class WorkerRoutes {
      * per response, which flushes whenever it has written all it holds, so each event reaches the gateway as soon as
      * it is encoded and a burst goes out in one flush. Spring's default for a streaming type sends each event as its
      * own flushed group, chained one after another, which adds a subscription and a write future per event.
+     * {@code writeFailed} sees the write's own failure.
      */
-    static <E> BodyInserter<Flux<E>, ReactiveHttpOutputMessage> ndjson(Flux<E> events, Class<E> type) {
+    static <E> BodyInserter<Flux<E>, ReactiveHttpOutputMessage> ndjson(Flux<E> events, Class<E> type,
+                                                                       Consumer<Throwable> writeFailed) {
         ResolvableType elementType = ResolvableType.forClass(type);
         return (message, context) -> {
             Encoder<E> encoder = encoderFor(context.messageWriters(), elementType);
             Flux<DataBuffer> body = encoder.encode(events, message.bufferFactory(), elementType, NDJSON, Map.of());
-            return message.writeWith(body);
+            return message.writeWith(body).doOnError(writeFailed);
         };
     }
 
