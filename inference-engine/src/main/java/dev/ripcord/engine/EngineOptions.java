@@ -1,5 +1,7 @@
 package dev.ripcord.engine;
 
+import java.nio.file.Path;
+
 /**
  * Runtime options of an engine (as opposed to the model's shape, {@link ModelConfig}).
  *
@@ -19,10 +21,13 @@ package dev.ripcord.engine;
  * @param kvMemoryBytes  the KV pool's memory budget in bytes, used when {@code kvPages} is 0: as many whole pages
  *                       as fit in it, and never fewer than one full context (so that every request the model
  *                       accepts fits in an empty pool); 0 means no budget (two full contexts)
+ * @param weightCache    a directory where the packed weights of a model file are kept as an image every engine on the
+ *                       host maps read-only ({@link dev.ripcord.engine.model.WeightCache}), so that engines in
+ *                       several processes hold one copy; {@code null} (the default): packed into the engine's arena
  */
 public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChunkTokens, int maxBatch,
                             KernelMode kernels, KvPoolMemory kvPoolMemory, boolean safePoints,
-                            long kvMemoryBytes) {
+                            long kvMemoryBytes, Path weightCache) {
 
     public EngineOptions {
         Checks.requireArgument(threads >= 1, "threads must be >= 1, got %s", threads);
@@ -39,7 +44,7 @@ public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChu
     /** Options whose KV pool lives in the engine's own arena, safe-point checks on. */
     public EngineOptions(int threads, int pageTokens, int kvPages, int maxChunkTokens, int maxBatch,
                          KernelMode kernels) {
-        this(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, null, true, 0);
+        this(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, null, true, 0, null);
     }
 
     public static EngineOptions defaults() {
@@ -48,32 +53,32 @@ public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChu
 
     public EngineOptions withThreads(int n) {
         return new EngineOptions(n, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                safePoints, kvMemoryBytes);
+                safePoints, kvMemoryBytes, weightCache);
     }
 
     public EngineOptions withPageTokens(int n) {
         return new EngineOptions(threads, n, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                safePoints, kvMemoryBytes);
+                safePoints, kvMemoryBytes, weightCache);
     }
 
     public EngineOptions withKvPages(int n) {
         return new EngineOptions(threads, pageTokens, n, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                safePoints, kvMemoryBytes);
+                safePoints, kvMemoryBytes, weightCache);
     }
 
     public EngineOptions withMaxChunkTokens(int n) {
         return new EngineOptions(threads, pageTokens, kvPages, n, maxBatch, kernels, kvPoolMemory, safePoints,
-                kvMemoryBytes);
+                kvMemoryBytes, weightCache);
     }
 
     public EngineOptions withMaxBatch(int n) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, n, kernels, kvPoolMemory,
-                safePoints, kvMemoryBytes);
+                safePoints, kvMemoryBytes, weightCache);
     }
 
     public EngineOptions withKernels(KernelMode mode) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, mode, kvPoolMemory,
-                safePoints, kvMemoryBytes);
+                safePoints, kvMemoryBytes, weightCache);
     }
 
     /**
@@ -82,7 +87,7 @@ public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChu
      */
     public EngineOptions withKvPoolMemory(KvPoolMemory memory) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, memory,
-                safePoints, kvMemoryBytes);
+                safePoints, kvMemoryBytes, weightCache);
     }
 
     /**
@@ -90,12 +95,18 @@ public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChu
      */
     public EngineOptions withKvMemoryBytes(long bytes) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                safePoints, bytes);
+                safePoints, bytes, weightCache);
     }
 
     /** Benches only: {@code false} removes the between-layer stop checks, to measure their cost. */
     public EngineOptions withSafePoints(boolean on) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                on, kvMemoryBytes);
+                on, kvMemoryBytes, weightCache);
+    }
+
+    /** Keeps packed weights as images in {@code directory} (see {@link #weightCache}); {@code null}: in the arena. */
+    public EngineOptions withWeightCache(Path directory) {
+        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
+                safePoints, kvMemoryBytes, directory);
     }
 }

@@ -19,6 +19,7 @@ import dev.ripcord.engine.kernel.Kernels;
 import dev.ripcord.engine.kernel.WorkerPool;
 import dev.ripcord.engine.model.ModelWeights;
 import dev.ripcord.engine.model.Transformer;
+import dev.ripcord.engine.model.WeightCache;
 import dev.ripcord.engine.weights.GgufWeights;
 import dev.ripcord.engine.weights.Llama2cCheckpoint;
 import dev.ripcord.engine.weights.RandomWeights;
@@ -116,6 +117,8 @@ public final class InferenceEngine implements AutoCloseable {
     private volatile boolean closed;
     /** The mapped model file the weights point into (GGUF), closed after the arena; null when nothing is mapped. */
     private final AutoCloseable modelFile;
+    /** How the weights were loaded (packed privately, or mapped from a weight cache image). */
+    private final WeightCache.Loaded weightsLoad;
 
     private InferenceEngine(WeightSource source, Tokenizer tokenizer, EngineOptions options) {
         this(source, tokenizer, options, null);
@@ -132,7 +135,7 @@ public final class InferenceEngine implements AutoCloseable {
         int kvPages = poolPages(config, options);
         this.options = new EngineOptions(options.threads(), options.pageTokens(), kvPages, maxChunk,
                 options.maxBatch(), options.kernels(), options.kvPoolMemory(), options.safePoints(),
-                options.kvMemoryBytes());
+                options.kvMemoryBytes(), options.weightCache());
         this.description = source.describe();
         this.tokenizer = tokenizer;
         this.kernels = options.kernels() == KernelMode.VECTOR ? Kernels.vector() : Kernels.scalar(vectorLanes());
@@ -141,7 +144,11 @@ public final class InferenceEngine implements AutoCloseable {
         WorkerPool pool = null;
         try {
             pool = new WorkerPool(options.threads(), "ripcord-engine-" + engineId);
-            ModelWeights weights = ModelWeights.load(source, 4 * kernels.lanes(), arena);
+            WeightCache.Loaded loaded = options.weightCache() == null
+                    ? WeightCache.inArena(source, 4 * kernels.lanes(), arena, null)
+                    : new WeightCache(options.weightCache()).load(source, 4 * kernels.lanes(), arena);
+            ModelWeights weights = loaded.weights();
+            this.weightsLoad = loaded;
             this.pagePool = options.kvPoolMemory() == null ? new KvPagePool(layout, kvPages, arena)
                     : new KvPagePool(layout, kvPages, options.kvPoolMemory().allocate(
                             KvPagePool.bytesFor(layout, kvPages)));
@@ -264,6 +271,16 @@ public final class InferenceEngine implements AutoCloseable {
             weights.close();
             throw e;
         }
+    }
+
+    /** How the engine holds its packed weights, for a start-up log line. */
+    public String weightsDescription() {
+        return weightsLoad.describe();
+    }
+
+    /** How the engine got its packed weights (in its own memory, or from a {@link WeightCache} image). */
+    public WeightCache.Origin weightsOrigin() {
+        return weightsLoad.origin();
     }
 
     public ModelConfig config() {

@@ -6,6 +6,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import dev.ripcord.model.ModelStore;
+
 /**
  * What a stack that runs every service on one host gives each service JVM: a heap that returns what it does not
  * use, capped native-allocator arenas, and a share of the CPUs for each worker's compute threads.
@@ -162,6 +164,21 @@ final class HostBudget {
         }
         return args;
     }
+
+    /**
+     * A worker's weight cache ({@value #WEIGHT_CACHE}): the workers of one stack share a host, so that they map one
+     * image of the packed weights rather than each packing a copy, {@code up} gives them {@code weights/} under the
+     * model cache, unless the command line names a directory.
+     */
+    static List<String> weightCacheArguments(Role role, StackOptions options) {
+        if (role == Role.GATEWAY || options.properties().containsKey(WEIGHT_CACHE)) {
+            return List.of();
+        }
+        return List.of("--" + WEIGHT_CACHE + "=" + ModelStore.cacheDir().resolve("weights"));
+    }
+
+    /** The property naming a worker's directory of packed-weight images (worker-support's EngineProperties). */
+    static final String WEIGHT_CACHE = "ripcord.engine.weight-cache";
 
     /** The property for the largest batch a worker's engine sizes its scratch memory for; it caps decode's. */
     static final String ENGINE_MAX_BATCH = "ripcord.engine.max-batch";

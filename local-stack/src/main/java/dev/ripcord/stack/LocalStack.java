@@ -161,6 +161,7 @@ public final class LocalStack implements AutoCloseable {
                     String id = ports.size() == 1 ? role.shortName() : role.shortName() + "-" + (i + 1);
                     List<String> args = new ArrayList<>(common);
                     args.addAll(HostBudget.workerArguments(role, options, Runtime.getRuntime().availableProcessors()));
+                    args.addAll(HostBudget.weightCacheArguments(role, options));
                     if (!instanceIdGiven) {
                         args.add("--" + CANCEL_INSTANCE_ID + "=" + id + suffix);
                     }

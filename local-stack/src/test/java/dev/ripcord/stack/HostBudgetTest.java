@@ -12,6 +12,8 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import dev.ripcord.model.ModelStore;
+
 /** The share of the host each service of a co-located stack gets. */
 class HostBudgetTest {
 
@@ -65,6 +67,17 @@ class HostBudgetTest {
         assertThat(HostBudget.workerArguments(Role.DECODE, threads, 8)).containsExactly(
                 "--ripcord.decode.max-batch=16");
         assertThat(HostBudget.workerArguments(Role.PREFILL, threads, 8)).isEmpty();
+    }
+
+    @Test
+    void theWorkersShareOneWeightCacheUnderTheModelCacheUnlessTheCommandLineNamesOne() {
+        StackOptions options = StackOptions.parse(new String[0], ROOT);
+        String shared = "--ripcord.engine.weight-cache=" + ModelStore.cacheDir().resolve("weights");
+        assertThat(HostBudget.weightCacheArguments(Role.PREFILL, options)).containsExactly(shared);
+        assertThat(HostBudget.weightCacheArguments(Role.DECODE, options)).containsExactly(shared);
+        assertThat(HostBudget.weightCacheArguments(Role.GATEWAY, options)).isEmpty();
+        StackOptions given = StackOptions.parse(new String[] {"--ripcord.engine.weight-cache=/elsewhere"}, ROOT);
+        assertThat(HostBudget.weightCacheArguments(Role.DECODE, given)).isEmpty();
     }
 
     @Test

@@ -34,6 +34,11 @@ import org.springframework.validation.annotation.Validated;
  * @param modelName      the model id clients send (the gateway's {@code ripcord.engine.model-name}); here the value
  *                       of the {@code model_name} label on the worker's metrics. Default as at the gateway:
  *                       {@code ripcord-<preset>} or the checkpoint's file name without its extension
+ * @param weightCache    a directory for images of the checkpoint's packed weights, which every worker on the host
+ *                       that serves the same file maps read-only instead of packing a private copy (see
+ *                       {@code WeightCache}); unset (the default): packed in the worker's own memory.
+ *                       {@code ./ripcord up} sets it, so that a host's prefill and decode workers hold the weights
+ *                       once; a directory that cannot be used is logged and the weights are packed privately
  */
 @Validated
 @ConfigurationProperties("ripcord.engine")
@@ -49,7 +54,8 @@ public record EngineProperties(
         @DefaultValue("2048") @Min(1) int maxChunkTokens,
         @DefaultValue("32") @Min(1) int maxBatch,
         @DefaultValue("vector") KernelMode kernels,
-        @Nullable String modelName) {
+        @Nullable String modelName,
+        @Nullable Path weightCache) {
 
     /** The served model's id, as the gateway names it (see {@code modelName}). */
     public String servedModelName() {

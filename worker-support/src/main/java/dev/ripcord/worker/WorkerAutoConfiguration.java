@@ -11,6 +11,7 @@ import dev.ripcord.engine.InferenceEngine;
 import dev.ripcord.engine.KvLayout;
 import dev.ripcord.engine.KvPagePool;
 import dev.ripcord.engine.Preset;
+import dev.ripcord.engine.model.WeightCache;
 import dev.ripcord.kv.KvRegion;
 import dev.ripcord.kv.TransferAgent;
 import dev.ripcord.kv.TransferAgentOptions;
@@ -62,7 +63,8 @@ public class WorkerAutoConfiguration {
                 .withKvMemoryBytes(budget == null ? 0 : budget.bytes())
                 .withMaxChunkTokens(p.maxChunkTokens())
                 .withMaxBatch(p.maxBatch())
-                .withKernels(p.kernels());
+                .withKernels(p.kernels())
+                .withWeightCache(p.weightCache());
         if (p.threads() > 0) {
             options = options.withThreads(p.threads());
         }
@@ -77,6 +79,11 @@ public class WorkerAutoConfiguration {
             engine = InferenceEngine.create(Preset.byName(p.preset()), p.seed(), options);
         }
         log.info("engine ready: {}", engine.describe());
+        if (p.weightCache() != null && engine.weightsOrigin() == WeightCache.Origin.PRIVATE) {
+            log.warn("weights: {}", engine.weightsDescription());
+        } else {
+            log.info("weights: {}", engine.weightsDescription());
+        }
         log.info(kvCapacity(engine, budget));
         return engine;
     }

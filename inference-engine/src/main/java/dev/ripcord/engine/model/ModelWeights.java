@@ -70,14 +70,48 @@ public final class ModelWeights {
      * are.
      */
     public static ModelWeights load(WeightSource source, int panelWidth, Arena arena) {
+        return load(source, panelWidth, new Store() {
+            @Override
+            public MemorySegment allocate(long bytes) {
+                return arena.allocate(bytes, ALIGNMENT);
+            }
+
+            @Override
+            public boolean filled() {
+                return false;
+            }
+        });
+    }
+
+    /** Where a load puts the weights the engine owns, in the order {@link #load(WeightSource, int, Store)} asks. */
+    interface Store {
+        /** {@code bytes} of memory, {@value #ALIGNMENT}-byte aligned. */
+        MemorySegment allocate(long bytes);
+
+        /**
+         * True when the memory {@link #allocate} hands out already holds the weights (a mapped
+         * {@link WeightCache} image, or a sizing pass whose segments are null): the load then reads nothing.
+         */
+        boolean filled();
+    }
+
+    /** Alignment of every segment a {@link Store} hands out. */
+    static final int ALIGNMENT = 64;
+
+    /**
+     * The load behind {@link #load(WeightSource, int, Arena)}: the same allocations in the same order whatever the
+     * store, so that an image written by one load is read back, segment by segment, by another.
+     */
+    static ModelWeights load(WeightSource source, int panelWidth, Store store) {
         ModelConfig c = source.config();
         long largest = 0;
         for (Tensor t : Tensor.values()) {
             largest = Math.max(largest, t.size(c));
         }
+        boolean fill = !store.filled();
         // The row-major staging buffer is only needed during loading: a confined arena of its own frees it.
         try (Arena staging = Arena.ofConfined()) {
-            MemorySegment buffer = staging.allocate(largest * Float.BYTES, 64);
+            MemorySegment buffer = fill ? staging.allocate(largest * Float.BYTES, ALIGNMENT) : null;
             Optional<StoredTensor> storedEmbedding = source.stored(Tensor.TOKEN_EMBEDDING, 0);
             QuantMatrix quantEmbedding = storedEmbedding.map(QuantMatrix::new).orElse(null);
             // A classifier shared with the embedding is packed anyway; its rows are the embedding's, so no second
@@ -85,33 +119,33 @@ public final class ModelWeights {
             boolean embedFromClassifier = quantEmbedding == null && c.sharedClassifier()
                     && source.stored(Tensor.CLASSIFIER, 0).isEmpty();
             MemorySegment embedding = quantEmbedding != null || embedFromClassifier ? null
-                    : copy(source, Tensor.TOKEN_EMBEDDING, 0, buffer, arena);
-            MemorySegment rmsAtt = arena.allocate((long) c.layers() * c.dim() * Float.BYTES, 64);
-            MemorySegment rmsFfn = arena.allocate((long) c.layers() * c.dim() * Float.BYTES, 64);
+                    : copy(source, Tensor.TOKEN_EMBEDDING, 0, buffer, store);
+            MemorySegment rmsAtt = store.allocate((long) c.layers() * c.dim() * Float.BYTES);
+            MemorySegment rmsFfn = store.allocate((long) c.layers() * c.dim() * Float.BYTES);
             long dimBytes = (long) c.dim() * Float.BYTES;
-            for (int l = 0; l < c.layers(); l++) {
+            for (int l = 0; fill && l < c.layers(); l++) {
                 source.read(Tensor.RMS_ATT, l, buffer);
                 MemorySegment.copy(buffer, 0, rmsAtt, l * dimBytes, dimBytes);
                 source.read(Tensor.RMS_FFN, l, buffer);
                 MemorySegment.copy(buffer, 0, rmsFfn, l * dimBytes, dimBytes);
             }
-            MemorySegment rmsFinal = copy(source, Tensor.RMS_FINAL, 0, buffer, arena);
+            MemorySegment rmsFinal = copy(source, Tensor.RMS_FINAL, 0, buffer, store);
             Tensor[] order = {Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.WO, Tensor.W1, Tensor.W2, Tensor.W3};
             Projection[][] projections = new Projection[order.length][c.layers()];
             for (int i = 0; i < order.length; i++) {
                 for (int l = 0; l < c.layers(); l++) {
-                    projections[i][l] = projection(source, order[i], l, buffer, panelWidth, arena);
+                    projections[i][l] = projection(source, order[i], l, buffer, panelWidth, store);
                 }
             }
-            Projection classifier = projection(source, Tensor.CLASSIFIER, 0, buffer, panelWidth, arena);
+            Projection classifier = projection(source, Tensor.CLASSIFIER, 0, buffer, panelWidth, store);
             MemorySegment[] biases = null;
             if (source.bias(Tensor.WQ, 0).isPresent()) {
                 biases = new MemorySegment[3];
                 Tensor[] qkv = {Tensor.WQ, Tensor.WK, Tensor.WV};
                 for (int i = 0; i < 3; i++) {
                     int n = qkv[i].rows(c);
-                    biases[i] = arena.allocate((long) c.layers() * n * Float.BYTES, 64);
-                    for (int l = 0; l < c.layers(); l++) {
+                    biases[i] = store.allocate((long) c.layers() * n * Float.BYTES);
+                    for (int l = 0; fill && l < c.layers(); l++) {
                         float[] b = source.bias(qkv[i], l).orElseThrow();
                         MemorySegment.copy(MemorySegment.ofArray(b), 0, biases[i], (long) l * n * Float.BYTES,
                                 (long) n * Float.BYTES);
@@ -123,23 +157,31 @@ public final class ModelWeights {
         }
     }
 
-    private static MemorySegment copy(WeightSource source, Tensor t, int layer, MemorySegment buffer, Arena arena) {
+    private static MemorySegment copy(WeightSource source, Tensor t, int layer, MemorySegment buffer, Store store) {
         long bytes = t.size(source.config()) * Float.BYTES;
-        source.read(t, layer, buffer);
-        MemorySegment out = arena.allocate(bytes, 64);
-        MemorySegment.copy(buffer, 0, out, 0, bytes);
+        MemorySegment out = store.allocate(bytes);
+        if (!store.filled()) {
+            source.read(t, layer, buffer);
+            MemorySegment.copy(buffer, 0, out, 0, bytes);
+        }
         return out;
     }
 
     private static Projection projection(WeightSource source, Tensor t, int layer, MemorySegment buffer,
-                                         int panelWidth, Arena arena) {
+                                         int panelWidth, Store store) {
         Optional<StoredTensor> stored = source.stored(t, layer);
         if (stored.isPresent()) {
             return new QuantMatrix(stored.get());
         }
         ModelConfig c = source.config();
+        int rows = t.rows(c);
+        int cols = t.cols(c);
+        MemorySegment data = store.allocate(PackedMatrix.bytes(rows, cols));
+        if (store.filled()) {
+            return new PackedMatrix(data, rows, cols, panelWidth);
+        }
         source.read(t, layer, buffer);
-        return PackedMatrix.pack(buffer, t.rows(c), t.cols(c), panelWidth, arena);
+        return PackedMatrix.packInto(buffer, rows, cols, panelWidth, data);
     }
 
     public ModelConfig config() {

@@ -40,7 +40,17 @@ public record PackedMatrix(MemorySegment data, int rows, int cols, int panelWidt
 
     /** Packs a row-major {@code rows × cols} matrix into memory allocated from {@code arena}. */
     public static PackedMatrix pack(MemorySegment rowMajor, int rows, int cols, int panelWidth, Arena arena) {
-        MemorySegment data = arena.allocate((long) rows * cols * Float.BYTES, 64);
+        return packInto(rowMajor, rows, cols, panelWidth, arena.allocate(bytes(rows, cols), 64));
+    }
+
+    /** Bytes a packed {@code rows × cols} matrix takes. */
+    public static long bytes(int rows, int cols) {
+        return (long) rows * cols * Float.BYTES;
+    }
+
+    /** Packs a row-major {@code rows × cols} matrix into {@code data} ({@link #bytes} long). */
+    public static PackedMatrix packInto(MemorySegment rowMajor, int rows, int cols, int panelWidth,
+                                        MemorySegment data) {
         PackedMatrix m = new PackedMatrix(data, rows, cols, panelWidth);
         for (int p = 0; p < m.panels(); p++) {
             long base = m.panelOffset(p);

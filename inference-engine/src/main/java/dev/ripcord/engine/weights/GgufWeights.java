@@ -264,6 +264,11 @@ public final class GgufWeights implements WeightSource, AutoCloseable {
         return "GGUF " + arch + " " + file.path();
     }
 
+    @Override
+    public Optional<Path> sourceFile() {
+        return Optional.of(file.path());
+    }
+
     /** Row order of Q and K for qwen2 (halves to interleaved pairs), else null. */
     private int[] rowOrder(Tensor t) {
         if (!neox || (t != Tensor.WQ && t != Tensor.WK)) {

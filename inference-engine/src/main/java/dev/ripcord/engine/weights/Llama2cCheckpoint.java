@@ -10,6 +10,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.Optional;
 
 import dev.ripcord.engine.InvalidModelFileException;
 import dev.ripcord.engine.ModelConfig;
@@ -176,6 +177,11 @@ public final class Llama2cCheckpoint implements WeightSource, AutoCloseable {
 
     public Path path() {
         return path;
+    }
+
+    @Override
+    public Optional<Path> sourceFile() {
+        return Optional.of(path);
     }
 
     @Override

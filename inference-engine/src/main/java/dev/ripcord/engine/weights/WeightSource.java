@@ -1,6 +1,7 @@
 package dev.ripcord.engine.weights;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
 import java.util.Optional;
 
 import dev.ripcord.engine.ModelConfig;
@@ -36,6 +37,14 @@ public interface WeightSource {
      * the plain {@code 1/ropeTheta^(2j/headSize)}.
      */
     default Optional<double[]> ropeInverseFrequencies() {
+        return Optional.empty();
+    }
+
+    /**
+     * The file the tensors are read from, when there is one: the engine may then keep its packed form in a
+     * {@link dev.ripcord.engine.model.WeightCache} keyed by the file. Empty (the default) for generated weights.
+     */
+    default Optional<Path> sourceFile() {
         return Optional.empty();
     }
 

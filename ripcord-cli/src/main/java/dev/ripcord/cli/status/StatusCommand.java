@@ -31,8 +31,11 @@ import java.util.regex.Pattern;
  * unreadable state file.
  *
  * <p>Resident memory is each process's {@code VmRSS} from {@code /proc/<pid>/status} (Linux): the instances' and the
- * launcher's (which runs the embedded broker), then their sum, the memory the stack holds on this host. A process
- * this host cannot see (another OS, another container, already gone) shows {@code -} and is left out of the sum.
+ * launcher's (which runs the embedded broker), then their sum. Beside it, each process's proportional set size
+ * ({@code Pss} from {@code /proc/<pid>/smaps_rollup}: a page shared by n processes counts 1/n in each) and its
+ * sum, the memory the stack holds on this host with the pages its processes share (the JVM's code, a weight image
+ * the workers map) counted once; the RSS sum counts such a page in every process that maps it. A process this host
+ * cannot see (another OS, another container, already gone) shows {@code -} and is left out of the sums.
  *
  * <p>The state file is flat JSON that the launcher writes itself (no nesting but the instances array, no escapes but
  * {@code \"} and {@code \\}), read here with a few patterns so that this command needs no JSON library.
@@ -56,7 +59,7 @@ public final class StatusCommand implements Callable<Integer> {
   Path stateFile;
 
   /** One instance as the state file names it, with what the probe found. */
-  record Instance(String id, String role, String url, long pid, String health, long rssBytes) {}
+  record Instance(String id, String role, String url, long pid, String health, long rssBytes, long pssBytes) {}
 
   /** Where {@code /proc/<pid>/status} files are read: {@code /proc} (a test gives its own). */
   static Path procRoot = Path.of("/proc");
@@ -80,7 +83,7 @@ public final class StatusCommand implements Callable<Integer> {
     while (m.find()) {
       String object = m.group();
       listed.add(new Instance(string(object, "id"), string(object, "role"), string(object, "url"),
-          Long.parseLong(number(object, "pid")), null, -1));
+          Long.parseLong(number(object, "pid")), null, -1, -1));
     }
     if (!state.contains("\"instances\"")) {
       err.println("ripcord status: " + stateFile + " is not a stack state file (no instances)");
@@ -90,43 +93,52 @@ public final class StatusCommand implements Callable<Integer> {
     List<CompletableFuture<Instance>> probes = listed.stream().map(i -> probe(http, i)).toList();
     // Each process's memory read once, so that the rows and their sum agree.
     List<Instance> instances = probes.stream().map(CompletableFuture::join)
-        .map(i -> new Instance(i.id(), i.role(), i.url(), i.pid(), i.health(), residentBytes(i.pid()))).toList();
+        .map(i -> new Instance(i.id(), i.role(), i.url(), i.pid(), i.health(), residentBytes(i.pid()),
+            proportionalBytes(i.pid()))).toList();
     boolean allUp = !instances.isEmpty() && instances.stream().allMatch(i -> i.health().equals("UP"));
     String kafka = string(state, "kafka");
     String startedAt = string(state, "startedAt");
     // The launcher's PID is the one before the instances array; each instance has its own.
     long launcherPid = Long.parseLong(number(state.substring(0, state.indexOf("\"instances\"")), "pid"));
     long launcherRss = residentBytes(launcherPid);
+    long launcherPss = proportionalBytes(launcherPid);
     long totalRss = Math.max(0, launcherRss);
+    long totalPss = Math.max(0, launcherPss);
     for (Instance i : instances) {
       totalRss += Math.max(0, i.rssBytes());
+      totalPss += Math.max(0, i.pssBytes());
     }
     if (json) {
       StringBuilder body = new StringBuilder("{\"kafka\":").append(quote(kafka))
           .append(",\"startedAt\":").append(quote(startedAt))
           .append(",\"healthy\":").append(allUp)
           .append(",\"launcher\":{\"pid\":").append(launcherPid)
-          .append(",\"rssBytes\":").append(jsonBytes(launcherRss)).append("},\"rssBytes\":").append(totalRss).append(",\"instances\":[");
+          .append(",\"rssBytes\":").append(jsonBytes(launcherRss))
+          .append(",\"pssBytes\":").append(jsonBytes(launcherPss))
+          .append("},\"rssBytes\":").append(totalRss)
+          .append(",\"pssBytes\":").append(totalPss).append(",\"instances\":[");
       String separator = "";
       for (Instance i : instances) {
         body.append(separator).append("{\"id\":").append(quote(i.id())).append(",\"role\":").append(quote(i.role()))
             .append(",\"url\":").append(quote(i.url())).append(",\"pid\":").append(i.pid())
             .append(",\"health\":").append(quote(i.health()))
-            .append(",\"rssBytes\":").append(jsonBytes(i.rssBytes())).append('}');
+            .append(",\"rssBytes\":").append(jsonBytes(i.rssBytes()))
+            .append(",\"pssBytes\":").append(jsonBytes(i.pssBytes())).append('}');
         separator = ",";
       }
       out.println(body.append("]}"));
     } else {
-      out.printf("%-12s %-8s %-28s %-8s %-8s %s%n", "INSTANCE", "ROLE", "URL", "PID", "HEALTH", "RSS");
+      out.printf("%-12s %-8s %-28s %-8s %-8s %-9s %s%n", "INSTANCE", "ROLE", "URL", "PID", "HEALTH", "RSS", "PSS");
       for (Instance i : instances) {
-        out.printf("%-12s %-8s %-28s %-8d %-8s %s%n", i.id(), i.role(), i.url(), i.pid(), i.health(),
-            mebibytes(i.rssBytes()));
+        out.printf("%-12s %-8s %-28s %-8d %-8s %-9s %s%n", i.id(), i.role(), i.url(), i.pid(), i.health(),
+            mebibytes(i.rssBytes()), mebibytes(i.pssBytes()));
       }
-      out.printf("%-12s %-8s %-28s %-8d %-8s %s%n", "launcher", "broker", kafka, launcherPid, "",
-          mebibytes(launcherRss));
+      out.printf("%-12s %-8s %-28s %-8d %-8s %-9s %s%n", "launcher", "broker", kafka, launcherPid, "",
+          mebibytes(launcherRss), mebibytes(launcherPss));
       out.println();
       out.println("kafka " + kafka + "   started " + (startedAt.isEmpty() ? "?" : startedAt)
-          + "   resident memory " + mebibytes(totalRss) + " in all");
+          + "   resident memory " + mebibytes(totalRss) + " in all (RSS summed); " + mebibytes(totalPss)
+          + " with the pages the processes share counted once (PSS summed)");
     }
     out.flush();
     return allUp ? 0 : 1;
@@ -145,13 +157,23 @@ public final class StatusCommand implements Callable<Integer> {
 
   /** {@code VmRSS} of {@code pid} in bytes, or -1 when this host shows no such process. */
   static long residentBytes(long pid) {
+    return kibibytesField(pid, "status", "VmRSS:");
+  }
+
+  /** {@code Pss} of {@code pid} in bytes ({@code smaps_rollup}), or -1 when this host shows no such process. */
+  static long proportionalBytes(long pid) {
+    return kibibytesField(pid, "smaps_rollup", "Pss:");
+  }
+
+  /** The {@code field} line of {@code /proc/<pid>/<file>}, in bytes, or -1. */
+  private static long kibibytesField(long pid, String file, String field) {
     if (pid <= 0) {
       return -1;
     }
     try {
-      for (String line : Files.readAllLines(procRoot.resolve(Long.toString(pid)).resolve("status"))) {
-        if (line.startsWith("VmRSS:")) {
-          String[] parts = line.substring("VmRSS:".length()).trim().split("\\s+");
+      for (String line : Files.readAllLines(procRoot.resolve(Long.toString(pid)).resolve(file))) {
+        if (line.startsWith(field)) {
+          String[] parts = line.substring(field.length()).trim().split("\\s+");
           return Long.parseLong(parts[0]) * 1024; // the kernel writes kB, meaning KiB
         }
       }
@@ -192,6 +214,6 @@ public final class StatusCommand implements Callable<Integer> {
   }
 
   private static Instance with(Instance i, String health) {
-    return new Instance(i.id(), i.role(), i.url(), i.pid(), health, i.rssBytes());
+    return new Instance(i.id(), i.role(), i.url(), i.pid(), health, i.rssBytes(), i.pssBytes());
   }
 }

@@ -119,25 +119,36 @@ class StatusCommandTest {
     Path proc = dir.resolve("proc");
     writeStatus(proc, 1, "VmRSS:\t  307200 kB"); // the launcher: 300 MiB
     writeStatus(proc, 11, "VmRSS:\t  204800 kB"); // 200 MiB
+    writeSmapsRollup(proc, 1, 286720); // 280 MiB: the launcher shares 20 MiB with another process
+    writeSmapsRollup(proc, 11, 194560); // 190 MiB
     // pid 12 has no status file here: shown as "-", left out of the sum
     Path before = StatusCommand.procRoot;
     StatusCommand.procRoot = proc;
     try {
       assertThat(run("status", "--state", file.toString())).isZero();
       assertThat(out.toString())
-          .containsPattern("gateway-1\\s+gateway\\s+\\S+\\s+11\\s+UP\\s+200 MiB")
-          .containsPattern("gateway-2\\s+gateway\\s+\\S+\\s+12\\s+UP\\s+-")
-          .containsPattern("launcher\\s+broker\\s+localhost:9092\\s+1\\s+300 MiB")
-          .contains("resident memory 500 MiB in all");
+          .containsPattern("gateway-1\\s+gateway\\s+\\S+\\s+11\\s+UP\\s+200 MiB\\s+190 MiB")
+          .containsPattern("gateway-2\\s+gateway\\s+\\S+\\s+12\\s+UP\\s+-\\s+-")
+          .containsPattern("launcher\\s+broker\\s+localhost:9092\\s+1\\s+300 MiB\\s+280 MiB")
+          .contains("resident memory 500 MiB in all (RSS summed); 470 MiB with the pages the processes share "
+              + "counted once (PSS summed)");
 
       out.getBuffer().setLength(0);
       assertThat(run("status", "--json", "--state", file.toString())).isZero();
-      assertThat(out.toString()).contains("\"launcher\":{\"pid\":1,\"rssBytes\":314572800}",
-          "\"rssBytes\":524288000", "\"pid\":11,\"health\":\"UP\",\"rssBytes\":209715200",
-          "\"pid\":12,\"health\":\"UP\",\"rssBytes\":null");
+      assertThat(out.toString()).contains("\"launcher\":{\"pid\":1,\"rssBytes\":314572800,\"pssBytes\":293601280}",
+          "\"rssBytes\":524288000,\"pssBytes\":492830720",
+          "\"pid\":11,\"health\":\"UP\",\"rssBytes\":209715200,\"pssBytes\":199229440",
+          "\"pid\":12,\"health\":\"UP\",\"rssBytes\":null,\"pssBytes\":null");
     } finally {
       StatusCommand.procRoot = before;
     }
+  }
+
+  private static void writeSmapsRollup(Path proc, long pid, long pssKib) throws IOException {
+    Path dir = proc.resolve(Long.toString(pid));
+    Files.createDirectories(dir);
+    Files.writeString(dir.resolve("smaps_rollup"), "00400000-7fff00000000 ---p 00000000 00:00 0   [rollup]\n"
+        + "Rss:              999999 kB\nPss:              " + pssKib + " kB\nPss_Anon:          1000 kB\n");
   }
 
   private static void writeStatus(Path proc, long pid, String rssLine) throws IOException {
