@@ -67,7 +67,8 @@ final class HostBudget {
      *       C2, and such a method is compiled again by C1 without profiling when C2 would have taken it. The
      *       {@link #EARLY_C2_TIER} thresholds make that happen after a few dozen invocations rather than thousands,
      *       so the worker's request path spends little time in C1's slower profiling code (and its memory), and the
-     *       kernels reach C2 in the first requests;</li>
+     *       kernels reach C2 in the first requests; and their code cache is one 64 MB heap
+ *       ({@link #WORKER_CODE_CACHE});</li>
      *   <li>a worker on the scalar kernels ({@code ripcord.engine.kernels=scalar}): the client compiler only.</li>
      * </ul>
      * Measured on stories15M at concurrency 1 (docs/benchmarks.md): with the JVM's defaults the per-request CPU of
@@ -84,10 +85,20 @@ final class HostBudget {
             flags.add("-XX:+UnlockDiagnosticVMOptions");
             flags.add("-XX:CompilerDirectivesFile=" + directives.toAbsolutePath().normalize());
             flags.addAll(EARLY_C2_TIER);
+            flags.add(WORKER_CODE_CACHE);
         }
         flags.add(COMPILE_SOONER);
         return flags;
     }
+
+    /**
+     * A worker's code cache: 64 MB in one heap, where the JVM would reserve 240 MB in three segments (non-method
+     * code, profiled and non-profiled methods) once C2 is on. Each segment keeps the pages it has ever used: the
+     * profiled segment those of the C1 profiling code that plain C1 code replaced moments later. In one heap the
+     * replacement reuses them; idle after {@code up}'s warm-up a worker used 24-27 MB of it, and held 12 MiB less
+     * resident than with the segments (docs/configuration.md, "One host").
+     */
+    static final String WORKER_CODE_CACHE = "-XX:ReservedCodeCacheSize=64m";
 
     /** The compiler directive that keeps C2 for the engine's classes, relative to the checkout's root. */
     static final String ENGINE_C2_DIRECTIVES = ".mvn/jit/c2-for-the-engine-only.json";

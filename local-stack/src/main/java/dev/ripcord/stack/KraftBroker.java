@@ -250,10 +250,13 @@ public final class KraftBroker implements AutoCloseable {
         props.put("share.coordinator.state.topic.min.isr", minIsr);
         props.put("group.initial.rebalance.delay.ms", "0");
         props.put("num.partitions", "1");
-        // The log cleaner (for compacted topics such as the consumer offsets) allocates its dedupe buffer on the
-        // heap at start: 128 MB by default, a third of an idle stack's launcher. 8 MB dedupes about 300,000 keys per
-        // pass, far more than a local stack's offsets topic holds.
-        props.put("log.cleaner.dedupe.buffer.size", String.valueOf(8 * 1024 * 1024));
+        // The log cleaner (for the compacted topics: the consumer offsets, and the cancellations topic, keyed by
+        // request ID) allocates its dedupe buffer on the heap at start: 128 MB by default, a third of an idle stack's
+        // launcher. 2 MB holds about 78,000 keys per pass (24 bytes a slot, loaded to 90 %): a local stack's offsets
+        // topic holds a few dozen, and its cancellations topic one per request that was cancelled within the
+        // topic's retention (an hour). A dirty section with more keys than that is cleaned in several passes, each
+        // up to where the map filled.
+        props.put("log.cleaner.dedupe.buffer.size", String.valueOf(2 * 1024 * 1024));
         // Threads sized for a broker that shares a host with the services it serves, not for a dedicated machine
         // (8 request handlers, 3 network threads and 10 background threads by default): a local stack's traffic is
         // a few small records per request, and every idle thread keeps its stack and buffers resident.
