@@ -72,8 +72,8 @@ final class AotCache {
     /**
      * The cache for running {@code execJar} with {@code jvmFlags} on this JDK (present or not). Flags that only
      * steer the JIT ({@code -XX:TieredStopAtLevel}, the tiers' thresholds {@code -XX:Tier*}, {@code
-     * -XX:CompileThresholdScaling}, a compiler directives file and the diagnostic unlock it needs) are not part of its
-     * identity: the cache holds classes (and profiles a JVM without C2 ignores), and the JVM maps a cache made with C2
+     * -XX:CompileThresholdScaling}, the code cache's size, a compiler directives file and the diagnostic unlock it
+     * needs) are not part of its identity: the cache holds classes (and profiles a JVM without C2 ignores), and the JVM maps a cache made with C2
      * into a JVM without it and the other way round, so a jar run both ways (test stacks' workers, {@code up}'s and a
      * test stack's JIT settings) is trained once.
      */
@@ -81,6 +81,7 @@ final class AotCache {
         Path dir = execJar.toAbsolutePath().getParent().resolve("aot").resolve(jarKey(execJar));
         List<String> identity = jvmFlags.stream().filter(f -> !f.startsWith("-XX:Tier") // TieredStopAtLevel too
                 && !f.startsWith("-XX:CompileThresholdScaling=") && !f.startsWith("-XX:CompilerDirectivesFile=")
+                && !f.startsWith("-XX:ReservedCodeCacheSize=")
                 && !f.equals("-XX:+UnlockDiagnosticVMOptions")).toList();
         return new AotCache(execJar, dir, dir.resolve(hash(String.join(" ", identity)) + ".aot"));
     }

@@ -49,7 +49,8 @@ class AotCacheTest {
 
     private static List<String> withoutJitFlags(List<String> flags) {
         return flags.stream().filter(f -> !HostBudget.EARLY_C2_TIER.contains(f) && !f.equals(HostBudget.COMPILE_SOONER)
-                && !f.startsWith("-XX:CompilerDirectivesFile=") && !f.equals("-XX:+UnlockDiagnosticVMOptions"))
+                && !f.startsWith("-XX:CompilerDirectivesFile=") && !f.equals("-XX:+UnlockDiagnosticVMOptions")
+                && !f.equals(HostBudget.WORKER_CODE_CACHE))
                 .toList();
     }
 }

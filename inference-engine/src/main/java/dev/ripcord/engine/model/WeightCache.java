@@ -18,6 +18,7 @@ import java.nio.file.attribute.BasicFileAttributes;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
+import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -83,7 +84,7 @@ public final class WeightCache {
     public record Loaded(ModelWeights weights, Origin origin, Path image, long bytes, String problem) {
         /** One line for a start-up log. */
         public String describe() {
-            String size = String.format("%.1f MB", bytes / 1e6);
+            String size = String.format(Locale.ROOT, "%.1f MB", bytes / 1e6);
             return switch (origin) {
                 case PRIVATE -> "packed weights " + size + " in process memory"
                         + (problem == null ? "" : " (weight cache not used: " + problem + ")");
