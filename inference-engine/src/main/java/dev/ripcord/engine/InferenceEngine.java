@@ -249,7 +249,8 @@ public final class InferenceEngine implements AutoCloseable {
     /**
      * An engine serving a GGUF model (architectures {@code llama} and {@code qwen2}; see {@link GgufWeights}). The
      * file stays memory-mapped for the engine's life: Q8_0/Q4_0/Q4_K/Q6_K matrices are used in place, F32/F16/BF16
-     * ones are widened into the engine's memory. The KV cache is F32 as for every model.
+     * ones are widened into the engine's memory (or into an image of {@link EngineOptions#weightCache}). The KV cache
+     * is F32 as for every model.
      *
      * @param tokenizer chooses the tokenizer from the file's metadata; {@code null} means the file's own
      *                  ({@code tokenizer.ggml.model} llama or gpt2, see {@link GgufWeights#tokenizer()})

@@ -21,11 +21,15 @@ import org.junit.jupiter.api.io.TempDir;
 
 import dev.ripcord.engine.Engines;
 import dev.ripcord.engine.InferenceEngine;
+import dev.ripcord.engine.ModelConfig;
 import dev.ripcord.engine.Preset;
 import dev.ripcord.engine.SamplingParams;
 import dev.ripcord.engine.Sequence;
+import dev.ripcord.engine.tools.GgufConvert;
 import dev.ripcord.engine.weights.Llama2cCheckpoint;
 import dev.ripcord.engine.weights.RandomWeights;
+import dev.ripcord.format.gguf.GgmlType;
+import dev.ripcord.tokenizer.BpeTokenizer;
 
 class WeightCacheTest {
     @RegisterExtension
@@ -73,6 +77,50 @@ class WeightCacheTest {
         float[] expected = logits(alone);
         assertThat(logits(first)).containsExactly(expected);
         assertThat(logits(second)).containsExactly(expected);
+    }
+
+    @Test
+    void aGgufModelsWidenedMatricesComeFromTheImageAndItsBlockQuantizedOnesStayInTheFile() throws IOException {
+        ModelConfig config = ModelConfig.llama2c(64, 192, 2, 4, 2, 288, 128, false);
+        for (GgmlType type : List.of(GgmlType.F16, GgmlType.Q8_0)) {
+            Path model = dir.resolve(type + ".gguf");
+            GgufConvert.write(new RandomWeights(config, 5, "t"), vocabulary(config.vocabSize()), model, type, "t");
+            Path cache = dir.resolve("cache-" + type);
+            InferenceEngine alone = engines.load(model, null, Engines.options());
+            InferenceEngine first = engines.load(model, null, Engines.options().withWeightCache(cache));
+            InferenceEngine second = engines.load(model, null, Engines.options().withWeightCache(cache));
+
+            assertThat(first.weightsOrigin()).isEqualTo(WeightCache.Origin.BUILT);
+            assertThat(second.weightsOrigin()).isEqualTo(WeightCache.Origin.MAPPED);
+            long image = Files.size(images(cache).getFirst()) - WeightCache.HEADER_BYTES;
+            int dim = config.dim();
+            int kvDim = config.kvDim();
+            long norms = (2L * config.layers() + 1) * dim * Float.BYTES;
+            long matrices = (config.layers() * (2L * dim * dim + 2L * kvDim * dim + 3L * dim * config.hiddenDim())
+                    + 2L * config.vocabSize() * dim) * Float.BYTES;
+            assertThat(image).as("%s: an image holds the norms, and the matrices only when they are widened", type)
+                    .isEqualTo(type == GgmlType.F16 ? norms + matrices : norms);
+            float[] expected = logits(alone);
+            assertThat(logits(first)).containsExactly(expected);
+            assertThat(logits(second)).containsExactly(expected);
+        }
+    }
+
+    /** {@code <unk> <s> </s> <0x00>..<0xFF>} then letters and words, as a SentencePiece vocabulary. */
+    private static BpeTokenizer vocabulary(int size) {
+        byte[][] pieces = new byte[size][];
+        float[] scores = new float[size];
+        pieces[0] = "<unk>".getBytes();
+        pieces[1] = "<s>".getBytes();
+        pieces[2] = "</s>".getBytes();
+        for (int b = 0; b < 256; b++) {
+            pieces[3 + b] = String.format("<0x%02X>", b).getBytes();
+        }
+        for (int i = 259; i < size; i++) {
+            pieces[i] = (i - 259 < 26 ? String.valueOf((char) ('a' + i - 259)) : " w" + i).getBytes();
+            scores[i] = -i;
+        }
+        return BpeTokenizer.of(pieces, scores);
     }
 
     @Test
