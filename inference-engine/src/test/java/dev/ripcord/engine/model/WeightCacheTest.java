@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
@@ -132,6 +133,11 @@ class WeightCacheTest {
             assertThat(loaded.origin()).isEqualTo(WeightCache.Origin.BUILT);
             assertThat(Files.size(loaded.image())).isEqualTo(WeightCache.HEADER_BYTES + loaded.bytes());
             assertThat(loaded.bytes()).isEqualTo(WeightCache.size(source, 32));
+            // mapped, but seen as a native segment (the class of the engine's other segments), and read-only
+            MemorySegment wq = ((PackedMatrix) loaded.weights().wq[0]).data();
+            assertThat(wq.isMapped()).isFalse();
+            assertThat(wq.isReadOnly()).isTrue();
+            assertThat(wq.scope()).isEqualTo(arena.scope());
         }
     }
 
