@@ -73,9 +73,9 @@ final class AotCache {
      * The cache for running {@code execJar} with {@code jvmFlags} on this JDK (present or not). Flags that only
      * steer the JIT ({@code -XX:TieredStopAtLevel}, the tiers' thresholds {@code -XX:Tier*}, {@code
      * -XX:CompileThresholdScaling}, the code cache's size, a compiler directives file and the diagnostic unlock it
-     * needs) are not part of its identity: the cache holds classes (and profiles a JVM without C2 ignores), and the JVM maps a cache made with C2
-     * into a JVM without it and the other way round, so a jar run both ways (test stacks' workers, {@code up}'s and a
-     * test stack's JIT settings) is trained once.
+     * needs) are not part of its identity: the cache holds classes (and profiles a JVM without C2 ignores), and the
+     * JVM maps a cache made with C2 into a JVM without it and the other way round, so a jar run both ways (test
+     * stacks' workers, {@code up}'s and a test stack's JIT settings) is trained once.
      */
     static AotCache of(Path execJar, List<String> jvmFlags) {
         Path dir = execJar.toAbsolutePath().getParent().resolve("aot").resolve(jarKey(execJar));

@@ -68,7 +68,7 @@ final class HostBudget {
      *       {@link #EARLY_C2_TIER} thresholds make that happen after a few dozen invocations rather than thousands,
      *       so the worker's request path spends little time in C1's slower profiling code (and its memory), and the
      *       kernels reach C2 in the first requests; and their code cache is one 64 MB heap
- *       ({@link #WORKER_CODE_CACHE});</li>
+     *       ({@link #WORKER_CODE_CACHE});</li>
      *   <li>a worker on the scalar kernels ({@code ripcord.engine.kernels=scalar}): the client compiler only.</li>
      * </ul>
      * Measured on stories15M at concurrency 1 (docs/benchmarks.md): with the JVM's defaults the per-request CPU of

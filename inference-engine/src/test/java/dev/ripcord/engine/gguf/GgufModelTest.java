@@ -37,7 +37,7 @@ import dev.ripcord.format.gguf.GgufWriter;
  * from; quantized models keep the engine's batch and chunking invariance; unsupported architectures, tensor types
  * and missing tensors are errors that name them.
  */
-class GgufModelTest {
+public class GgufModelTest {
     /** Grouped-query attention, dimensions that are whole Q8_0/Q4_0 blocks. */
     static final ModelConfig TIED = ModelConfig.llama2c(64, 192, 2, 4, 2, 288, 128, true);
     static final ModelConfig UNTIED = ModelConfig.llama2c(64, 192, 2, 4, 2, 288, 128, false);
@@ -49,8 +49,11 @@ class GgufModelTest {
         return EngineOptions.defaults().withThreads(2).withKvPages(16).withMaxChunkTokens(5);
     }
 
-    /** {@code <unk> <s> </s> <0x00>..<0xFF>} then letters and a few words, as a SentencePiece vocabulary. */
-    static BpeTokenizer tokenizer(int vocab) {
+    /**
+     * {@code <unk> <s> </s> <0x00>..<0xFF>} then letters and a few words, as a SentencePiece vocabulary (also what
+     * other packages' tests write into the GGUF files they make).
+     */
+    public static BpeTokenizer tokenizer(int vocab) {
         byte[][] pieces = new byte[vocab][];
         float[] scores = new float[vocab];
         pieces[0] = "<unk>".getBytes();

@@ -26,11 +26,11 @@ import dev.ripcord.engine.ModelConfig;
 import dev.ripcord.engine.Preset;
 import dev.ripcord.engine.SamplingParams;
 import dev.ripcord.engine.Sequence;
+import dev.ripcord.engine.gguf.GgufModelTest;
 import dev.ripcord.engine.tools.GgufConvert;
 import dev.ripcord.engine.weights.Llama2cCheckpoint;
 import dev.ripcord.engine.weights.RandomWeights;
 import dev.ripcord.format.gguf.GgmlType;
-import dev.ripcord.tokenizer.BpeTokenizer;
 
 class WeightCacheTest {
     @RegisterExtension
@@ -85,7 +85,8 @@ class WeightCacheTest {
         ModelConfig config = ModelConfig.llama2c(64, 192, 2, 4, 2, 288, 128, false);
         for (GgmlType type : List.of(GgmlType.F16, GgmlType.Q8_0)) {
             Path model = dir.resolve(type + ".gguf");
-            GgufConvert.write(new RandomWeights(config, 5, "t"), vocabulary(config.vocabSize()), model, type, "t");
+            GgufConvert.write(new RandomWeights(config, 5, "t"), GgufModelTest.tokenizer(config.vocabSize()), model,
+                    type, "t");
             Path cache = dir.resolve("cache-" + type);
             InferenceEngine alone = engines.load(model, null, Engines.options());
             InferenceEngine first = engines.load(model, null, Engines.options().withWeightCache(cache));
@@ -105,23 +106,6 @@ class WeightCacheTest {
             assertThat(logits(first)).containsExactly(expected);
             assertThat(logits(second)).containsExactly(expected);
         }
-    }
-
-    /** {@code <unk> <s> </s> <0x00>..<0xFF>} then letters and words, as a SentencePiece vocabulary. */
-    private static BpeTokenizer vocabulary(int size) {
-        byte[][] pieces = new byte[size][];
-        float[] scores = new float[size];
-        pieces[0] = "<unk>".getBytes();
-        pieces[1] = "<s>".getBytes();
-        pieces[2] = "</s>".getBytes();
-        for (int b = 0; b < 256; b++) {
-            pieces[3 + b] = String.format("<0x%02X>", b).getBytes();
-        }
-        for (int i = 259; i < size; i++) {
-            pieces[i] = (i - 259 < 26 ? String.valueOf((char) ('a' + i - 259)) : " w" + i).getBytes();
-            scores[i] = -i;
-        }
-        return BpeTokenizer.of(pieces, scores);
     }
 
     @Test
