@@ -146,4 +146,16 @@ public sealed interface Kernels permits VectorKernels, ScalarKernels {
      */
     void dotQ8(GgmlType type, MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff, long qaStride,
                int rows, MemorySegment c, long cOff, long ldc);
+
+    /**
+     * Two weight rows (at bytes {@code wOff0} and {@code wOff1} of {@code w}) against one quantized activation row:
+     * {@code c[c0]} and {@code c[c1]} (floats) get exactly what {@link #dotQ8} with one activation row gives for
+     * each weight row. The decode path: two rows far apart in the matrix keep two sequential memory streams in
+     * flight where one row at a time keeps one, and the two rows share each activation load.
+     */
+    default void dotQ8Pair(GgmlType type, MemorySegment w, long wOff0, long wOff1, int k, MemorySegment qa,
+                           long qaOff, MemorySegment c, long c0, long c1) {
+        dotQ8(type, w, wOff0, k, qa, qaOff, 0, 1, c, c0, 1);
+        dotQ8(type, w, wOff1, k, qa, qaOff, 0, 1, c, c1, 1);
+    }
 }

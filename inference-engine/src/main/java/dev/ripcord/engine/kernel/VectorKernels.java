@@ -1001,6 +1001,282 @@ final class VectorKernels implements Kernels {
         }
     }
 
+    /**
+     * Two weight rows against one activation row, each row's arithmetic exactly that of its one-row kernel (same
+     * lanes, same order), so the results are bit-identical to two one-row calls. The two rows' loads interleave:
+     * two memory streams in flight, and each activation vector loaded once for both.
+     */
+    @Override
+    public void dotQ8Pair(GgmlType type, MemorySegment w, long wOff0, long wOff1, int k, MemorySegment qa,
+                          long qaOff, MemorySegment c, long c0, long c1) {
+        Q8Activations.requireSupported(type, k);
+        if (!INT_DOT) {
+            TWIN.dotQ8Pair(type, w, wOff0, wOff1, k, qa, qaOff, c, c0, c1);
+            return;
+        }
+        switch (type) {
+            case Q8_0 -> q8_0Pair(w, wOff0, wOff1, k, qa, qaOff, c, c0, c1);
+            case Q4_0 -> q4_0Pair(w, wOff0, wOff1, k, qa, qaOff, c, c0, c1);
+            case Q4_K -> q4_KPair(w, wOff0, wOff1, k, qa, qaOff, c, c0, c1);
+            case Q6_K -> q6_KPair(w, wOff0, wOff1, k, qa, qaOff, c, c0, c1);
+            default -> throw new IllegalArgumentException("no integer dot product for ggml type " + type);
+        }
+    }
+
+    private static float fold(FloatVector acc) {
+        if (L >= 16) {
+            acc = acc.add(acc.rearrange(XOR8));
+        }
+        acc = acc.add(acc.rearrange(XOR4));
+        acc = acc.add(acc.rearrange(XOR2));
+        acc = acc.add(acc.rearrange(XOR1));
+        return acc.lane(0);
+    }
+
+    private static ShortVector bytesToShorts(MemorySegment w, long off) {
+        return (ShortVector) ByteVector.fromMemorySegment(BQ, w, off, LE).convertShape(VectorOperators.B2S, SQ, 0);
+    }
+
+    private static ShortVector shorts(MemorySegment qa, long off) {
+        return ShortVector.fromMemorySegment(SQ, qa, off, LE);
+    }
+
+    private static FloatVector blockToFloats(IntVector lanes) {
+        return (FloatVector) lanes.convert(VectorOperators.I2F, 0);
+    }
+
+    private static void q8_0Pair(MemorySegment w, long wOff0, long wOff1, int k, MemorySegment qa, long a0,
+                                 MemorySegment c, long c0, long c1) {
+        FloatVector acc0 = FloatVector.zero(S);
+        FloatVector acc1 = acc0;
+        IntVector zi = IntVector.zero(IS);
+        for (int b = 0; b < k / 32; b++) {
+            long base0 = wOff0 + 34L * b;
+            long base1 = wOff1 + 34L * b;
+            float da = qa.get(F, a0 + Q8Activations.scaleOffset(k, b));
+            float dw0 = Dequant.f16(w, base0);
+            float dw1 = Dequant.f16(w, base1);
+            IntVector i0 = zi;
+            IntVector i1 = zi;
+            for (int part = 0; part < IPARTS; part++) {
+                long e = 64L * b + 2L * part * L;
+                ShortVector x0 = shorts(qa, a0 + e);
+                ShortVector x1 = shorts(qa, a0 + e + 32);
+                ShortVector p0 = bytesToShorts(w, base0 + 2 + part * L).mul(x0)
+                        .add(bytesToShorts(w, base0 + 18 + part * L).mul(x1));
+                ShortVector p1 = bytesToShorts(w, base1 + 2 + part * L).mul(x0)
+                        .add(bytesToShorts(w, base1 + 18 + part * L).mul(x1));
+                i0 = i0.add((IntVector) p0.convertShape(VectorOperators.S2I, IS, 0));
+                i1 = i1.add((IntVector) p1.convertShape(VectorOperators.S2I, IS, 0));
+            }
+            acc0 = blockToFloats(i0).fma(FloatVector.broadcast(S, dw0 * da), acc0);
+            acc1 = blockToFloats(i1).fma(FloatVector.broadcast(S, dw1 * da), acc1);
+        }
+        c.set(F, c0 << 2, fold(acc0));
+        c.set(F, c1 << 2, fold(acc1));
+    }
+
+    private static void q4_0Pair(MemorySegment w, long wOff0, long wOff1, int k, MemorySegment qa, long a0,
+                                 MemorySegment c, long c0, long c1) {
+        FloatVector acc0 = FloatVector.zero(S);
+        FloatVector acc1 = acc0;
+        IntVector zi = IntVector.zero(IS);
+        for (int b = 0; b < k / 32; b++) {
+            long base0 = wOff0 + 18L * b;
+            long base1 = wOff1 + 18L * b;
+            float da = qa.get(F, a0 + Q8Activations.scaleOffset(k, b));
+            float dw0 = Dequant.f16(w, base0);
+            float dw1 = Dequant.f16(w, base1);
+            IntVector i0 = zi;
+            IntVector i1 = zi;
+            for (int part = 0; part < IPARTS; part++) {
+                long e = 64L * b + 2L * part * L;
+                ShortVector x0 = shorts(qa, a0 + e);
+                ShortVector x1 = shorts(qa, a0 + e + 32);
+                ShortVector q = bytesToShorts(w, base0 + 2 + part * L);
+                ShortVector r = bytesToShorts(w, base1 + 2 + part * L);
+                ShortVector p0 = q.and((short) 0x0F).sub((short) 8).mul(x0)
+                        .add(q.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F).sub((short) 8).mul(x1));
+                ShortVector p1 = r.and((short) 0x0F).sub((short) 8).mul(x0)
+                        .add(r.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F).sub((short) 8).mul(x1));
+                i0 = i0.add((IntVector) p0.convertShape(VectorOperators.S2I, IS, 0));
+                i1 = i1.add((IntVector) p1.convertShape(VectorOperators.S2I, IS, 0));
+            }
+            acc0 = blockToFloats(i0).fma(FloatVector.broadcast(S, dw0 * da), acc0);
+            acc1 = blockToFloats(i1).fma(FloatVector.broadcast(S, dw1 * da), acc1);
+        }
+        c.set(F, c0 << 2, fold(acc0));
+        c.set(F, c1 << 2, fold(acc1));
+    }
+
+    // The K-quant pairs spell every vector operation out, as the one-row kernels do: a helper method per step
+    // would push the Vector API's own call chains past C2's inlining depth, and a vector that is not inlined is
+    // boxed (many times slower).
+    private static void q4_KPair(MemorySegment w, long wOff0, long wOff1, int k, MemorySegment qa, long a0,
+                                 MemorySegment c, long c0, long c1) {
+        FloatVector acc0 = FloatVector.zero(S);
+        FloatVector acc1 = acc0;
+        IntVector zi = IntVector.zero(IS);
+        float m0 = 0f;
+        float m1 = 0f;
+        for (int b = 0; b < k / 256; b++) {
+            long base0 = wOff0 + 144L * b;
+            long base1 = wOff1 + 144L * b;
+            float da = qa.get(F, a0 + Q8Activations.scaleOffset(k, b));
+            long sums = a0 + Q8Activations.sumOffset(k, 8 * b);
+            // ggml's unpacking of the twelve scale bytes, as in q4_KRows1: (s0, s1) the scales, (n0, n1) the mins.
+            int u0 = w.get(Q8Activations.I, base0 + 4);
+            int u1 = w.get(Q8Activations.I, base0 + 8);
+            int u2 = w.get(Q8Activations.I, base0 + 12);
+            int n1 = ((u2 >>> 4) & 0x0F0F0F0F) | (((u1 >>> 6) & 0x03030303) << 4);
+            int n0 = u1 & 0x3F3F3F3F;
+            int s1 = (u2 & 0x0F0F0F0F) | (((u0 >>> 6) & 0x03030303) << 4);
+            int s0 = u0 & 0x3F3F3F3F;
+            int v0 = w.get(Q8Activations.I, base1 + 4);
+            int v1 = w.get(Q8Activations.I, base1 + 8);
+            int v2 = w.get(Q8Activations.I, base1 + 12);
+            int o1 = ((v2 >>> 4) & 0x0F0F0F0F) | (((v1 >>> 6) & 0x03030303) << 4);
+            int o0 = v1 & 0x3F3F3F3F;
+            int t1 = (v2 & 0x0F0F0F0F) | (((v0 >>> 6) & 0x03030303) << 4);
+            int t0 = v0 & 0x3F3F3F3F;
+            int summs0 = 0;
+            int summs1 = 0;
+            for (int j = 0; j < 8; j++) {
+                int sum = qa.get(Q8Activations.I, sums + 4L * j);
+                summs0 += (((j < 4 ? n0 : n1) >>> (8 * (j & 3))) & 0xFF) * sum;
+                summs1 += (((j < 4 ? o0 : o1) >>> (8 * (j & 3))) & 0xFF) * sum;
+            }
+            IntVector i0 = zi;
+            IntVector i1 = zi;
+            for (int g = 0; g < 4 * IPARTS; g++) {
+                int jj = g / IPARTS;
+                int part = g % IPARTS;
+                int shift = 16 * (jj & 1);
+                int word0 = jj < 2 ? s0 : s1;
+                int word1 = jj < 2 ? t0 : t1;
+                long e = a0 + 512L * b + 128L * jj + 2L * part * L;
+                ShortVector x0 = ShortVector.fromMemorySegment(SQ, qa, e, LE);
+                ShortVector x1 = ShortVector.fromMemorySegment(SQ, qa, e + 32, LE);
+                ShortVector x2 = ShortVector.fromMemorySegment(SQ, qa, e + 64, LE);
+                ShortVector x3 = ShortVector.fromMemorySegment(SQ, qa, e + 96, LE);
+                long qs = 16 + 32L * jj + part * L;
+                ShortVector q0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base0 + qs, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector q1 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base0 + qs + 16, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector lo0 = q0.and((short) 0x0F).mul(x0).add(q1.and((short) 0x0F).mul(x1));
+                ShortVector hi0 = q0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F).mul(x2)
+                        .add(q1.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F).mul(x3));
+                i0 = i0.add(((IntVector) lo0.convertShape(VectorOperators.S2I, IS, 0))
+                                .mul(IntVector.broadcast(IS, (word0 >>> shift) & 0xFF)))
+                        .add(((IntVector) hi0.convertShape(VectorOperators.S2I, IS, 0))
+                                .mul(IntVector.broadcast(IS, (word0 >>> (shift + 8)) & 0xFF)));
+                ShortVector r0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base1 + qs, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector r1 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base1 + qs + 16, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector lo1 = r0.and((short) 0x0F).mul(x0).add(r1.and((short) 0x0F).mul(x1));
+                ShortVector hi1 = r0.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F).mul(x2)
+                        .add(r1.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F).mul(x3));
+                i1 = i1.add(((IntVector) lo1.convertShape(VectorOperators.S2I, IS, 0))
+                                .mul(IntVector.broadcast(IS, (word1 >>> shift) & 0xFF)))
+                        .add(((IntVector) hi1.convertShape(VectorOperators.S2I, IS, 0))
+                                .mul(IntVector.broadcast(IS, (word1 >>> (shift + 8)) & 0xFF)));
+            }
+            acc0 = ((FloatVector) i0.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, Dequant.f16(w, base0) * da), acc0);
+            acc1 = ((FloatVector) i1.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, Dequant.f16(w, base1) * da), acc1);
+            m0 = Math.fma(Dequant.f16(w, base0 + 2) * da, (float) summs0, m0);
+            m1 = Math.fma(Dequant.f16(w, base1 + 2) * da, (float) summs1, m1);
+        }
+        c.set(F, c0 << 2, fold(acc0) - m0);
+        c.set(F, c1 << 2, fold(acc1) - m1);
+    }
+
+    private static void q6_KPair(MemorySegment w, long wOff0, long wOff1, int k, MemorySegment qa, long a0,
+                                 MemorySegment c, long c0, long c1) {
+        FloatVector acc0 = FloatVector.zero(S);
+        FloatVector acc1 = acc0;
+        IntVector zi = IntVector.zero(IS);
+        for (int b = 0; b < k / 256; b++) {
+            long base0 = wOff0 + 210L * b;
+            long base1 = wOff1 + 210L * b;
+            float da = qa.get(F, a0 + Q8Activations.scaleOffset(k, b));
+            IntVector i0 = zi;
+            IntVector i1 = zi;
+            for (int g = 0; g < 4 * IPARTS; g++) {
+                int half = g / (2 * IPARTS);
+                int is = (g / IPARTS) & 1;
+                long o = 16L * is + (g % IPARTS) * L;
+                long e = a0 + 512L * b + 256L * half + 2 * o;
+                ShortVector x1 = ShortVector.fromMemorySegment(SQ, qa, e, LE);
+                ShortVector x2 = ShortVector.fromMemorySegment(SQ, qa, e + 64, LE);
+                ShortVector x3 = ShortVector.fromMemorySegment(SQ, qa, e + 128, LE);
+                ShortVector x4 = ShortVector.fromMemorySegment(SQ, qa, e + 192, LE);
+                long ql = 64L * half + o;
+                long qh = 128 + 32L * half + o;
+                long sc = 192 + 8L * half + is;
+                ShortVector la = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base0 + ql, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector lb = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base0 + ql + 32, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector h = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base0 + qh, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector q1 = la.and((short) 0x0F)
+                        .or(h.and((short) 3).lanewise(VectorOperators.LSHL, 4)).sub((short) 32);
+                ShortVector q2 = lb.and((short) 0x0F)
+                        .or(h.lanewise(VectorOperators.ASHR, 2).and((short) 3).lanewise(VectorOperators.LSHL, 4))
+                        .sub((short) 32);
+                ShortVector q3 = la.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F)
+                        .or(h.lanewise(VectorOperators.ASHR, 4).and((short) 3).lanewise(VectorOperators.LSHL, 4))
+                        .sub((short) 32);
+                ShortVector q4 = lb.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F)
+                        .or(h.lanewise(VectorOperators.ASHR, 6).and((short) 3).lanewise(VectorOperators.LSHL, 4))
+                        .sub((short) 32);
+                i0 = i0.add(((IntVector) q1.mul(x1).convertShape(VectorOperators.S2I, IS, 0))
+                                .mul(IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, base0 + sc))))
+                        .add(((IntVector) q2.mul(x2).convertShape(VectorOperators.S2I, IS, 0))
+                                .mul(IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, base0 + sc + 2))))
+                        .add(((IntVector) q3.mul(x3).convertShape(VectorOperators.S2I, IS, 0))
+                                .mul(IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, base0 + sc + 4))))
+                        .add(((IntVector) q4.mul(x4).convertShape(VectorOperators.S2I, IS, 0))
+                                .mul(IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, base0 + sc + 6))));
+                ShortVector ma = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base1 + ql, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector mb = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base1 + ql + 32, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector hh = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base1 + qh, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector r1 = ma.and((short) 0x0F)
+                        .or(hh.and((short) 3).lanewise(VectorOperators.LSHL, 4)).sub((short) 32);
+                ShortVector r2 = mb.and((short) 0x0F)
+                        .or(hh.lanewise(VectorOperators.ASHR, 2).and((short) 3).lanewise(VectorOperators.LSHL, 4))
+                        .sub((short) 32);
+                ShortVector r3 = ma.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F)
+                        .or(hh.lanewise(VectorOperators.ASHR, 4).and((short) 3).lanewise(VectorOperators.LSHL, 4))
+                        .sub((short) 32);
+                ShortVector r4 = mb.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F)
+                        .or(hh.lanewise(VectorOperators.ASHR, 6).and((short) 3).lanewise(VectorOperators.LSHL, 4))
+                        .sub((short) 32);
+                i1 = i1.add(((IntVector) r1.mul(x1).convertShape(VectorOperators.S2I, IS, 0))
+                                .mul(IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, base1 + sc))))
+                        .add(((IntVector) r2.mul(x2).convertShape(VectorOperators.S2I, IS, 0))
+                                .mul(IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, base1 + sc + 2))))
+                        .add(((IntVector) r3.mul(x3).convertShape(VectorOperators.S2I, IS, 0))
+                                .mul(IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, base1 + sc + 4))))
+                        .add(((IntVector) r4.mul(x4).convertShape(VectorOperators.S2I, IS, 0))
+                                .mul(IntVector.broadcast(IS, (int) w.get(ValueLayout.JAVA_BYTE, base1 + sc + 6))));
+            }
+            acc0 = ((FloatVector) i0.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, Dequant.f16(w, base0 + 208) * da), acc0);
+            acc1 = ((FloatVector) i1.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, Dequant.f16(w, base1 + 208) * da), acc1);
+        }
+        c.set(F, c0 << 2, fold(acc0));
+        c.set(F, c1 << 2, fold(acc1));
+    }
+
     private static void q8_0Rows4(MemorySegment w, long wOff, int k, MemorySegment qa, long qaOff,
                                   long qaStride, MemorySegment c, long cOff, long ldc) {
         long a0 = qaOff + 0 * qaStride;

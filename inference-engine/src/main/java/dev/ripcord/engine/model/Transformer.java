@@ -34,6 +34,11 @@ public final class Transformer {
     /** Rows per GEMM work item: a block of activations and a panel of weights both stay in a 2 MiB L2. */
     private static final int ROW_BLOCK = 128;
     /**
+     * Weight rows per work item of a quantized projection on the integer kernels: one decode step streams each
+     * weight row from memory once, and a 64-row item gives each of its two streams 32 consecutive rows.
+     */
+    static final int INTEGER_PANEL = 64;
+    /**
      * Inside a layer, a region's work items ask the safe point only every this many items (item 0 of every region
      * always): a check per item cost 3-5 % of prefill throughput at 64-token chunks in the CPU-time bench, every
      * eighth is within its noise, and eight items are well under a millisecond of compute.
@@ -637,7 +642,8 @@ public final class Transformer {
             outStride[j] = outputStride;
             count[j] = n;
             blocks[j] = (n + ROW_BLOCK - 1) / ROW_BLOCK;
-            itemEnd[j] = (j == 0 ? 0 : itemEnd[j - 1]) + w.panels() * blocks[j];
+            int panels = integerFamily(w) >= 0 ? (w.rows() + INTEGER_PANEL - 1) / INTEGER_PANEL : w.panels();
+            itemEnd[j] = (j == 0 ? 0 : itemEnd[j - 1]) + panels * blocks[j];
         }
 
         /** Runs the projections added since {@link #begin}; true if the region was abandoned (see SafePoint). */
@@ -762,10 +768,25 @@ public final class Transformer {
     private void integerItem(QuantMatrix qm, int panel, MemorySegment activations, int row, int n,
                              MemorySegment output, long outOff, long outStride) {
         var t = qm.tensor();
-        int j0 = panel * QuantMatrix.PANEL;
-        int width = Math.min(QuantMatrix.PANEL, t.rows() - j0);
+        int j0 = panel * INTEGER_PANEL;
+        int width = Math.min(INTEGER_PANEL, t.rows() - j0);
         int cols = t.cols();
         long rowBytes = Kernels.activationRowBytes(cols);
+        if (n == 1) {
+            // One activation row (a decode step of one sequence): the weights stream from memory once, so take
+            // the panel's two halves side by side, two sequential streams in flight (see dotQ8Pair).
+            int half = width / 2;
+            long a = row * rowBytes;
+            for (int i = 0; i < half; i++) {
+                kernels.dotQ8Pair(t.type(), t.data(), t.rowOffset(j0 + i), t.rowOffset(j0 + half + i), cols,
+                        activations, a, output, outOff + j0 + i, outOff + j0 + half + i);
+            }
+            if ((width & 1) != 0) {
+                kernels.dotQ8(t.type(), t.data(), t.rowOffset(j0 + width - 1), cols, activations, a, rowBytes, 1,
+                        output, outOff + j0 + width - 1, outStride);
+            }
+            return;
+        }
         for (int i = 0; i < width; i++) {
             kernels.dotQ8(t.type(), t.data(), t.rowOffset(j0 + i), cols, activations, row * rowBytes, rowBytes, n,
                     output, outOff + j0 + i, outStride);

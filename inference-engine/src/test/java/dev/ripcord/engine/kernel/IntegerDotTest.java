@@ -85,6 +85,38 @@ class IntegerDotTest {
     }
 
     /**
+     * The decode path's pair of weight rows ({@link Kernels#dotQ8Pair}) gives, for each row, exactly the bits the
+     * one-row kernel gives, in both twins, for rows at any distance (the second before the first included).
+     */
+    @Test
+    void aPairOfWeightRowsGivesExactlyWhatEachRowGivesAlone() {
+        SplittableRandom r = new SplittableRandom(47);
+        for (GgmlType type : TYPES) {
+            for (int trial = 0; trial < 40; trial++) {
+                int k = type.blockSize() * (1 + r.nextInt(type.blockSize() == 32 ? 24 : 5));
+                int rows = 2 + r.nextInt(7);
+                int pad = r.nextInt(5);
+                long rowBytes = type.byteSize(k);
+                MemorySegment w = weights(r, type, rows, k, pad);
+                int i0 = r.nextInt(rows);
+                int i1 = (i0 + 1 + r.nextInt(rows - 1)) % rows;
+                MemorySegment qa = quantize(type, activations(r, 1, k), 1, k, Kernels.activationRowBytes(k), 6);
+                MemorySegment single = ARENA.allocate(8, 64);
+                VECTOR.dotQ8(type, w, pad + i0 * rowBytes, k, qa, 6, 0, 1, single, 0, 1);
+                VECTOR.dotQ8(type, w, pad + i1 * rowBytes, k, qa, 6, 0, 1, single, 1, 1);
+                for (Kernels kernels : new Kernels[] {VECTOR, SCALAR}) {
+                    MemorySegment pair = ARENA.allocate(12, 64);
+                    kernels.dotQ8Pair(type, w, pad + i0 * rowBytes, pad + i1 * rowBytes, k, qa, 6, pair, 2, 0);
+                    assertThat(pair.asSlice(8, 4).mismatch(single.asSlice(0, 4)))
+                            .as("%s %s k=%d first row", kernels.name(), type, k).isEqualTo(-1L);
+                    assertThat(pair.asSlice(0, 4).mismatch(single.asSlice(4, 4)))
+                            .as("%s %s k=%d second row", kernels.name(), type, k).isEqualTo(-1L);
+                }
+            }
+        }
+    }
+
+    /**
      * Activations that are integers in [-127, 127] with 127 in every block quantize exactly (scale 1), so the integer
      * dot product must equal the exact dot product of the dequantized weights with them, up to float rounding.
      */
