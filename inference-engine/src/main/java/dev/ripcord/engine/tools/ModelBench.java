@@ -31,9 +31,13 @@ import dev.ripcord.format.gguf.GgufTensorInfo;
  * time", timing only the decode steps. Prefill: one sequence of each prompt length (a TinyStories-like text,
  * repeated) in chunks of the engine's maximum. Each figure comes with what it implies: decode's weight bandwidth
  * (the bytes of every matrix a token reads, times tokens per second) and the matmul and attention GFLOP/s
- * ({@link ModelConfig#flopsPerToken}, the classifier included once per decode step and once per prompt).
+ * ({@link ModelConfig#flopsPerToken}, the classifier included once per decode step and once per prompt), and
+ * decode's ceiling: before each decode run the file's own mapping is read end to end by as many threads as the
+ * engine has ({@link WeightStream}), and that rate divided by the weight bytes per token is the {@code limit tok/s}
+ * that the {@code of limit} column compares decode with.
  * {@code --json} prints one object per model and round as it is measured, e.g.
- * {@code {"file":…,"type":…,"threads":2,"cpu":…,"decode_tok_s":…,"prefill_tok_s":{"128":…}}}. The CPU model
+ * {@code {"file":…,"type":…,"threads":2,"cpu":…,"decode_tok_s":…,"prefill_tok_s":{"128":…},…,
+ * "stream_gb_s":…,"decode_limit_tok_s":…}}. The CPU model
  * and the load average are printed with the figures: this machine kind differs in CPU, and shares its cores.
  * The {@code tok/CPU-s} column divides by the calling thread's CPU time: meaningful only with {@code --threads=1}.
  */
@@ -42,7 +46,7 @@ public final class ModelBench {
     }
 
     /** One model under test: its label, type, the bytes of weights a decode step reads. */
-    record Model(String file, String type, long streamedBytes, InferenceEngine engine) {
+    record Model(Path path, String file, String type, long streamedBytes, InferenceEngine engine) {
     }
 
     public static void main(String[] args) throws IOException {
@@ -102,7 +106,7 @@ public final class ModelBench {
             for (String t : convert) {
                 if (t.equals("ckpt")) {
                     InferenceEngine e = InferenceEngine.load(file, tokenizer, options);
-                    models.add(new Model(file.getFileName().toString(), "ckpt (F32)", streamedF32(e.config()), e));
+                    models.add(new Model(file, file.getFileName().toString(), "ckpt (F32)", streamedF32(e.config()), e));
                 } else {
                     Path out = dir.resolve(file.getFileName() + "-" + t + ".gguf");
                     if (!Files.exists(out)) {
@@ -135,12 +139,14 @@ public final class ModelBench {
         int n = models.size();
         double[][] decodeRuns = new double[n][runs];
         double[][] decodeCpuRuns = new double[n][runs];
+        double[][] streamRuns = new double[n][runs];
         double[][][] prefillRuns = new double[n][prompts.length][runs];
         for (int r = 0; r < runs; r++) {
             for (int i = 0; i < n; i++) {
                 Model m = models.get(i);
                 ModelConfig c = m.engine().config();
                 int decodeTokens = Math.min(decode, c.contextLength() - 8);
+                streamRuns[i][r] = WeightStream.bytesPerSecond(m.path(), threads, 3);
                 long cpu0 = callerCpuNanos();
                 decodeRuns[i][r] = decodeRate(m.engine(), decodeTokens);
                 decodeCpuRuns[i][r] = decodeTokens / ((callerCpuNanos() - cpu0) / 1e9);
@@ -154,14 +160,16 @@ public final class ModelBench {
                 if (json) {
                     System.out.printf(Locale.ROOT, "{\"file\":\"%s\",\"type\":\"%s\",\"threads\":%d,\"cpu\":\"%s\","
                                     + "\"round\":%d,\"load1\":%s,\"decode_tok_s\":%.2f,\"prefill_tok_s\":{%s},"
-                                    + "\"weight_bytes\":%d}%n", escape(m.file()), m.type(), threads, escape(cpu), r + 1,
-                            loadAverage().split(" ")[0], decodeRuns[i][r], prefillJson, m.streamedBytes());
+                                    + "\"weight_bytes\":%d,\"stream_gb_s\":%.2f,\"decode_limit_tok_s\":%.2f}%n",
+                            escape(m.file()), m.type(), threads, escape(cpu), r + 1, loadAverage().split(" ")[0],
+                            decodeRuns[i][r], prefillJson, m.streamedBytes(), streamRuns[i][r] / 1e9,
+                            streamRuns[i][r] / m.streamedBytes());
                 }
             }
         }
         if (!json) {
-            StringBuilder header = new StringBuilder(String.format(Locale.ROOT, "%-28s %-12s %12s %9s %9s %10s",
-                    "file", "type", "decode tok/s", "GB/s", "GFLOP/s", "tok/CPU-s"));
+            StringBuilder header = new StringBuilder(String.format(Locale.ROOT, "%-28s %-12s %12s %9s %11s %8s %9s %10s",
+                    "file", "type", "decode tok/s", "GB/s", "limit tok/s", "of limit", "GFLOP/s", "tok/CPU-s"));
             for (int p : prompts) {
                 header.append(String.format(Locale.ROOT, " %17s %9s", "prefill" + p + " tok/s", "GFLOP/s"));
             }
@@ -172,8 +180,10 @@ public final class ModelBench {
                 int decodeTokens = Math.min(decode, c.contextLength() - 8);
                 double rate = median(decodeRuns[i]);
                 double flopsPerStep = c.flopsPerToken(4 + decodeTokens / 2) + c.classifierFlops();
-                StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "%-28s %-12s %12.1f %9.1f %9.1f %10.1f",
-                        m.file(), m.type(), rate, m.streamedBytes() * rate / 1e9, flopsPerStep * rate / 1e9,
+                double limit = median(streamRuns[i]) / m.streamedBytes();
+                StringBuilder row = new StringBuilder(String.format(Locale.ROOT,
+                        "%-28s %-12s %12.1f %9.1f %11.1f %7.0f%% %9.1f %10.1f", m.file(), m.type(), rate,
+                        m.streamedBytes() * rate / 1e9, limit, 100 * rate / limit, flopsPerStep * rate / 1e9,
                         median(decodeCpuRuns[i])));
                 for (int p = 0; p < prompts.length; p++) {
                     int len = Math.min(Math.min(prompts[p], c.contextLength()), text.length);
@@ -224,7 +234,7 @@ public final class ModelBench {
                 .filter(e -> e.getValue() * 10 >= total)
                 .forEach(e -> type.append(type.isEmpty() ? "" : "+").append(e.getKey()));
         InferenceEngine e = InferenceEngine.load(file, null, options);
-        return new Model(file.getFileName().toString(), type.toString(), streamed, e);
+        return new Model(file, file.getFileName().toString(), type.toString(), streamed, e);
     }
 
     /** A llama2.c checkpoint's matrices in F32: every projection and the classifier. */
