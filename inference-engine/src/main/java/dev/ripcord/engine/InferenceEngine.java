@@ -9,6 +9,7 @@ import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -274,9 +275,14 @@ public final class InferenceEngine implements AutoCloseable {
         }
     }
 
-    /** How the engine holds its packed weights, for a start-up log line. */
+    /**
+     * How the engine holds its weights, for a start-up log line: the packed weights (in process memory or a shared
+     * image) and, for a block-quantized GGUF file, the bytes of matrices it reads in place from the file's mapping.
+     */
     public String weightsDescription() {
-        return weightsLoad.describe();
+        long quantized = weightsLoad.weights().quantizedBytes();
+        return weightsLoad.describe() + (quantized == 0 ? "" : String.format(Locale.ROOT,
+                "; quantized matrices %.1f MB used in place from the model file's read-only mapping", quantized / 1e6));
     }
 
     /** How the engine got its packed weights (in its own memory, or from a {@link WeightCache} image). */

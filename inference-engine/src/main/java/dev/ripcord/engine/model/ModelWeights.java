@@ -189,6 +189,27 @@ public final class ModelWeights {
     }
 
     /** True when some matrix is used in place in a block format. */
+    /**
+     * Bytes of the block-quantized matrices used in place from the model file's mapping (each counted once: a tied
+     * classifier is the embedding), 0 when there are none.
+     */
+    public long quantizedBytes() {
+        java.util.Set<Long> seen = new java.util.HashSet<>();
+        java.util.List<Projection> all = new java.util.ArrayList<>();
+        for (Projection[] layerMatrices : new Projection[][] {wq, wk, wv, wo, w1, w2, w3}) {
+            all.addAll(java.util.Arrays.asList(layerMatrices));
+        }
+        all.add(classifier);
+        all.add(quantEmbedding);
+        long bytes = 0;
+        for (Projection p : all) {
+            if (p instanceof QuantMatrix q && seen.add(q.tensor().data().address())) {
+                bytes += q.tensor().data().byteSize();
+            }
+        }
+        return bytes;
+    }
+
     public boolean quantized() {
         return quantEmbedding != null || classifier instanceof QuantMatrix || wq[0] instanceof QuantMatrix;
     }

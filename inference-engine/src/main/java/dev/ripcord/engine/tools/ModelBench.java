@@ -46,7 +46,7 @@ public final class ModelBench {
     }
 
     /** One model under test: its label, type, the bytes of weights a decode step reads. */
-    record Model(Path path, String file, String type, long streamedBytes, InferenceEngine engine) {
+    record Model(Path path, String file, String type, long streamedBytes, InferenceEngine engine, double loadSeconds) {
     }
 
     public static void main(String[] args) throws IOException {
@@ -105,8 +105,10 @@ public final class ModelBench {
             Files.createDirectories(dir);
             for (String t : convert) {
                 if (t.equals("ckpt")) {
+                    long t0 = System.nanoTime();
                     InferenceEngine e = InferenceEngine.load(file, tokenizer, options);
-                    models.add(new Model(file, file.getFileName().toString(), "ckpt (F32)", streamedF32(e.config()), e));
+                    models.add(new Model(file, file.getFileName().toString(), "ckpt (F32)", streamedF32(e.config()), e,
+                            (System.nanoTime() - t0) / 1e9));
                 } else {
                     Path out = dir.resolve(file.getFileName() + "-" + t + ".gguf");
                     if (!Files.exists(out)) {
@@ -125,8 +127,9 @@ public final class ModelBench {
             for (Model m : models) {
                 ModelConfig c = m.engine().config();
                 System.out.printf(Locale.ROOT, "  %s: %s, dim %d, layers %d, heads %d/%d, hidden %d, vocab %d, context %d;"
-                                + " %.0f MB of weights read per token%n", m.file(), m.type(), c.dim(), c.layers(),
-                        c.heads(), c.kvHeads(), c.hiddenDim(), c.vocabSize(), c.contextLength(), m.streamedBytes() / 1e6);
+                                + " %.0f MB of weights read per token; loaded in %.1f s: %s%n", m.file(), m.type(), c.dim(),
+                        c.layers(), c.heads(), c.kvHeads(), c.hiddenDim(), c.vocabSize(), c.contextLength(),
+                        m.streamedBytes() / 1e6, m.loadSeconds(), m.engine().weightsDescription());
             }
         }
         for (Model m : models) {
@@ -233,8 +236,10 @@ public final class ModelBench {
         bytesByType.entrySet().stream().sorted((a, b) -> Long.compare(b.getValue(), a.getValue()))
                 .filter(e -> e.getValue() * 10 >= total)
                 .forEach(e -> type.append(type.isEmpty() ? "" : "+").append(e.getKey()));
+        long t0 = System.nanoTime();
         InferenceEngine e = InferenceEngine.load(file, null, options);
-        return new Model(file, file.getFileName().toString(), type.toString(), streamed, e);
+        return new Model(file, file.getFileName().toString(), type.toString(), streamed, e,
+                (System.nanoTime() - t0) / 1e9);
     }
 
     /** A llama2.c checkpoint's matrices in F32: every projection and the classifier. */

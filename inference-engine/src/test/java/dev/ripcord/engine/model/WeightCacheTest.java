@@ -102,6 +102,15 @@ class WeightCacheTest {
                     + 2L * config.vocabSize() * dim) * Float.BYTES;
             assertThat(image).as("%s: an image holds the norms, and the matrices only when they are widened", type)
                     .isEqualTo(type == GgmlType.F16 ? norms + matrices : norms);
+            if (type == GgmlType.Q8_0) {
+                long blocks = matrices / Float.BYTES / 32;
+                assertThat(second.weightsDescription()).as("the start-up line says what stays in the file")
+                        .contains(String.format(java.util.Locale.ROOT,
+                                "quantized matrices %.1f MB used in place from the model file's read-only mapping",
+                                blocks * 34 / 1e6));
+            } else {
+                assertThat(second.weightsDescription()).doesNotContain("quantized matrices");
+            }
             float[] expected = logits(alone);
             assertThat(logits(first)).containsExactly(expected);
             assertThat(logits(second)).containsExactly(expected);
