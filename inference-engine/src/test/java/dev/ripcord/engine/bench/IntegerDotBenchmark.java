@@ -92,4 +92,17 @@ public class IntegerDotBenchmark {
         }
         return c;
     }
+
+    /**
+     * The decode path's pairs ({@link Kernels#dotQ8Pair}): row {@code j} with row {@code j + N/2}, one activation
+     * row (with {@code rows = 4} it still reads only the first). Nanoseconds per 32 weights of one row.
+     */
+    @Benchmark
+    @OperationsPerInvocation(N * K / 32)
+    public MemorySegment dotQ8Pair() {
+        for (int j = 0; j < N / 2; j++) {
+            kernels.dotQ8Pair(t, w, j * rowBytes, (j + N / 2) * rowBytes, K, qa, 0, c, j, j + N / 2);
+        }
+        return c;
+    }
 }
