@@ -500,17 +500,7 @@ public final class LocalStack implements AutoCloseable {
             System.exit(1);
             return;
         }
-        if (warmUpRounds > 0) {
-            // Before "up": the first request a user sends must not be the one that warms the request path.
-            out.println("ripcord: warming up the request path (" + warmUpRounds + " rounds through every gateway)...");
-            long warmUpStart = System.nanoTime();
-            StackWarmUp.Result warm = StackWarmUp.warm(stack, warmUpRounds);
-            for (String failure : warm.failures()) {
-                System.err.println("ripcord: warm-up request failed: " + failure);
-            }
-            out.printf("ripcord: warm-up done: %d requests answered in %.1f s%n", warm.answered(),
-                    (System.nanoTime() - warmUpStart) / 1e9);
-        }
+        // Registered before the warm-up: Ctrl-C while it runs must stop the services too, not leave them running.
         Path stateFile = StackStateFile.path(options.root());
         java.util.concurrent.atomic.AtomicBoolean stopping = new java.util.concurrent.atomic.AtomicBoolean();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -520,6 +510,22 @@ public final class LocalStack implements AutoCloseable {
             stack.close();
             out.println("ripcord: stopped");
         }, "ripcord-shutdown"));
+        if (warmUpRounds > 0) {
+            // Before "up": the first request a user sends must not be the one that warms the request path.
+            out.println("ripcord: warming up the request path (" + warmUpRounds + " rounds through every gateway)...");
+            long warmUpStart = System.nanoTime();
+            StackWarmUp.Result warm = StackWarmUp.warm(stack, warmUpRounds, stopping::get);
+            if (stopping.get()) {
+                return; // stopped while warming up: the shutdown hook stops the services; nothing is up
+            }
+            for (String failure : warm.failures()) {
+                System.err.println("ripcord: warm-up request failed: " + failure);
+            }
+            out.printf("ripcord: warm-up done: %d requests answered in %.1f s%s%n", warm.answered(),
+                    (System.nanoTime() - warmUpStart) / 1e9, warm.rounds() < warmUpRounds
+                            ? " (" + warm.rounds() + " of " + warmUpRounds + " rounds: no round starts after "
+                            + StackWarmUp.DEFAULT_BUDGET.toSeconds() + " s)" : "");
+        }
         out.println();
         out.println("ripcord is up:");
         for (Instance instance : stack.instances()) {

@@ -33,13 +33,18 @@ import java.util.regex.Pattern;
  * as the stack has instances of its most numerous worker role if that is more (routing spreads concurrent requests
  * over the instances, so each worker gets some; several at once warm decode's batched steps too), then one
  * non-streaming completion and one streaming chat completion. Every request is read to its end: {@link #run}
- * returns only once all of them have been answered. A request that fails is counted and reported, never retried: a
+ * returns only once all of them have been answered. No round starts once {@link #DEFAULT_BUDGET} has passed (the
+ * first round always runs): stories15M's 40 rounds take about 20 s on two cores, but a 1B model answers a round in
+ * seconds, and 40 of them would keep {@code up} from saying it is up for minutes. A request that fails is counted and reported, never retried: a
  * stack whose warm-up fails still comes up (its health said so), and the report says what failed.
  */
 public final class StackWarmUp {
 
     /** Rounds {@code ./ripcord up} runs unless {@code --warm-up=N} says otherwise. */
     public static final int DEFAULT_ROUNDS = 40;
+
+    /** Time after which no further round starts, so that a large model's warm-up ends in about a minute. */
+    public static final Duration DEFAULT_BUDGET = Duration.ofSeconds(60);
 
     /** The fewest concurrent streaming completions a round of {@link #warm} sends through a gateway. */
     static final int MIN_CONCURRENT = 4;
@@ -48,8 +53,11 @@ public final class StackWarmUp {
     private static final String[] PROMPTS = {"Once upon a time", "Once upon a time, there was a little girl named Lily."
             + " She liked to play in the park with her friends.", "The cat"};
 
-    /** What a warm-up did: requests answered in full, and the failures (one line each). */
-    public record Result(int answered, List<String> failures) {
+    /**
+     * What a warm-up did: requests answered in full, the failures (one line each), and the rounds it ran through
+     * every gateway (fewer than asked when the time budget ran out).
+     */
+    public record Result(int answered, List<String> failures, int rounds) {
         public Result {
             failures = List.copyOf(failures);
         }
@@ -98,7 +106,7 @@ public final class StackWarmUp {
      * Warms {@code stack}: {@code rounds} rounds through each of its gateways, each with as many concurrent streaming
      * requests as the stack has instances of its most numerous worker role, and at least {@value #MIN_CONCURRENT}.
      */
-    public static Result warm(LocalStack stack, int rounds) {
+    public static Result warm(LocalStack stack, int rounds, java.util.function.BooleanSupplier stopping) {
         List<URI> gateways = new ArrayList<>();
         int spread = MIN_CONCURRENT;
         for (Role role : Role.values()) {
@@ -115,13 +123,24 @@ public final class StackWarmUp {
                 spread = Math.max(spread, count);
             }
         }
-        return new StackWarmUp(stack.apiKey()).run(gateways, rounds, spread);
+        return new StackWarmUp(stack.apiKey()).run(gateways, rounds, spread, DEFAULT_BUDGET, stopping);
     }
 
-    /** Runs the warm-up through {@code gateways}; returns once every request was answered (or failed). */
-    public Result run(List<URI> gateways, int rounds, int spread) {
+    /**
+     * Runs the warm-up through {@code gateways}, starting no round after {@code budget} (the first always runs);
+     * returns once every request sent was answered (or failed).
+     */
+    public Result run(List<URI> gateways, int rounds, int spread, Duration budget) {
+        return run(gateways, rounds, spread, budget, () -> false);
+    }
+
+    /** As {@link #run(List, int, int, Duration)}, starting no round once {@code stopping} says the stack stops. */
+    public Result run(List<URI> gateways, int rounds, int spread, Duration budget,
+                      java.util.function.BooleanSupplier stopping) {
         List<String> failures = new ArrayList<>();
         int answered = 0;
+        long start = System.nanoTime();
+        int done = rounds;
         for (URI gateway : gateways) {
             String model;
             try {
@@ -131,6 +150,10 @@ public final class StackWarmUp {
                 continue;
             }
             for (int round = 0; round < rounds; round++) {
+                if (stopping.getAsBoolean() || round > 0 && System.nanoTime() - start >= budget.toNanos()) {
+                    done = Math.min(done, round);
+                    break;
+                }
                 String prompt = PROMPTS[round % PROMPTS.length];
                 List<HttpRequest> requests = new ArrayList<>();
                 for (int i = 0; i < spread; i++) {
@@ -160,7 +183,7 @@ public final class StackWarmUp {
                 }
             }
         }
-        return new Result(answered, failures);
+        return new Result(answered, failures, done);
     }
 
     private String modelOf(URI gateway) throws IOException {

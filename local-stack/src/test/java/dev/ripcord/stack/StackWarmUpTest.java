@@ -8,6 +8,7 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -86,10 +87,11 @@ class StackWarmUpTest {
             throws IOException {
         URI gateway = start(200);
 
-        StackWarmUp.Result result = new StackWarmUp("key-1").run(List.of(gateway), 3, 2);
+        StackWarmUp.Result result = new StackWarmUp("key-1").run(List.of(gateway), 3, 2, StackWarmUp.DEFAULT_BUDGET);
 
         assertThat(result.failures()).isEmpty();
         assertThat(result.answered()).isEqualTo(3 * (2 + 2));
+        assertThat(result.rounds()).isEqualTo(3);
         assertThat(calls.get("GET /v1/models").get()).isEqualTo(1);
         assertThat(calls.get("POST /v1/completions").get()).isEqualTo(3 * 3);
         assertThat(calls.get("POST /v1/chat/completions").get()).isEqualTo(3);
@@ -100,10 +102,34 @@ class StackWarmUpTest {
     }
 
     @Test
+    void onceTheBudgetIsSpentNoFurtherRoundStartsButTheFirstAlwaysRuns() throws IOException {
+        URI gateway = start(200);
+
+        StackWarmUp.Result result = new StackWarmUp(null).run(List.of(gateway), 5, 2, Duration.ZERO);
+
+        assertThat(result.rounds()).isEqualTo(1);
+        assertThat(result.answered()).isEqualTo(2 + 2);
+        assertThat(calls.get("POST /v1/chat/completions").get()).isEqualTo(1);
+        assertThat(result.failures()).isEmpty();
+    }
+
+    @Test
+    void aStackThatIsStoppingGetsNoFurtherRound() throws IOException {
+        URI gateway = start(200);
+
+        StackWarmUp.Result result = new StackWarmUp(null).run(List.of(gateway), 5, 2, StackWarmUp.DEFAULT_BUDGET,
+                () -> true);
+
+        assertThat(result.rounds()).isZero();
+        assertThat(result.answered()).isZero();
+        assertThat(calls).doesNotContainKey("POST /v1/completions");
+    }
+
+    @Test
     void aRefusedRequestIsReportedNotRetried() throws IOException {
         URI gateway = start(503);
 
-        StackWarmUp.Result result = new StackWarmUp(null).run(List.of(gateway), 1, 1);
+        StackWarmUp.Result result = new StackWarmUp(null).run(List.of(gateway), 1, 1, StackWarmUp.DEFAULT_BUDGET);
 
         assertThat(result.answered()).isZero();
         assertThat(result.failures()).hasSize(3).allSatisfy(f -> assertThat(f).contains("answered 503"));
@@ -113,7 +139,7 @@ class StackWarmUpTest {
 
     @Test
     void anUnreachableGatewayIsAFailureNotAnException() {
-        StackWarmUp.Result result = new StackWarmUp(null).run(List.of(URI.create("http://127.0.0.1:1")), 2, 1);
+        StackWarmUp.Result result = new StackWarmUp(null).run(List.of(URI.create("http://127.0.0.1:1")), 2, 1, StackWarmUp.DEFAULT_BUDGET);
 
         assertThat(result.answered()).isZero();
         assertThat(result.failures()).singleElement().asString().contains("/v1/models");
