@@ -1033,18 +1033,9 @@ final class VectorKernels implements Kernels {
         return acc.lane(0);
     }
 
-    private static ShortVector bytesToShorts(MemorySegment w, long off) {
-        return (ShortVector) ByteVector.fromMemorySegment(BQ, w, off, LE).convertShape(VectorOperators.B2S, SQ, 0);
-    }
-
-    private static ShortVector shorts(MemorySegment qa, long off) {
-        return ShortVector.fromMemorySegment(SQ, qa, off, LE);
-    }
-
-    private static FloatVector blockToFloats(IntVector lanes) {
-        return (FloatVector) lanes.convert(VectorOperators.I2F, 0);
-    }
-
+    // The pairs spell every vector operation out, as the one-row kernels do: a helper method per step would push
+    // the Vector API's own call chains past C2's inlining depth, and a vector that is not inlined is boxed (many
+    // times slower).
     private static void q8_0Pair(MemorySegment w, long wOff0, long wOff1, int k, MemorySegment qa, long a0,
                                  MemorySegment c, long c0, long c1) {
         FloatVector acc0 = FloatVector.zero(S);
@@ -1060,17 +1051,25 @@ final class VectorKernels implements Kernels {
             IntVector i1 = zi;
             for (int part = 0; part < IPARTS; part++) {
                 long e = 64L * b + 2L * part * L;
-                ShortVector x0 = shorts(qa, a0 + e);
-                ShortVector x1 = shorts(qa, a0 + e + 32);
-                ShortVector p0 = bytesToShorts(w, base0 + 2 + part * L).mul(x0)
-                        .add(bytesToShorts(w, base0 + 18 + part * L).mul(x1));
-                ShortVector p1 = bytesToShorts(w, base1 + 2 + part * L).mul(x0)
-                        .add(bytesToShorts(w, base1 + 18 + part * L).mul(x1));
+                ShortVector x0 = ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE);
+                ShortVector x1 = ShortVector.fromMemorySegment(SQ, qa, a0 + e + 32, LE);
+                ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base0 + 2 + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base0 + 18 + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector v0 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base1 + 2 + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector v1 = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base1 + 18 + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector p0 = w0.mul(x0).add(w1.mul(x1));
+                ShortVector p1 = v0.mul(x0).add(v1.mul(x1));
                 i0 = i0.add((IntVector) p0.convertShape(VectorOperators.S2I, IS, 0));
                 i1 = i1.add((IntVector) p1.convertShape(VectorOperators.S2I, IS, 0));
             }
-            acc0 = blockToFloats(i0).fma(FloatVector.broadcast(S, dw0 * da), acc0);
-            acc1 = blockToFloats(i1).fma(FloatVector.broadcast(S, dw1 * da), acc1);
+            acc0 = ((FloatVector) i0.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, dw0 * da), acc0);
+            acc1 = ((FloatVector) i1.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, dw1 * da), acc1);
         }
         c.set(F, c0 << 2, fold(acc0));
         c.set(F, c1 << 2, fold(acc1));
@@ -1091,10 +1090,12 @@ final class VectorKernels implements Kernels {
             IntVector i1 = zi;
             for (int part = 0; part < IPARTS; part++) {
                 long e = 64L * b + 2L * part * L;
-                ShortVector x0 = shorts(qa, a0 + e);
-                ShortVector x1 = shorts(qa, a0 + e + 32);
-                ShortVector q = bytesToShorts(w, base0 + 2 + part * L);
-                ShortVector r = bytesToShorts(w, base1 + 2 + part * L);
+                ShortVector x0 = ShortVector.fromMemorySegment(SQ, qa, a0 + e, LE);
+                ShortVector x1 = ShortVector.fromMemorySegment(SQ, qa, a0 + e + 32, LE);
+                ShortVector q = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base0 + 2 + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
+                ShortVector r = (ShortVector) ByteVector.fromMemorySegment(BQ, w, base1 + 2 + part * L, LE)
+                        .convertShape(VectorOperators.B2S, SQ, 0);
                 ShortVector p0 = q.and((short) 0x0F).sub((short) 8).mul(x0)
                         .add(q.lanewise(VectorOperators.ASHR, 4).and((short) 0x0F).sub((short) 8).mul(x1));
                 ShortVector p1 = r.and((short) 0x0F).sub((short) 8).mul(x0)
@@ -1102,16 +1103,15 @@ final class VectorKernels implements Kernels {
                 i0 = i0.add((IntVector) p0.convertShape(VectorOperators.S2I, IS, 0));
                 i1 = i1.add((IntVector) p1.convertShape(VectorOperators.S2I, IS, 0));
             }
-            acc0 = blockToFloats(i0).fma(FloatVector.broadcast(S, dw0 * da), acc0);
-            acc1 = blockToFloats(i1).fma(FloatVector.broadcast(S, dw1 * da), acc1);
+            acc0 = ((FloatVector) i0.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, dw0 * da), acc0);
+            acc1 = ((FloatVector) i1.convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.broadcast(S, dw1 * da), acc1);
         }
         c.set(F, c0 << 2, fold(acc0));
         c.set(F, c1 << 2, fold(acc1));
     }
 
-    // The K-quant pairs spell every vector operation out, as the one-row kernels do: a helper method per step
-    // would push the Vector API's own call chains past C2's inlining depth, and a vector that is not inlined is
-    // boxed (many times slower).
     private static void q4_KPair(MemorySegment w, long wOff0, long wOff1, int k, MemorySegment qa, long a0,
                                  MemorySegment c, long c0, long c1) {
         FloatVector acc0 = FloatVector.zero(S);

@@ -2,7 +2,12 @@ package dev.ripcord.engine.model;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 
 import dev.ripcord.engine.ModelConfig;
 import dev.ripcord.engine.weights.StoredTensor;
@@ -188,19 +193,19 @@ public final class ModelWeights {
         return config;
     }
 
-    /** True when some matrix is used in place in a block format. */
     /**
      * Bytes of the block-quantized matrices used in place from the model file's mapping (each counted once: a tied
      * classifier is the embedding), 0 when there are none.
      */
     public long quantizedBytes() {
-        java.util.Set<Long> seen = new java.util.HashSet<>();
-        java.util.List<Projection> all = new java.util.ArrayList<>();
-        for (Projection[] layerMatrices : new Projection[][] {wq, wk, wv, wo, w1, w2, w3}) {
-            all.addAll(java.util.Arrays.asList(layerMatrices));
+        Set<Long> seen = new HashSet<>();
+        List<Projection> all = new ArrayList<>(List.of(classifier));
+        if (quantEmbedding != null) {
+            all.add(quantEmbedding);
         }
-        all.add(classifier);
-        all.add(quantEmbedding);
+        for (Projection[] layerMatrices : new Projection[][] {wq, wk, wv, wo, w1, w2, w3}) {
+            all.addAll(Arrays.asList(layerMatrices));
+        }
         long bytes = 0;
         for (Projection p : all) {
             if (p instanceof QuantMatrix q && seen.add(q.tensor().data().address())) {
@@ -210,6 +215,7 @@ public final class ModelWeights {
         return bytes;
     }
 
+    /** True when some matrix is used in place in a block format. */
     public boolean quantized() {
         return quantEmbedding != null || classifier instanceof QuantMatrix || wq[0] instanceof QuantMatrix;
     }

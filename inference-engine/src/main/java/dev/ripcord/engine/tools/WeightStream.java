@@ -23,6 +23,7 @@ import jdk.incubator.vector.VectorSpecies;
  */
 final class WeightStream {
     private static final VectorSpecies<Byte> B = ByteVector.SPECIES_PREFERRED;
+    /** Sequential streams per thread: {@link #read} reads the four quarters of its share side by side. */
     private static final int STREAMS = 4;
     private static final long PASS_BYTES = 2_000_000_000L;
     @SuppressWarnings("unused")
