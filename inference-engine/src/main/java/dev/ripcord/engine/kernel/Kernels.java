@@ -1,6 +1,7 @@
 package dev.ripcord.engine.kernel;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 
 import dev.ripcord.format.gguf.GgmlType;
 
@@ -107,6 +108,28 @@ public sealed interface Kernels permits VectorKernels, ScalarKernels {
      * dequantized copy.
      */
     float dotQuantized(GgmlType type, MemorySegment w, long wOff, int k, MemorySegment x, long xOff);
+
+    /**
+     * Two weight rows (at bytes {@code wOff0} and {@code wOff1} of {@code w}) against one float activation row:
+     * {@code c[c0]} and {@code c[c1]} (floats) get exactly what {@link #dotQuantized} gives for each row. The
+     * decode path for the types {@link #tableDecode} names, whose vector body looks each nibble's dequantized value
+     * up in a per-block table; two rows far apart keep two sequential memory streams in flight.
+     */
+    default void dotQuantizedPair(GgmlType type, MemorySegment w, long wOff0, long wOff1, int k, MemorySegment x,
+                                  long xOff, MemorySegment c, long c0, long c1) {
+        c.set(ValueLayout.JAVA_FLOAT_UNALIGNED, c0 << 2, dotQuantized(type, w, wOff0, k, x, xOff));
+        c.set(ValueLayout.JAVA_FLOAT_UNALIGNED, c1 << 2, dotQuantized(type, w, wOff1, k, x, xOff));
+    }
+
+    /**
+     * Whether a decode step over weights of {@code type} takes {@link #dotQuantizedPair} (float activations, exactly
+     * the dequantize path) rather than the integer {@link #dotQ8Pair}: Q4_0 and Q4_K with 16 float lanes, where
+     * the sixteen values a nibble dequantizes to fill one vector and the lookup is cheaper than the integer
+     * kernels' widening multiplies. A policy of the types and width alone, so both twins take the same path.
+     */
+    static boolean tableDecode(GgmlType type, int lanes) {
+        return lanes == 16 && (type == GgmlType.Q4_0 || type == GgmlType.Q4_K);
+    }
 
     /** Whether {@link #dotQ8} has a kernel for weights of {@code type}: Q8_0, Q4_0, Q4_K and Q6_K. */
     static boolean hasIntegerDot(GgmlType type) {

@@ -621,6 +621,10 @@ public final class Transformer {
         private final int[] count = new int[3];
         private final int[] blocks = new int[3];
         private final int[] itemEnd = new int[3];
+        /** Per job: whether it is a one-row decode step on the table kernels ({@link Kernels#dotQuantizedPair}). */
+        private final boolean[] table = new boolean[3];
+        /** Per job: its {@link #integerFamily}, or -1 when it takes the table kernels or dequantized panels. */
+        private final int[] family = new int[3];
         private final AtomicInteger next = new AtomicInteger();
         private int jobs;
 
@@ -642,7 +646,12 @@ public final class Transformer {
             outStride[j] = outputStride;
             count[j] = n;
             blocks[j] = (n + ROW_BLOCK - 1) / ROW_BLOCK;
-            int panels = integerFamily(w) >= 0 ? (w.rows() + INTEGER_PANEL - 1) / INTEGER_PANEL : w.panels();
+            // A table type's decode steps all stay on the float path, so a sequence decoded in a batch gets the
+            // bits it gets alone: one row on the table kernels, several on dequantized panels (the same values).
+            boolean tableType = tableDecode(w);
+            table[j] = tableType && n == 1;
+            family[j] = tableType ? -1 : integerFamily(w);
+            int panels = table[j] || family[j] >= 0 ? (w.rows() + INTEGER_PANEL - 1) / INTEGER_PANEL : w.panels();
             itemEnd[j] = (j == 0 ? 0 : itemEnd[j - 1]) + panels * blocks[j];
         }
 
@@ -666,7 +675,7 @@ public final class Transformer {
                 int to = 0;
                 QuantizeRows task = quantizeRows;
                 for (int j = 0; j < jobs; j++) {
-                    if (integerFamily(m[j]) == family) {
+                    if (this.family[j] == family) {
                         if (from != Integer.MAX_VALUE && (in[j] != task.input || inStride[j] != task.stride)) {
                             throw new IllegalStateException("the jobs of one matmul region must share their input");
                         }
@@ -714,9 +723,10 @@ public final class Transformer {
                             out[j], outOff[j] + r0 * outStride[j] + (long) panel * w.panelWidth(), outStride[j], false);
                 } else {
                     QuantMatrix qm = (QuantMatrix) m[j];
-                    int family = integerFamily(qm);
-                    if (family >= 0) {
-                        integerItem(qm, panel, quantActivations[family], inRow[j] + r0, n,
+                    if (table[j]) {
+                        tableItem(qm, panel, in[j], inOff[j], out[j], outOff[j]);
+                    } else if (family[j] >= 0) {
+                        integerItem(qm, panel, quantActivations[family[j]], inRow[j] + r0, n,
                                 out[j], outOff[j] + r0 * outStride[j], outStride[j]);
                     } else {
                         quantItem(qm, panel, worker, in[j], inOff[j] + r0 * inStride[j], inStride[j], n,
@@ -734,6 +744,38 @@ public final class Transformer {
             return -1;
         }
         return qm.tensor().type().blockSize() == 32 ? 0 : 1;
+    }
+
+    /**
+     * Whether decode steps over {@code p} stay on the float path (the table kernels for one sequence, dequantized
+     * panels for a batch) instead of the integer kernels: a quantized matrix of a type {@link Kernels#tableDecode}
+     * names, unless {@value #QUANTIZED_DOT_PROPERTY} is {@code always}. A policy of the weight type and lane count
+     * only, so the vector and scalar twins agree.
+     */
+    private boolean tableDecode(Projection p) {
+        return !prefillMode && !integerPrefill && p instanceof QuantMatrix qm
+                && Kernels.tableDecode(qm.tensor().type(), kernels.lanes());
+    }
+
+    /**
+     * One work item of a decode step on the table kernels: the {@link #INTEGER_PANEL} weight rows of {@code panel}
+     * against one float input row, the panel's two halves side by side (two sequential streams in flight, as in
+     * {@link #integerItem}). Each output is exactly {@code dotQuantized}, i.e. the dequantize path's value.
+     */
+    private void tableItem(QuantMatrix qm, int panel, MemorySegment input, long inOff, MemorySegment output,
+                           long outOff) {
+        var t = qm.tensor();
+        int j0 = panel * INTEGER_PANEL;
+        int width = Math.min(INTEGER_PANEL, t.rows() - j0);
+        int half = width / 2;
+        for (int i = 0; i < half; i++) {
+            kernels.dotQuantizedPair(t.type(), t.data(), t.rowOffset(j0 + i), t.rowOffset(j0 + half + i), t.cols(),
+                    input, inOff, output, outOff + j0 + i, outOff + j0 + half + i);
+        }
+        if ((width & 1) != 0) {
+            output.setAtIndex(F, outOff + j0 + width - 1,
+                    kernels.dotQuantized(t.type(), t.data(), t.rowOffset(j0 + width - 1), t.cols(), input, inOff));
+        }
     }
 
     private final QuantizeRows quantizeRows = new QuantizeRows();

@@ -52,6 +52,7 @@ public class IntegerDotBenchmark {
     Kernels kernels;
     GgmlType t;
     MemorySegment w;
+    MemorySegment x;
     MemorySegment qa;
     MemorySegment c;
     long rowBytes;
@@ -68,7 +69,7 @@ public class IntegerDotBenchmark {
         MemorySegment.copy(MemorySegment.ofArray(blocks), 0, w, 0, blocks.length);
         rowBytes = (long) K / t.blockSize() * t.typeSize();
         qaStride = Kernels.activationRowBytes(K);
-        MemorySegment x = arena.allocate(4L * K * rows, 64);
+        x = arena.allocate(4L * K * rows, 64);
         for (int i = 0; i < K * rows; i++) {
             x.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) random.nextGaussian());
         }
@@ -102,6 +103,20 @@ public class IntegerDotBenchmark {
     public MemorySegment dotQ8Pair() {
         for (int j = 0; j < N / 2; j++) {
             kernels.dotQ8Pair(t, w, j * rowBytes, (j + N / 2) * rowBytes, K, qa, 0, c, j, j + N / 2);
+        }
+        return c;
+    }
+
+    /**
+     * The decode path's float pairs ({@link Kernels#dotQuantizedPair}) against the first activation row as floats:
+     * the table kernels for Q4_0 and Q4_K at 16 lanes, two fused dequantize-and-dot calls otherwise (Q8_0; the
+     * K-quants without a table then dequantize each row into a fresh array). Nanoseconds per 32 weights of one row.
+     */
+    @Benchmark
+    @OperationsPerInvocation(N * K / 32)
+    public MemorySegment dotQuantizedPair() {
+        for (int j = 0; j < N / 2; j++) {
+            kernels.dotQuantizedPair(t, w, j * rowBytes, (j + N / 2) * rowBytes, K, x, 0, c, j, j + N / 2);
         }
         return c;
     }

@@ -337,4 +337,41 @@ public class QuantKernelTwinsTest {
             }
         }
     }
+
+    @Test
+    void aPairOfRowsGivesExactlyWhatTheFusedDotGivesForEachRow() {
+        SplittableRandom r = new SplittableRandom(17);
+        for (GgmlType type : TYPES) {
+            for (int trial = 0; trial < 20; trial++) {
+                int blocks = 1 + r.nextInt(type.blockSize() == 1 ? 200 : 12);
+                int k = blocks * type.blockSize();
+                long rowBytes = (long) blocks * type.typeSize();
+                byte[] data = randomBlocks(r, type, 3 * blocks);
+                MemorySegment w = ARENA.allocate(data.length + 5);
+                MemorySegment.copy(MemorySegment.ofArray(data), 0, w, 5, data.length);
+                MemorySegment x = random(r, k + 1);
+                for (Kernels kernels : new Kernels[]{VECTOR, SCALAR}) {
+                    MemorySegment out = ARENA.allocate(4 * 8);
+                    // rows 2 and 0, into floats 6 and 1 (far apart in the matrix and in the output)
+                    kernels.dotQuantizedPair(type, w, 5 + 2 * rowBytes, 5, k, x, 1, out, 6, 1);
+                    float row2 = SCALAR.dotQuantized(type, w, 5 + 2 * rowBytes, k, x, 1);
+                    float row0 = SCALAR.dotQuantized(type, w, 5, k, x, 1);
+                    assertThat(Float.floatToRawIntBits(out.getAtIndex(F, 6))).as("%s %s k=%d", kernels.name(), type, k)
+                            .isEqualTo(Float.floatToRawIntBits(row2));
+                    assertThat(Float.floatToRawIntBits(out.getAtIndex(F, 1))).as("%s %s k=%d", kernels.name(), type, k)
+                            .isEqualTo(Float.floatToRawIntBits(row0));
+                }
+            }
+        }
+    }
+
+    @Test
+    void tableDecodeIsAPolicyOfTypeAndWidthAlone() {
+        assertThat(Kernels.tableDecode(GgmlType.Q4_0, 16)).isTrue();
+        assertThat(Kernels.tableDecode(GgmlType.Q4_K, 16)).isTrue();
+        assertThat(Kernels.tableDecode(GgmlType.Q8_0, 16)).isFalse();
+        assertThat(Kernels.tableDecode(GgmlType.Q6_K, 16)).isFalse();
+        assertThat(Kernels.tableDecode(GgmlType.Q4_0, 8)).isFalse();
+        assertThat(Kernels.tableDecode(GgmlType.Q4_K, 4)).isFalse();
+    }
 }
