@@ -7,7 +7,7 @@ import dev.ripcord.engine.weights.StoredTensor;
  * row-major, one row of {@code cols} elements per output feature. The matmul region takes {@link #PANEL} rows per
  * work item, dequantizes them into the worker's scratch and computes dot products against the input rows
  * ({@code Kernels.dotProducts}), so a prefill chunk pays the dequantization once per 128 rows. On the integer
- * kernels ({@code Kernels.dotQ8}) a work item is {@code Transformer.INTEGER_PANEL} rows instead: nothing is
+ * kernels ({@code Kernels.dotQ8}) a work item is {@code Transformer.QUANT_ITEM_ROWS} rows instead: nothing is
  * dequantized, and one decode step streams the item's two halves side by side.
  */
 public record QuantMatrix(StoredTensor tensor) implements Projection {

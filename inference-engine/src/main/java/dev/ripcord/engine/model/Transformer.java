@@ -34,10 +34,13 @@ public final class Transformer {
     /** Rows per GEMM work item: a block of activations and a panel of weights both stay in a 2 MiB L2. */
     private static final int ROW_BLOCK = 128;
     /**
-     * Weight rows per work item of a quantized projection on the integer kernels: one decode step streams each
-     * weight row from memory once, and a 64-row item gives each of its two streams 32 consecutive rows.
+     * Weight rows per work item of a quantized projection (except on dequantized panels, {@link QuantMatrix#PANEL}):
+     * one decode step streams each weight row from memory once, and a 64-row item gives each of its two streams 32
+     * consecutive rows; a prefill item's 64 dequantized rows against its input panels are the GEMM's 4×4 tiles.
      */
-    static final int INTEGER_PANEL = 64;
+    static final int QUANT_ITEM_ROWS = 64;
+    /** Floats per row of a prefill item's result tile: up to {@code ROW_BLOCK} input rows, plus one vector. */
+    private static final int TILE_LD = 128 + 16;
     /**
      * Inside a layer, a region's work items ask the safe point only every this many items (item 0 of every region
      * always): a check per item cost 3-5 % of prefill throughput at 64-token chunks in the CPU-time bench, every
@@ -94,16 +97,27 @@ public final class Transformer {
     private final MemorySegment scores;
     private final MemorySegment ropeCos;
     private final MemorySegment ropeSin;
-    /** Per worker: {@link QuantMatrix#PANEL} dequantized weight rows of the widest input. */
+    /**
+     * Per worker: {@link #QUANT_ITEM_ROWS} dequantized weight rows of the widest input, then a prefill item's
+     * result tile ({@code QUANT_ITEM_ROWS × TILE_LD} floats).
+     */
     private final MemorySegment quantScratch;
     private final long quantScratchFloats;
     /**
+     * A prefill region's input rows for its quantized projections, transposed into panels of 64 rows
+     * ({@code [cols][64]} floats each, rows counted from {@link #panelFrom}), plus one vector of slack; null for a
+     * model without quantized matrices.
+     */
+    private final MemorySegment inputPanels;
+    private int panelFrom;
+    /**
      * Which forwards multiply quantized projections as integer dot products with 8-bit activations
-     * ({@link Kernels#dotQ8}) rather than dequantizing weight panels to floats for {@code dotProducts} (system
-     * property {@value #QUANTIZED_DOT_PROPERTY}): {@code decode} (the default) for decode steps only, where each
-     * weight is read once per step and the integer kernel is the faster; {@code always} for prefill chunks too
-     * (measured slower: a dequantized panel serves 128 rows of float FMAs, while the integer kernel widens and
-     * scales per row); {@code never}, the float path everywhere, for comparison.
+     * ({@link Kernels#dotQ8}) rather than in floats (system property {@value #QUANTIZED_DOT_PROPERTY}):
+     * {@code decode} (the default) for decode steps over the types without table kernels
+     * ({@link Kernels#tableDecode}), where each weight is read once per step and the integer kernel is the faster;
+     * {@code always} for every type and prefill chunks too (measured slower: a dequantized panel serves 128 rows
+     * of float FMAs, while the integer kernel widens and scales per row); {@code never}, floats everywhere, summed
+     * in one order (prefill on dequantized panels, slower than the default's transposed GEMM).
      */
     private final boolean integerDot;
     private final boolean integerPrefill;
@@ -173,8 +187,10 @@ public final class Transformer {
         for (int i = 0; i < workers.size(); i++) {
             attentionScratch[i] = new AttentionScratch(maxAttentionRows / 4);
         }
-        this.quantScratchFloats = (long) QuantMatrix.PANEL * Math.max(dim, hidden);
+        this.quantScratchFloats = (long) QUANT_ITEM_ROWS * (Math.max(dim, hidden) + TILE_LD);
         this.quantScratch = w.quantized() ? floats(arena, workers.size() * quantScratchFloats) : null;
+        this.inputPanels = w.quantized()
+                ? floats(arena, (maxRows + 63L) / 64 * 64 * Math.max(dim, hidden) + 16) : null;
         String dot = System.getProperty(QUANTIZED_DOT_PROPERTY, "decode").trim();
         if (!dot.equals("decode") && !dot.equals("always") && !dot.equals("never")) {
             throw new IllegalArgumentException(
@@ -621,9 +637,9 @@ public final class Transformer {
         private final int[] count = new int[3];
         private final int[] blocks = new int[3];
         private final int[] itemEnd = new int[3];
-        /** Per job: whether it is a one-row decode step on the table kernels ({@link Kernels#dotQuantizedPair}). */
-        private final boolean[] table = new boolean[3];
-        /** Per job: its {@link #integerFamily}, or -1 when it takes the table kernels or dequantized panels. */
+        /** Per job over a quantized matrix: how its items are computed. */
+        private final QuantPath[] path = new QuantPath[3];
+        /** Per job: 0 or 1, the block family of its quantized activations on {@link QuantPath#INTEGER}, else -1. */
         private final int[] family = new int[3];
         private final AtomicInteger next = new AtomicInteger();
         private int jobs;
@@ -646,12 +662,11 @@ public final class Transformer {
             outStride[j] = outputStride;
             count[j] = n;
             blocks[j] = (n + ROW_BLOCK - 1) / ROW_BLOCK;
-            // A table type's decode steps all stay on the float path, so a sequence decoded in a batch gets the
-            // bits it gets alone: one row on the table kernels, several on dequantized panels (the same values).
-            boolean tableType = tableDecode(w);
-            table[j] = tableType && n == 1;
-            family[j] = tableType ? -1 : integerFamily(w);
-            int panels = table[j] || family[j] >= 0 ? (w.rows() + INTEGER_PANEL - 1) / INTEGER_PANEL : w.panels();
+            path[j] = w instanceof QuantMatrix qm ? quantPath(qm, n) : null;
+            family[j] = path[j] != QuantPath.INTEGER ? -1
+                    : ((QuantMatrix) w).tensor().type().blockSize() == 32 ? 0 : 1;
+            int panels = path[j] != null && path[j] != QuantPath.PANELS
+                    ? (w.rows() + QUANT_ITEM_ROWS - 1) / QUANT_ITEM_ROWS : w.panels();
             itemEnd[j] = (j == 0 ? 0 : itemEnd[j - 1]) + panels * blocks[j];
         }
 
@@ -659,6 +674,9 @@ public final class Transformer {
         boolean run() {
             if (integerDot && (integerPrefill || !prefillMode)) {
                 quantizeInputs();
+            }
+            if (prefillMode && !integerPrefill) {
+                transposeInputs();
             }
             next.set(0);
             workers.run(this);
@@ -700,6 +718,39 @@ public final class Transformer {
             }
         }
 
+        /**
+         * Transposes, once per region, the input rows of the jobs on {@link QuantPath#TRANSPOSED} into
+         * {@link #inputPanels}: the union of their rows (the jobs of a region share one input), in parallel.
+         */
+        private void transposeInputs() {
+            int from = Integer.MAX_VALUE;
+            int to = 0;
+            TransposeRows task = transposeRows;
+            for (int j = 0; j < jobs; j++) {
+                if (path[j] == QuantPath.TRANSPOSED) {
+                    if (from != Integer.MAX_VALUE && (in[j] != task.input || inStride[j] != task.stride
+                            || m[j].cols() != task.cols)) {
+                        throw new IllegalStateException("the jobs of one matmul region must share their input");
+                    }
+                    task.input = in[j];
+                    task.stride = inStride[j];
+                    task.cols = m[j].cols();
+                    from = Math.min(from, inRow[j]);
+                    to = Math.max(to, inRow[j] + count[j]);
+                }
+            }
+            if (from < to) {
+                panelFrom = from;
+                task.from = from;
+                task.to = to;
+                if (to - from < 4) {
+                    task.run(0, 1);
+                } else {
+                    workers.run(task);
+                }
+            }
+        }
+
         @Override
         public void run(int worker, int workerCount) {
             int total = itemEnd[jobs - 1];
@@ -723,50 +774,129 @@ public final class Transformer {
                             out[j], outOff[j] + r0 * outStride[j] + (long) panel * w.panelWidth(), outStride[j], false);
                 } else {
                     QuantMatrix qm = (QuantMatrix) m[j];
-                    if (table[j]) {
-                        tableItem(qm, panel, in[j], inOff[j], out[j], outOff[j]);
-                    } else if (family[j] >= 0) {
-                        integerItem(qm, panel, quantActivations[family[j]], inRow[j] + r0, n,
-                                out[j], outOff[j] + r0 * outStride[j], outStride[j]);
-                    } else {
-                        quantItem(qm, panel, worker, in[j], inOff[j] + r0 * inStride[j], inStride[j], n,
-                                out[j], outOff[j] + r0 * outStride[j], outStride[j]);
+                    long o = outOff[j] + r0 * outStride[j];
+                    switch (path[j]) {
+                        case TABLE -> tableItem(qm, panel, in[j], inOff[j], out[j], outOff[j]);
+                        case INTEGER -> integerItem(qm, panel, quantActivations[family[j]], inRow[j] + r0, n,
+                                out[j], o, outStride[j]);
+                        case TRANSPOSED -> transposedItem(qm, panel, worker, inRow[j] + r0, n, out[j], o,
+                                outStride[j]);
+                        case PANELS -> quantItem(qm, panel, worker, in[j], inOff[j] + r0 * inStride[j],
+                                inStride[j], n, out[j], o, outStride[j]);
                     }
                 }
             }
         }
     }
 
-    /** 0 for a matrix with 32-element integer kernels, 1 for 256-element ones, -1 for none (or not enabled). */
-    private int integerFamily(Projection p) {
-        if (!integerDot || (prefillMode && !integerPrefill) || !(p instanceof QuantMatrix qm)
-                || !Kernels.hasIntegerDot(qm.tensor().type())) {
-            return -1;
-        }
-        return qm.tensor().type().blockSize() == 32 ? 0 : 1;
+    /** How the work items of a projection over a quantized matrix are computed. */
+    private enum QuantPath {
+        /** One-row decode step of a {@link Kernels#tableDecode} type: {@link #tableItem}. */
+        TABLE,
+        /** Integer dot products against quantized activations: {@link #integerItem}. */
+        INTEGER,
+        /** Prefill: dequantized rows times the transposed input panels on the GEMM: {@link #transposedItem}. */
+        TRANSPOSED,
+        /** Dequantized panels of {@link QuantMatrix#PANEL} rows and {@code dotProducts}: {@link #quantItem}. */
+        PANELS
     }
 
     /**
-     * Whether decode steps over {@code p} stay on the float path (the table kernels for one sequence, dequantized
-     * panels for a batch) instead of the integer kernels: a quantized matrix of a type {@link Kernels#tableDecode}
-     * names, unless {@value #QUANTIZED_DOT_PROPERTY} is {@code always}. A policy of the weight type and lane count
-     * only, so the vector and scalar twins agree.
+     * The path of a job over {@code qm} with {@code n} input rows. Prefill chunks take {@link QuantPath#TRANSPOSED}
+     * whatever their size (so any chunking gives the same bits), or the integer kernels with
+     * {@value #QUANTIZED_DOT_PROPERTY} {@code always}, or with {@code never} dequantized panels: then prefill and
+     * decode sum every product in the same order ({@code dotProducts}'), and prefilling a token equals decoding it. Decode steps over a {@link Kernels#tableDecode} type stay on
+     * the float path — the table kernels for one sequence, dequantized panels (the same values) for a batch, so a
+     * sequence decoded in a batch gets the bits it gets alone — unless the property is {@code always}; other types
+     * take the integer kernels unless it is {@code never}. A policy of the weight type, lane count and mode only,
+     * so the vector and scalar twins agree.
      */
-    private boolean tableDecode(Projection p) {
-        return !prefillMode && !integerPrefill && p instanceof QuantMatrix qm
-                && Kernels.tableDecode(qm.tensor().type(), kernels.lanes());
+    private QuantPath quantPath(QuantMatrix qm, int n) {
+        GgmlType type = qm.tensor().type();
+        boolean integer = Kernels.hasIntegerDot(type);
+        if (prefillMode) {
+            return !integerDot ? QuantPath.PANELS
+                    : integerPrefill && integer ? QuantPath.INTEGER : QuantPath.TRANSPOSED;
+        }
+        if (!integerPrefill && Kernels.tableDecode(type, kernels.lanes())) {
+            return n == 1 ? QuantPath.TABLE : QuantPath.PANELS;
+        }
+        return integerDot && integer ? QuantPath.INTEGER : QuantPath.PANELS;
+    }
+
+    private final TransposeRows transposeRows = new TransposeRows();
+
+    /** Writes input rows {@code [from, to)} into {@link #inputPanels}, rows split over workers. */
+    private final class TransposeRows implements WorkerPool.Task {
+        MemorySegment input;
+        long stride;
+        int cols;
+        int from;
+        int to;
+
+        @Override
+        public void run(int worker, int workerCount) {
+            int n = to - from;
+            int end = from + WorkerPool.rangeStart(n, worker + 1, workerCount);
+            for (int r = from + WorkerPool.rangeStart(n, worker, workerCount); r < end; r++) {
+                int rel = r - from;
+                long dst = (long) (rel / 64) * 64 * cols + rel % 64;
+                long src = r * stride;
+                for (int i = 0; i < cols; i++) {
+                    inputPanels.setAtIndex(F, dst + 64L * i, input.getAtIndex(F, src + i));
+                }
+            }
+        }
     }
 
     /**
-     * One work item of a decode step on the table kernels: the {@link #INTEGER_PANEL} weight rows of {@code panel}
+     * One prefill work item of a quantized projection: dequantizes its {@link #QUANT_ITEM_ROWS} weight rows into
+     * the worker's scratch and multiplies them with the GEMM against the item's {@code n} input rows (from row
+     * {@code row}) in {@link #inputPanels}: the dequantized rows are the GEMM's A (one broadcast per weight), each
+     * run of input rows inside one 64-row panel its B, widened to whole vectors (the extra columns compute values
+     * nobody reads), into a result tile that is then copied, transposed, to the output. Each output element is
+     * one FMA chain over the row in increasing order — what an F32 projection with the dequantized weights
+     * computes — whatever the chunk, the item or the thread.
+     */
+    private void transposedItem(QuantMatrix qm, int panel, int worker, int row, int n, MemorySegment output,
+                                long outOff, long outStride) {
+        var t = qm.tensor();
+        int j0 = panel * QUANT_ITEM_ROWS;
+        int width = Math.min(QUANT_ITEM_ROWS, t.rows() - j0);
+        int cols = t.cols();
+        long rowsAt = worker * quantScratchFloats;
+        long tileAt = rowsAt + (long) QUANT_ITEM_ROWS * (quantScratchFloats / QUANT_ITEM_ROWS - TILE_LD);
+        for (int i = 0; i < width; i++) {
+            kernels.dequantize(t.type(), t.data(), t.rowOffset(j0 + i), cols, quantScratch, rowsAt + (long) i * cols);
+        }
+        int lanes = kernels.lanes();
+        for (int s = 0; s < n; ) {
+            int rel = row + s - panelFrom;
+            int col = rel % 64;
+            int len = Math.min(64 - col, n - s);
+            int padded = (len + lanes - 1) / lanes * lanes;
+            kernels.gemm(quantScratch, rowsAt, cols, width, cols, inputPanels, (long) (rel / 64) * 64 * cols + col, 64,
+                    padded, quantScratch, tileAt + s, TILE_LD, false);
+            s += len;
+        }
+        for (int r = 0; r < n; r++) {
+            long o = outOff + r * outStride + j0;
+            for (int i = 0; i < width; i++) {
+                output.setAtIndex(F, o + i, quantScratch.getAtIndex(F, tileAt + (long) i * TILE_LD + r));
+            }
+        }
+    }
+
+    /**
+     * One work item of a decode step on the table kernels: the {@link #QUANT_ITEM_ROWS} weight rows of {@code panel}
      * against one float input row, the panel's two halves side by side (two sequential streams in flight, as in
      * {@link #integerItem}). Each output is exactly {@code dotQuantized}, i.e. the dequantize path's value.
      */
     private void tableItem(QuantMatrix qm, int panel, MemorySegment input, long inOff, MemorySegment output,
                            long outOff) {
         var t = qm.tensor();
-        int j0 = panel * INTEGER_PANEL;
-        int width = Math.min(INTEGER_PANEL, t.rows() - j0);
+        int j0 = panel * QUANT_ITEM_ROWS;
+        int width = Math.min(QUANT_ITEM_ROWS, t.rows() - j0);
         int half = width / 2;
         for (int i = 0; i < half; i++) {
             kernels.dotQuantizedPair(t.type(), t.data(), t.rowOffset(j0 + i), t.rowOffset(j0 + half + i), t.cols(),
@@ -810,8 +940,8 @@ public final class Transformer {
     private void integerItem(QuantMatrix qm, int panel, MemorySegment activations, int row, int n,
                              MemorySegment output, long outOff, long outStride) {
         var t = qm.tensor();
-        int j0 = panel * INTEGER_PANEL;
-        int width = Math.min(INTEGER_PANEL, t.rows() - j0);
+        int j0 = panel * QUANT_ITEM_ROWS;
+        int width = Math.min(QUANT_ITEM_ROWS, t.rows() - j0);
         int cols = t.cols();
         long rowBytes = Kernels.activationRowBytes(cols);
         if (n == 1) {
