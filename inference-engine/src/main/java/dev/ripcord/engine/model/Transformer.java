@@ -42,6 +42,17 @@ public final class Transformer {
     /** Floats per row of a prefill item's result tile: up to {@code ROW_BLOCK} input rows, plus one vector. */
     private static final int TILE_LD = 128 + 16;
     /**
+     * A prefill item over rows up to this long dequantizes and multiplies them whole; longer rows go in chunks of
+     * {@link #PREFILL_K_CHUNK} elements (a multiple of every block size), the GEMM carrying each output's FMA
+     * chain from one chunk to the next. A 64-row item of 8192-element rows otherwise streams 2 MB of dequantized
+     * weights and 2 MB of input panel per four-row tile, from beyond the core's L2: in the kernels alone, one
+     * thread, 155 GFLOP/s whole against 210 in chunks of 512, where 2048-element rows ran 214 whole and 200 in
+     * chunks. Through {@code model-bench}, 1B Q8_0 prefill of 512 tokens, chunked against whole in four
+     * alternating pairs: 5–11 % faster.
+     */
+    public static final int PREFILL_WHOLE_ROW = 2048;
+    static final int PREFILL_K_CHUNK = 512;
+    /**
      * Inside a layer, a region's work items ask the safe point only every this many items (item 0 of every region
      * always): a check per item cost 3-5 % of prefill throughput at 64-token chunks in the CPU-time bench, every
      * eighth is within its noise, and eight items are well under a millisecond of compute.
@@ -866,18 +877,25 @@ public final class Transformer {
         int cols = t.cols();
         long rowsAt = worker * quantScratchFloats;
         long tileAt = rowsAt + (long) QUANT_ITEM_ROWS * (quantScratchFloats / QUANT_ITEM_ROWS - TILE_LD);
-        for (int i = 0; i < width; i++) {
-            kernels.dequantize(t.type(), t.data(), t.rowOffset(j0 + i), cols, quantScratch, rowsAt + (long) i * cols);
-        }
         int lanes = kernels.lanes();
-        for (int s = 0; s < n; ) {
-            int rel = row + s - panelFrom;
-            int col = rel % 64;
-            int len = Math.min(64 - col, n - s);
-            int padded = (len + lanes - 1) / lanes * lanes;
-            kernels.gemm(quantScratch, rowsAt, cols, width, cols, inputPanels, (long) (rel / 64) * 64 * cols + col, 64,
-                    padded, quantScratch, tileAt + s, TILE_LD, false);
-            s += len;
+        int chunk = cols <= PREFILL_WHOLE_ROW ? cols : PREFILL_K_CHUNK;
+        long chunkBytes = (long) chunk / t.type().blockSize() * t.type().typeSize();
+        for (int k0 = 0, c = 0; k0 < cols; k0 += chunk, c++) {
+            int kc = Math.min(chunk, cols - k0);
+            for (int i = 0; i < width; i++) {
+                kernels.dequantize(t.type(), t.data(), t.rowOffset(j0 + i) + c * chunkBytes, kc, quantScratch,
+                        rowsAt + (long) i * chunk);
+            }
+            for (int s = 0; s < n; ) {
+                int rel = row + s - panelFrom;
+                int col = rel % 64;
+                int len = Math.min(64 - col, n - s);
+                int padded = (len + lanes - 1) / lanes * lanes;
+                kernels.gemm(quantScratch, rowsAt, chunk, width, kc,
+                        inputPanels, (long) (rel / 64) * 64 * cols + (long) k0 * 64 + col, 64, padded,
+                        quantScratch, tileAt + s, TILE_LD, k0 > 0);
+                s += len;
+            }
         }
         for (int r = 0; r < n; r++) {
             long o = outOff + r * outStride + j0;

@@ -18,6 +18,7 @@ import dev.ripcord.tokenizer.BpeTokenizer;
 import dev.ripcord.engine.EngineOptions;
 import dev.ripcord.engine.InferenceEngine;
 import dev.ripcord.engine.InvalidModelFileException;
+import dev.ripcord.engine.KernelMode;
 import dev.ripcord.engine.ModelConfig;
 import dev.ripcord.engine.SamplingParams;
 import dev.ripcord.engine.Sequence;
@@ -176,6 +177,49 @@ public class GgufModelTest {
                 System.out.printf("%s: max |logit diff| vs F32 %.4f%n", t, max);
                 assertThat(max).as("%s max |logit diff| vs F32", t).isLessThan(t == GgmlType.Q8_0 ? 0.2 : 2.0);
             }
+        }
+    }
+
+    /**
+     * Rows longer than {@code Transformer.PREFILL_WHOLE_ROW} (here the down projection's 2112 columns) go through
+     * prefill in chunks of the row, the GEMM carrying each FMA chain across them: any prompt chunking, the vector
+     * and the scalar kernels, still give the same bits, and the logits stay near the F32 model's.
+     */
+    @Test
+    void prefillOverRowsLongerThanOneChunkKeepsEveryInvariance() throws IOException {
+        ModelConfig c = ModelConfig.llama2c(64, 2112, 2, 4, 2, 288, 64, false);
+        assertThat(c.hiddenDim()).isGreaterThan(Transformer.PREFILL_WHOLE_ROW);
+        int[] all = java.util.Arrays.copyOf(PROMPT, PROMPT.length + FORCED.length);
+        System.arraycopy(FORCED, 0, all, PROMPT.length, FORCED.length);
+        for (GgmlType t : List.of(GgmlType.Q8_0, GgmlType.Q4_0)) {
+            Path file = dir.resolve("long.gguf");
+            GgufConvert.write(new RandomWeights(c, 9, "t"), tokenizer(c.vocabSize()), file, t, "t");
+            try (InferenceEngine vector = InferenceEngine.load(file, null, options().withMaxChunkTokens(64));
+                 InferenceEngine scalar = InferenceEngine.load(file, null,
+                         options().withMaxChunkTokens(64).withKernels(KernelMode.SCALAR));
+                 InferenceEngine f32 = InferenceEngine.create(c, 9, options().withMaxChunkTokens(64))) {
+                float[] oneChunk = prefillLogits(vector, all, all.length);
+                assertThat(prefillLogits(vector, all, 5)).as("%s chunks of 5 vs one chunk", t).containsExactly(oneChunk);
+                assertThat(prefillLogits(scalar, all, 7)).as("%s scalar kernels", t).containsExactly(oneChunk);
+                float[] exact = prefillLogits(f32, all, all.length);
+                double max = 0;
+                for (int i = 0; i < exact.length; i++) {
+                    max = Math.max(max, Math.abs(exact[i] - oneChunk[i]));
+                }
+                assertThat(max).as("%s max |logit diff| vs F32", t).isLessThan(t == GgmlType.Q8_0 ? 0.2 : 2.0);
+            }
+        }
+    }
+
+    static float[] prefillLogits(InferenceEngine e, int[] tokens, int chunk) {
+        Sequence s = e.newSequence(SamplingParams.greedy());
+        try {
+            for (int from = 0; from < tokens.length; from += chunk) {
+                e.prefill(s, tokens, from, Math.min(tokens.length, from + chunk));
+            }
+            return e.logits(s);
+        } finally {
+            e.free(s);
         }
     }
 
