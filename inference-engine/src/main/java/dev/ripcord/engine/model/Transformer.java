@@ -818,11 +818,11 @@ public final class Transformer {
      * The path of a job over {@code qm} with {@code n} input rows. Prefill chunks take {@link QuantPath#TRANSPOSED}
      * whatever their size (so any chunking gives the same bits), or the integer kernels with
      * {@value #QUANTIZED_DOT_PROPERTY} {@code always}, or with {@code never} dequantized panels: then prefill and
-     * decode sum every product in the same order ({@code dotProducts}'), and prefilling a token equals decoding it. Decode steps over a {@link Kernels#tableDecode} type stay on
-     * the float path — the table kernels for one sequence, dequantized panels (the same values) for a batch, so a
-     * sequence decoded in a batch gets the bits it gets alone — unless the property is {@code always}; other types
-     * take the integer kernels unless it is {@code never}. A policy of the weight type, lane count and mode only,
-     * so the vector and scalar twins agree.
+     * decode sum every product in the same order ({@code dotProducts}'), and prefilling a token equals decoding
+     * it. Decode steps over a {@link Kernels#tableDecode} type stay on the float path — the table kernels for one
+     * sequence, dequantized panels (the same values) for a batch, so a sequence decoded in a batch gets the bits
+     * it gets alone — unless the property is {@code always}; other types take the integer kernels unless it is
+     * {@code never}. A policy of the weight type, lane count and mode only, so the vector and scalar twins agree.
      */
     private QuantPath quantPath(QuantMatrix qm, int n) {
         GgmlType type = qm.tensor().type();

@@ -199,7 +199,8 @@ public class GgufModelTest {
                          options().withMaxChunkTokens(64).withKernels(KernelMode.SCALAR));
                  InferenceEngine f32 = InferenceEngine.create(c, 9, options().withMaxChunkTokens(64))) {
                 float[] oneChunk = prefillLogits(vector, all, all.length);
-                assertThat(prefillLogits(vector, all, 5)).as("%s chunks of 5 vs one chunk", t).containsExactly(oneChunk);
+                assertThat(prefillLogits(vector, all, 5)).as("%s chunks of 5 vs one chunk", t)
+                        .containsExactly(oneChunk);
                 assertThat(prefillLogits(scalar, all, 7)).as("%s scalar kernels", t).containsExactly(oneChunk);
                 float[] exact = prefillLogits(f32, all, all.length);
                 double max = 0;
