@@ -779,109 +779,122 @@ final class VectorKernels implements Kernels {
         c.set(F, (cOff + 0 * ldc + 0) << 2, t00);
     }
 
+    /**
+     * One private method per block type: as one method with every type's loop, a model that mixes two types (Q4_K_M
+     * holds Q4_K and Q6_K matrices; llama.cpp's Q4_0 keeps a Q6_K output head) made both branches hot, C2 ran past
+     * its node budget inlining the vector calls, and the Q4_0 loop ran four times slower.
+     */
     @Override
     public void dequantize(GgmlType type, MemorySegment src, long srcByteOff, int n, MemorySegment dst, long dstOff) {
         Dequant.requireSupported(type, n);
         int blocks = n / type.blockSize();
         long y = dstOff << 2;
         switch (type) {
-            case Q8_0 -> {
-                for (int blk = 0; blk < blocks; blk++, y += 32 * 4) {
-                    long base = srcByteOff + 34L * blk;
-                    float d = Dequant.f16(src, base);
-                    for (int half = 0; half < 2; half++) {
-                        ByteVector q = ByteVector.fromMemorySegment(B16, src, base + 2 + 16 * half, LE);
-                        for (int part = 0; part < PARTS; part++) {
-                            ((FloatVector) q.convertShape(VectorOperators.B2F, S, part)).mul(d)
-                                    .intoMemorySegment(dst, y + 4L * (16 * half + part * L), LE);
-                        }
-                    }
-                }
-            }
-            case Q4_0 -> {
-                for (int blk = 0; blk < blocks; blk++, y += 32 * 4) {
-                    long base = srcByteOff + 18L * blk;
-                    float d = Dequant.f16(src, base);
-                    ByteVector q = ByteVector.fromMemorySegment(B16, src, base + 2, LE);
-                    ByteVector lo = q.and((byte) 0x0F).sub((byte) 8);
-                    ByteVector hi = q.lanewise(VectorOperators.LSHR, 4).sub((byte) 8);
-                    for (int part = 0; part < PARTS; part++) {
-                        ((FloatVector) lo.convertShape(VectorOperators.B2F, S, part)).mul(d)
-                                .intoMemorySegment(dst, y + 4L * (part * L), LE);
-                        ((FloatVector) hi.convertShape(VectorOperators.B2F, S, part)).mul(d)
-                                .intoMemorySegment(dst, y + 4L * (16 + part * L), LE);
-                    }
-                }
-            }
-            case Q4_K -> {
-                for (int blk = 0; blk < blocks; blk++, y += 256 * 4) {
-                    long base = srcByteOff + 144L * blk;
-                    float d = Dequant.f16(src, base);
-                    float min = Dequant.f16(src, base + 2);
-                    for (int j = 0, is = 0; j < 256; j += 64, is += 2) {
-                        float d1 = d * Dequant.scaleMinK4(src, base + 4, is, 0);
-                        float m1 = min * Dequant.scaleMinK4(src, base + 4, is, 1);
-                        float d2 = d * Dequant.scaleMinK4(src, base + 4, is + 1, 0);
-                        float m2 = min * Dequant.scaleMinK4(src, base + 4, is + 1, 1);
-                        long qs = base + 16 + j / 2;
-                        for (int half = 0; half < 2; half++) {
-                            ByteVector q = ByteVector.fromMemorySegment(B16, src, qs + 16 * half, LE);
-                            ByteVector lo = q.and((byte) 0x0F);
-                            ByteVector hi = q.lanewise(VectorOperators.LSHR, 4);
-                            for (int part = 0; part < PARTS; part++) {
-                                int e = 16 * half + part * L;
-                                ((FloatVector) lo.convertShape(VectorOperators.B2F, S, part)).mul(d1).sub(m1)
-                                        .intoMemorySegment(dst, y + 4L * (j + e), LE);
-                                ((FloatVector) hi.convertShape(VectorOperators.B2F, S, part)).mul(d2).sub(m2)
-                                        .intoMemorySegment(dst, y + 4L * (j + 32 + e), LE);
-                            }
-                        }
-                    }
-                }
-            }
-            case Q6_K -> {
-                for (int blk = 0; blk < blocks; blk++, y += 256 * 4) {
-                    long base = srcByteOff + 210L * blk;
-                    float d = Dequant.f16(src, base + 208);
-                    for (int n0 = 0; n0 < 256; n0 += 128) {
-                        long ql = base + n0 / 2;
-                        long qh = base + 128 + n0 / 4;
-                        long sc = base + 192 + n0 / 16;
-                        for (int l0 = 0; l0 < 32; l0 += 16) {
-                            int is = l0 / 16;
-                            ByteVector qa = ByteVector.fromMemorySegment(B16, src, ql + l0, LE);
-                            ByteVector qb = ByteVector.fromMemorySegment(B16, src, ql + 32 + l0, LE);
-                            ByteVector h = ByteVector.fromMemorySegment(B16, src, qh + l0, LE);
-                            ByteVector q1 = qa.and((byte) 0x0F).or(h.and((byte) 3).lanewise(VectorOperators.LSHL, 4))
-                                    .sub((byte) 32);
-                            ByteVector q2 = qb.and((byte) 0x0F).or(h.lanewise(VectorOperators.LSHR, 2).and((byte) 3)
-                                    .lanewise(VectorOperators.LSHL, 4)).sub((byte) 32);
-                            ByteVector q3 = qa.lanewise(VectorOperators.LSHR, 4).or(h.lanewise(VectorOperators.LSHR, 4)
-                                    .and((byte) 3).lanewise(VectorOperators.LSHL, 4)).sub((byte) 32);
-                            ByteVector q4 = qb.lanewise(VectorOperators.LSHR, 4).or(h.lanewise(VectorOperators.LSHR, 6)
-                                    .and((byte) 3).lanewise(VectorOperators.LSHL, 4)).sub((byte) 32);
-                            float s1 = d * src.get(ValueLayout.JAVA_BYTE, sc + is);
-                            float s2 = d * src.get(ValueLayout.JAVA_BYTE, sc + is + 2);
-                            float s3 = d * src.get(ValueLayout.JAVA_BYTE, sc + is + 4);
-                            float s4 = d * src.get(ValueLayout.JAVA_BYTE, sc + is + 6);
-                            long o = y + 4L * (n0 + l0);
-                            for (int part = 0; part < PARTS; part++) {
-                                long p = o + 4L * part * L;
-                                ((FloatVector) q1.convertShape(VectorOperators.B2F, S, part)).mul(s1)
-                                        .intoMemorySegment(dst, p, LE);
-                                ((FloatVector) q2.convertShape(VectorOperators.B2F, S, part)).mul(s2)
-                                        .intoMemorySegment(dst, p + 4 * 32, LE);
-                                ((FloatVector) q3.convertShape(VectorOperators.B2F, S, part)).mul(s3)
-                                        .intoMemorySegment(dst, p + 4 * 64, LE);
-                                ((FloatVector) q4.convertShape(VectorOperators.B2F, S, part)).mul(s4)
-                                        .intoMemorySegment(dst, p + 4 * 96, LE);
-                            }
-                        }
-                    }
-                }
-            }
+            case Q8_0 -> dequantizeQ8_0(src, srcByteOff, blocks, dst, y);
+            case Q4_0 -> dequantizeQ4_0(src, srcByteOff, blocks, dst, y);
+            case Q4_K -> dequantizeQ4_K(src, srcByteOff, blocks, dst, y);
+            case Q6_K -> dequantizeQ6_K(src, srcByteOff, blocks, dst, y);
             // Load-time only (F16/BF16 weights are widened once): the scalar conversion, which is exact.
             default -> Dequant.blocks(type, src, srcByteOff, 0, blocks, dst, dstOff);
+        }
+    }
+
+    private static void dequantizeQ8_0(MemorySegment src, long srcByteOff, int blocks, MemorySegment dst, long y) {
+        for (int blk = 0; blk < blocks; blk++, y += 32 * 4) {
+            long base = srcByteOff + 34L * blk;
+            float d = Dequant.f16(src, base);
+            for (int half = 0; half < 2; half++) {
+                ByteVector q = ByteVector.fromMemorySegment(B16, src, base + 2 + 16 * half, LE);
+                for (int part = 0; part < PARTS; part++) {
+                    ((FloatVector) q.convertShape(VectorOperators.B2F, S, part)).mul(d)
+                            .intoMemorySegment(dst, y + 4L * (16 * half + part * L), LE);
+                }
+            }
+        }
+    }
+
+    private static void dequantizeQ4_0(MemorySegment src, long srcByteOff, int blocks, MemorySegment dst, long y) {
+        for (int blk = 0; blk < blocks; blk++, y += 32 * 4) {
+            long base = srcByteOff + 18L * blk;
+            float d = Dequant.f16(src, base);
+            ByteVector q = ByteVector.fromMemorySegment(B16, src, base + 2, LE);
+            ByteVector lo = q.and((byte) 0x0F).sub((byte) 8);
+            ByteVector hi = q.lanewise(VectorOperators.LSHR, 4).sub((byte) 8);
+            for (int part = 0; part < PARTS; part++) {
+                ((FloatVector) lo.convertShape(VectorOperators.B2F, S, part)).mul(d)
+                        .intoMemorySegment(dst, y + 4L * (part * L), LE);
+                ((FloatVector) hi.convertShape(VectorOperators.B2F, S, part)).mul(d)
+                        .intoMemorySegment(dst, y + 4L * (16 + part * L), LE);
+            }
+        }
+    }
+
+    private static void dequantizeQ4_K(MemorySegment src, long srcByteOff, int blocks, MemorySegment dst, long y) {
+        for (int blk = 0; blk < blocks; blk++, y += 256 * 4) {
+            long base = srcByteOff + 144L * blk;
+            float d = Dequant.f16(src, base);
+            float min = Dequant.f16(src, base + 2);
+            for (int j = 0, is = 0; j < 256; j += 64, is += 2) {
+                float d1 = d * Dequant.scaleMinK4(src, base + 4, is, 0);
+                float m1 = min * Dequant.scaleMinK4(src, base + 4, is, 1);
+                float d2 = d * Dequant.scaleMinK4(src, base + 4, is + 1, 0);
+                float m2 = min * Dequant.scaleMinK4(src, base + 4, is + 1, 1);
+                long qs = base + 16 + j / 2;
+                for (int half = 0; half < 2; half++) {
+                    ByteVector q = ByteVector.fromMemorySegment(B16, src, qs + 16 * half, LE);
+                    ByteVector lo = q.and((byte) 0x0F);
+                    ByteVector hi = q.lanewise(VectorOperators.LSHR, 4);
+                    for (int part = 0; part < PARTS; part++) {
+                        int e = 16 * half + part * L;
+                        ((FloatVector) lo.convertShape(VectorOperators.B2F, S, part)).mul(d1).sub(m1)
+                                .intoMemorySegment(dst, y + 4L * (j + e), LE);
+                        ((FloatVector) hi.convertShape(VectorOperators.B2F, S, part)).mul(d2).sub(m2)
+                                .intoMemorySegment(dst, y + 4L * (j + 32 + e), LE);
+                    }
+                }
+            }
+        }
+    }
+
+    private static void dequantizeQ6_K(MemorySegment src, long srcByteOff, int blocks, MemorySegment dst, long y) {
+        for (int blk = 0; blk < blocks; blk++, y += 256 * 4) {
+            long base = srcByteOff + 210L * blk;
+            float d = Dequant.f16(src, base + 208);
+            for (int n0 = 0; n0 < 256; n0 += 128) {
+                long ql = base + n0 / 2;
+                long qh = base + 128 + n0 / 4;
+                long sc = base + 192 + n0 / 16;
+                for (int l0 = 0; l0 < 32; l0 += 16) {
+                    int is = l0 / 16;
+                    ByteVector qa = ByteVector.fromMemorySegment(B16, src, ql + l0, LE);
+                    ByteVector qb = ByteVector.fromMemorySegment(B16, src, ql + 32 + l0, LE);
+                    ByteVector h = ByteVector.fromMemorySegment(B16, src, qh + l0, LE);
+                    ByteVector q1 = qa.and((byte) 0x0F).or(h.and((byte) 3).lanewise(VectorOperators.LSHL, 4))
+                            .sub((byte) 32);
+                    ByteVector q2 = qb.and((byte) 0x0F).or(h.lanewise(VectorOperators.LSHR, 2).and((byte) 3)
+                            .lanewise(VectorOperators.LSHL, 4)).sub((byte) 32);
+                    ByteVector q3 = qa.lanewise(VectorOperators.LSHR, 4).or(h.lanewise(VectorOperators.LSHR, 4)
+                            .and((byte) 3).lanewise(VectorOperators.LSHL, 4)).sub((byte) 32);
+                    ByteVector q4 = qb.lanewise(VectorOperators.LSHR, 4).or(h.lanewise(VectorOperators.LSHR, 6)
+                            .and((byte) 3).lanewise(VectorOperators.LSHL, 4)).sub((byte) 32);
+                    float s1 = d * src.get(ValueLayout.JAVA_BYTE, sc + is);
+                    float s2 = d * src.get(ValueLayout.JAVA_BYTE, sc + is + 2);
+                    float s3 = d * src.get(ValueLayout.JAVA_BYTE, sc + is + 4);
+                    float s4 = d * src.get(ValueLayout.JAVA_BYTE, sc + is + 6);
+                    long o = y + 4L * (n0 + l0);
+                    for (int part = 0; part < PARTS; part++) {
+                        long p = o + 4L * part * L;
+                        ((FloatVector) q1.convertShape(VectorOperators.B2F, S, part)).mul(s1)
+                                .intoMemorySegment(dst, p, LE);
+                        ((FloatVector) q2.convertShape(VectorOperators.B2F, S, part)).mul(s2)
+                                .intoMemorySegment(dst, p + 4 * 32, LE);
+                        ((FloatVector) q3.convertShape(VectorOperators.B2F, S, part)).mul(s3)
+                                .intoMemorySegment(dst, p + 4 * 64, LE);
+                        ((FloatVector) q4.convertShape(VectorOperators.B2F, S, part)).mul(s4)
+                                .intoMemorySegment(dst, p + 4 * 96, LE);
+                    }
+                }
+            }
         }
     }
 
