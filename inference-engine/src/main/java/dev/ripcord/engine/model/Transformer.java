@@ -430,7 +430,7 @@ public final class Transformer {
         int outFrom = prefillMode ? last : 0;
         rowOp(OP_FINAL_NORM, 0, outFrom, rows, outFrom);
         matmul.begin();
-        matmul.add(w.classifier, xb, outFrom, dim, logits, 0, vocab, rows - outFrom);
+        matmul.addHead(w.classifier, xb, outFrom, dim, logits, 0, vocab, rows - outFrom);
         matmul.run();
         return COMPLETED;
     }
@@ -664,6 +664,17 @@ public final class Transformer {
         /** {@code out[r] = W · in[r]} for rows {@code [row, row + n)}; strides in floats. */
         void add(Projection w, MemorySegment input, int row, long inputStride, MemorySegment output,
                  int outRow, long outputStride, int n) {
+            add(w, input, row, inputStride, output, outRow, outputStride, n, false);
+        }
+
+        /** {@link #add} for the output head, whose path is a decode step's even in a prefill chunk. */
+        void addHead(Projection w, MemorySegment input, int row, long inputStride, MemorySegment output,
+                     int outRow, long outputStride, int n) {
+            add(w, input, row, inputStride, output, outRow, outputStride, n, true);
+        }
+
+        private void add(Projection w, MemorySegment input, int row, long inputStride, MemorySegment output,
+                         int outRow, long outputStride, int n, boolean head) {
             int j = jobs++;
             m[j] = w;
             in[j] = input;
@@ -675,7 +686,7 @@ public final class Transformer {
             outStride[j] = outputStride;
             count[j] = n;
             blocks[j] = (n + ROW_BLOCK - 1) / ROW_BLOCK;
-            path[j] = w instanceof QuantMatrix qm ? quantPath(qm, n) : null;
+            path[j] = w instanceof QuantMatrix qm ? quantPath(qm, n, head) : null;
             family[j] = path[j] != QuantPath.INTEGER ? -1
                     : ((QuantMatrix) w).tensor().type().blockSize() == 32 ? 0 : 1;
             int panels = path[j] != null && path[j] != QuantPath.PANELS
@@ -685,12 +696,8 @@ public final class Transformer {
 
         /** Runs the projections added since {@link #begin}; true if the region was abandoned (see SafePoint). */
         boolean run() {
-            if (integerDot && (integerPrefill || !prefillMode)) {
-                quantizeInputs();
-            }
-            if (prefillMode && !integerPrefill) {
-                transposeInputs();
-            }
+            quantizeInputs();
+            transposeInputs();
             next.set(0);
             workers.run(this);
             return abandoned;
@@ -822,12 +829,15 @@ public final class Transformer {
      * it. Decode steps over a {@link Kernels#tableDecode} type stay on the float path — the table kernels for one
      * sequence, dequantized panels (the same values) for a batch, so a sequence decoded in a batch gets the bits
      * it gets alone — unless the property is {@code always}; other types take the integer kernels unless it is
-     * {@code never}. A policy of the weight type, lane count and mode only, so the vector and scalar twins agree.
+     * {@code never}. The output head takes the decode policy in a prefill chunk too: there it computes one row,
+     * the last prompt token's logits, whatever the chunking, and on the prefill path it would dequantize the whole
+     * vocabulary matrix for that row (a tenth of a 128-token prefill on a 1B model). A policy of the weight type,
+     * lane count, mode and role only, so the vector and scalar twins agree.
      */
-    private QuantPath quantPath(QuantMatrix qm, int n) {
+    private QuantPath quantPath(QuantMatrix qm, int n, boolean head) {
         GgmlType type = qm.tensor().type();
         boolean integer = Kernels.hasIntegerDot(type);
-        if (prefillMode) {
+        if (prefillMode && !head) {
             return !integerDot ? QuantPath.PANELS
                     : integerPrefill && integer ? QuantPath.INTEGER : QuantPath.TRANSPOSED;
         }
