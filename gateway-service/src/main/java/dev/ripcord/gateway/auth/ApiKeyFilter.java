@@ -7,6 +7,7 @@ import dev.ripcord.cancel.logging.RequestMdc;
 import dev.ripcord.gateway.openai.ApiException;
 import dev.ripcord.gateway.openai.ErrorCode;
 import dev.ripcord.gateway.openai.RequestIdFilter;
+import dev.ripcord.protocol.RequestPaths;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -34,7 +35,12 @@ import reactor.core.publisher.Mono;
  *       it finished, failed or the client went away.</li>
  * </ol>
  *
- * Cancels ({@code POST /v1/requests/{id}/cancel}) are authenticated but never limited: a cancel frees capacity.
+ * Before any of these, a path with more than one reading ({@code ;params}, an escaped letter or separator, a dot or
+ * empty segment: {@link RequestPaths#canonical}) is refused with 400 {@code invalid_path}, on every route, and the
+ * gate is decided on the decoded path the router matches, so no spelling of {@code /v1/...} reaches a handler
+ * without a key.
+ *
+ * <p>Cancels ({@code POST /v1/requests/{id}/cancel}) are authenticated but never limited: a cancel frees capacity.
  * Everything else (actuator, vLLM's open {@code /health} and {@code /version}) passes untouched. Rejections are errors rendered by the OpenAI error handler, so they
  * carry the OpenAI body; their {@code X-Request-Id} is the one {@link RequestIdFilter} (which runs before this filter)
  * gave the request. Never blocks; never logs a key, only identities.
@@ -73,7 +79,13 @@ public final class ApiKeyFilter implements WebFilter, Ordered {
     @Override
     public Mono<Void> filter(ServerWebExchange exchange, WebFilterChain chain) {
         ServerHttpRequest request = exchange.getRequest();
-        String path = request.getPath().pathWithinApplication().value();
+        Optional<String> canonical = RequestPaths.canonical(request.getPath().value());
+        if (canonical.isEmpty()) {
+            return reject(exchange, null, ApiException.of(ErrorCode.INVALID_PATH, null,
+                    "The request path is ambiguous (a ';', an escaped letter, digit or separator, a '.' or '..' "
+                            + "segment, or an empty segment); send the plain path, e.g. /v1/completions."));
+        }
+        String path = canonical.get();
         if (!isGated(path)) {
             return chain.filter(exchange);
         }
@@ -111,9 +123,13 @@ public final class ApiKeyFilter implements WebFilter, Ordered {
         });
     }
 
-    /** The OpenAI surface and vLLM's tokenizer endpoints need a key; health, version and actuator do not. */
+    /**
+     * The OpenAI surface and vLLM's tokenizer endpoints need a key; health, version and actuator do not. Decided on
+     * the decoded path the router matches ({@link RequestPaths#canonical}), never on the raw one.
+     */
     static boolean isGated(String path) {
-        return path.equals("/v1") || path.startsWith("/v1/") || path.equals("/tokenize") || path.equals("/detokenize");
+        return RequestPaths.isUnder(path, "/v1") || RequestPaths.isUnder(path, "/tokenize")
+                || RequestPaths.isUnder(path, "/detokenize");
     }
 
     private static boolean isCompletion(ServerHttpRequest request, String path) {

@@ -25,6 +25,8 @@ public enum ErrorCode {
     INVALID_REQUEST_ID(HttpStatus.BAD_REQUEST, Type.INVALID_REQUEST, "invalid_request_id"),
     /** The prompt, or prompt plus {@code max_tokens}, does not fit in the context window. */
     CONTEXT_LENGTH_EXCEEDED(HttpStatus.BAD_REQUEST, Type.INVALID_REQUEST, "context_length_exceeded"),
+    /** The path has more than one reading ({@code ;params}, an escaped letter or separator, a dot or empty segment). */
+    INVALID_PATH(HttpStatus.BAD_REQUEST, Type.INVALID_REQUEST, "invalid_path"),
     /** Any other 400 raised by the framework (e.g. an unreadable request). */
     BAD_REQUEST(HttpStatus.BAD_REQUEST, Type.INVALID_REQUEST, "bad_request"),
     /** The {@code model} is not the one this server serves. */

@@ -49,7 +49,8 @@ final class OpenAiErrorHandler implements WebExceptionHandler, Ordered {
     @Override
     public Mono<Void> handle(ServerWebExchange exchange, Throwable failure) {
         ServerHttpRequest request = exchange.getRequest();
-        if (!isOpenAiPath(request.getPath().pathWithinApplication().value())) {
+        boolean ambiguousPath = failure instanceof ApiException api && api.errorCode() == ErrorCode.INVALID_PATH;
+        if (!ambiguousPath && !isOpenAiPath(request.getPath().pathWithinApplication().value())) {
             return Mono.error(failure);
         }
         String requestId = exchange.getAttribute(RequestIds.EXCHANGE_ATTRIBUTE);

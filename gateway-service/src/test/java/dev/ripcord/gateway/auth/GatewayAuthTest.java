@@ -3,16 +3,21 @@ package dev.ripcord.gateway.auth;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import java.net.URI;
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.UUID;
 
 import dev.ripcord.gateway.lifecycle.RequestContexts;
+import dev.ripcord.protocol.testing.AmbiguousPaths;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpMethod;
 import org.springframework.http.MediaType;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -163,6 +168,52 @@ class GatewayAuthTest {
         post("/v1/requests/some-id/cancel", null, null, "").expectStatus().isUnauthorized();
         http.get().uri("/actuator/health/liveness").exchange().expectStatus().isOk();
         http.get().uri("/actuator/prometheus").exchange().expectStatus().isOk();
+    }
+
+    /**
+     * Regression: the filter compared the raw path with {@code /v1/} while the router matches the decoded path with
+     * {@code ;params} stripped, so {@code /v1;x/completions} and {@code /%76%31/completions} were served without a
+     * key. Every such spelling of every gated route, sent over a real socket without a key, is refused (400 or 401)
+     * and generates nothing.
+     */
+    @Test
+    void everyAmbiguousSpellingOfAGatedRouteIsRefusedNeverServed() {
+        int generations = generator.owners.size();
+        Map<String, HttpMethod> routes = new LinkedHashMap<>();
+        routes.put("/v1/completions", HttpMethod.POST);
+        routes.put("/v1/chat/completions", HttpMethod.POST);
+        routes.put("/v1/models", HttpMethod.GET);
+        routes.put("/v1/models/ripcord-small", HttpMethod.GET);
+        routes.put("/v1/requests", HttpMethod.GET);
+        routes.put("/v1/requests/req-1", HttpMethod.GET);
+        routes.put("/v1/requests/req-1/cancel", HttpMethod.POST);
+        routes.put("/tokenize", HttpMethod.POST);
+        routes.put("/detokenize", HttpMethod.POST);
+        int sent = 0;
+        for (Map.Entry<String, HttpMethod> route : routes.entrySet()) {
+            for (String spelling : AmbiguousPaths.of(route.getKey())) {
+                int status = http.method(route.getValue()).uri(URI.create("http://127.0.0.1:" + port + spelling))
+                        .contentType(MediaType.APPLICATION_JSON).bodyValue(completion(false)).exchange()
+                        .returnResult(String.class).getStatus().value();
+                assertThat(status).as("%s %s", route.getValue(), spelling).isIn(400, 401);
+                sent++;
+            }
+        }
+        assertThat(sent).isGreaterThan(100);
+        assertThat(generator.owners).as("nothing was generated").hasSize(generations);
+        byte[] body = http.post().uri(URI.create("http://127.0.0.1:" + port + "/v1;x/completions"))
+                .contentType(MediaType.APPLICATION_JSON).bodyValue(completion(false)).exchange()
+                .expectStatus().isBadRequest().expectBody().returnResult().getResponseBody();
+        assertThat(json(body).get("error").get("code").stringValue()).isEqualTo("invalid_path");
+    }
+
+    @Test
+    void ambiguousPathsAreRefusedWithAValidKeyToo() {
+        http.post().uri(URI.create("http://127.0.0.1:" + port + "/%76%31/completions"))
+                .contentType(MediaType.APPLICATION_JSON).headers(h -> h.setBearerAuth(KEY_A))
+                .bodyValue(completion(false)).exchange().expectStatus().isBadRequest();
+        http.get().uri(URI.create("http://127.0.0.1:" + port + "/actuator;x/health")).exchange()
+                .expectStatus().isBadRequest();
     }
 
     // --- who owns what ----------------------------------------------------------------------------------------

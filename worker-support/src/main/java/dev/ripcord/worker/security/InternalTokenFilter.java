@@ -2,9 +2,11 @@ package dev.ripcord.worker.security;
 
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.util.Optional;
 
 import dev.ripcord.protocol.InternalApi;
 import dev.ripcord.protocol.RequestIds;
+import dev.ripcord.protocol.RequestPaths;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.core.Ordered;
@@ -22,6 +24,11 @@ import reactor.core.publisher.Mono;
  * {@code ripcord.internal.token}. Missing: 401. Wrong: 403. The comparison is constant-time
  * ({@link MessageDigest#isEqual} on SHA-256 digests, so neither content nor length leaks through timing).
  * Everything else, actuator included, passes untouched: health probes and Prometheus need no credential.
+ *
+ * <p>The decision is made on the decoded path the router matches, and a path with more than one reading
+ * ({@code ;params}, an escaped letter or separator, a dot or empty segment: {@link RequestPaths#canonical}) is refused
+ * with 400 {@code invalid_path} on every route, so no spelling of {@code /internal/...} reaches a handler without
+ * the token.
  *
  * <p>Rejections answer a small JSON body {@code {"error":{"message","code"}}} and never echo the presented value.
  */
@@ -45,8 +52,13 @@ public final class InternalTokenFilter implements WebFilter, Ordered {
 
     @Override
     public Mono<Void> filter(ServerWebExchange exchange, WebFilterChain chain) {
-        String path = exchange.getRequest().getPath().pathWithinApplication().value();
-        if (!path.equals(INTERNAL) && !path.startsWith(INTERNAL + "/")) {
+        Optional<String> path = RequestPaths.canonical(exchange.getRequest().getPath().value());
+        if (path.isEmpty()) {
+            return reject(exchange, HttpStatus.BAD_REQUEST, "invalid_path",
+                    "The request path is ambiguous (a ';', an escaped letter, digit or separator, a '.' or '..' "
+                            + "segment, or an empty segment).");
+        }
+        if (!RequestPaths.isUnder(path.get(), INTERNAL)) {
             return chain.filter(exchange);
         }
         String presented = exchange.getRequest().getHeaders().getFirst(InternalApi.INTERNAL_TOKEN_HEADER);

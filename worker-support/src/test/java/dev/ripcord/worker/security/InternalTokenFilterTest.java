@@ -2,11 +2,17 @@ package dev.ripcord.worker.security;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.net.URI;
+import java.util.ArrayList;
+import java.util.List;
+
 import dev.ripcord.protocol.InternalApi;
+import dev.ripcord.protocol.testing.AmbiguousPaths;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ReactiveWebApplicationContextRunner;
 import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpMethod;
 import org.springframework.test.web.reactive.server.WebTestClient;
 import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.RouterFunctions;
@@ -66,6 +72,36 @@ class InternalTokenFilterTest {
         client.get().uri("/actuator/prometheus").exchange().expectStatus().isOk();
         // A path that merely starts with the same letters is not internal.
         client.get().uri("/internalx").exchange().expectStatus().isNotFound();
+    }
+
+    /**
+     * Regression: the filter compared the raw path with {@code /internal/} while the router matches the decoded path
+     * with {@code ;params} stripped, so {@code /internal;x/v1/journal} and {@code /%69nternal/v1/journal} were served
+     * without the token. Every such spelling of every internal route is refused, never routed.
+     */
+    @Test
+    void everyAmbiguousSpellingOfAnInternalRouteIsRefusedNeverServed() {
+        List<String> sent = new ArrayList<>();
+        for (String route : List.of(InternalApi.STATUS, InternalApi.PREFILL, InternalApi.DECODE, InternalApi.JOURNAL,
+                InternalApi.CANCEL.replace("{requestId}", "req-1"))) {
+            for (String spelling : AmbiguousPaths.of(route)) {
+                for (HttpMethod method : List.of(HttpMethod.GET, HttpMethod.POST)) {
+                    int status = client.method(method).uri(URI.create("http://localhost" + spelling)).exchange()
+                            .returnResult(String.class).getStatus().value();
+                    assertThat(status).as("%s %s", method, spelling).isIn(400, 401);
+                    sent.add(spelling);
+                }
+            }
+        }
+        assertThat(sent).hasSizeGreaterThan(100);
+        client.get().uri(URI.create("http://localhost/internal;x/v1/status")).exchange().expectStatus().isBadRequest()
+                .expectBody().jsonPath("$.error.code").isEqualTo("invalid_path");
+    }
+
+    @Test
+    void ambiguousPathsAreRefusedOnOpenRoutesToo() {
+        client.get().uri(URI.create("http://localhost/actuator;x/health")).exchange().expectStatus().isBadRequest();
+        client.get().uri(URI.create("http://localhost/%61ctuator/health")).exchange().expectStatus().isBadRequest();
     }
 
     // --- start-up ---------------------------------------------------------------------------------------------
