@@ -17,8 +17,8 @@ class FenceTableTest {
 
     @Test
     void fenceStopsNewWritesAndCountsThoseInside() throws Exception {
-        Path file = dir.resolve("t.fences");
-        try (FenceTable owner = FenceTable.create(file, 5, 4); FenceTable peer = FenceTable.open(file, 5)) {
+        Path file = ShmFiles.fenceFile(dir, 1, 5);
+        try (FenceTable owner = FenceTable.create(file, 5, 4); FenceTable peer = FenceTable.open(dir, file.toString(), 5)) {
             long epoch = owner.openSlot(2);
             assertThat(peer.tryBeginWrite(2, epoch, 4242)).isEqualTo(FenceTable.Begin.WRITING);
             assertThat(peer.tryBeginWrite(2, epoch, 4243)).isEqualTo(FenceTable.Begin.BUSY);
@@ -40,9 +40,9 @@ class FenceTableTest {
 
     @Test
     void refusesAnotherIncarnationsTable() throws Exception {
-        Path file = dir.resolve("u.fences");
+        Path file = ShmFiles.fenceFile(dir, 2, 5);
         try (FenceTable owner = FenceTable.create(file, 5, 4)) {
-            assertThatThrownBy(() -> FenceTable.open(file, 6)).isInstanceOf(java.io.IOException.class);
+            assertThatThrownBy(() -> FenceTable.open(dir, file.toString(), 6)).isInstanceOf(java.io.IOException.class);
         }
     }
 
@@ -53,8 +53,8 @@ class FenceTableTest {
      */
     @Test
     void noWriteStartsOnceTheFenceHasDrained() throws Exception {
-        Path file = dir.resolve("h.fences");
-        try (FenceTable owner = FenceTable.create(file, 7, 1); FenceTable peer = FenceTable.open(file, 7)) {
+        Path file = ShmFiles.fenceFile(dir, 3, 7);
+        try (FenceTable owner = FenceTable.create(file, 7, 1); FenceTable peer = FenceTable.open(dir, file.toString(), 7)) {
             int rounds = 2000;
             AtomicLong currentEpoch = new AtomicLong(owner.openSlot(0));
             AtomicLong[] landed = new AtomicLong[rounds + 2];
