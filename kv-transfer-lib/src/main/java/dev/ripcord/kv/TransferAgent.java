@@ -68,6 +68,7 @@ public final class TransferAgent implements AutoCloseable {
     private final FenceTable fences;
     private final Frames.Hello hello;
     private final EventLoopGroup eventLoops;
+    private final ConnectionCap connectionCap;
     private final Channel serverChannel;
     private final InetSocketAddress listenAddress;
     private final String advertisedHost;
@@ -105,8 +106,10 @@ public final class TransferAgent implements AutoCloseable {
         this.metrics = new KvMetrics(options.meterRegistry(), options.name());
         this.eventLoops = new MultiThreadIoEventLoopGroup(options.ioThreads(),
                 new DefaultThreadFactory("kv-" + options.name(), true), NioIoHandler.newFactory());
+        this.connectionCap = new ConnectionCap(options.name(), options.maxConnections(), metrics);
         try {
             serverChannel = new ServerBootstrap().group(eventLoops).channel(NioServerSocketChannel.class)
+                    .handler(connectionCap)
                     .childOption(ChannelOption.TCP_NODELAY, true)
                     .childHandler(new ChannelInitializer<SocketChannel>() {
                         @Override
@@ -130,7 +133,7 @@ public final class TransferAgent implements AutoCloseable {
         }
         this.listenAddress = (InetSocketAddress) serverChannel.localAddress();
         this.advertisedHost = options.advertisedHost() != null ? options.advertisedHost()
-                : listenAddress.getAddress().isAnyLocalAddress() ? HostIdentity.local().split("/")[0]
+                : listenAddress.getAddress().isAnyLocalAddress() ? HostIdentity.hostname()
                 : listenAddress.getAddress().getHostAddress();
         this.senderConnections = new ConnectionPool<>((key, peerHost, port) -> SenderConnection.open(host, key,
                 peerHost, port));
@@ -304,6 +307,11 @@ public final class TransferAgent implements AutoCloseable {
                     name(), fenceSlots.capacity());
         }
         return slot;
+    }
+
+    /** Connections the listener holds now (the cap's count). */
+    int listenerConnections() {
+        return connectionCap.open();
     }
 
     /** Peers' shared-memory files this agent maps now, as a sender. */

@@ -38,13 +38,13 @@ class HostileDescriptorTest extends AgentsPerTest {
         /** A region file, valid in every other way, in another directory (an absolute path elsewhere). */
         OUTSIDE_THE_DIRECTORY("not in the shared-memory directory"),
         /** The same file reached from the directory through {@code ..}. */
-        DOT_DOT("has . or .. in it"),
+        DOT_DOT("the path has . or .. in it"),
         /** A link in the directory, with a region file's name, to that file. */
         SYMLINK_TO_A_FILE_OUTSIDE("a symbolic link"),
         /** A region file in the directory whose header claims nearly 2^63 data bytes ({@code 4096 + bytes} wraps). */
-        SIZE_NEAR_LONG_MAX("claims 9223372036854775707 data bytes"),
+        SIZE_NEAR_LONG_MAX("its header claims 9223372036854775707 data bytes"),
         /** The same with a negative size. */
-        NEGATIVE_SIZE("claims -4096 data bytes");
+        NEGATIVE_SIZE("its header claims -4096 data bytes");
 
         final String why;
 
