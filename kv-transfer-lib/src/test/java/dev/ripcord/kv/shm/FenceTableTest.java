@@ -46,6 +46,23 @@ class FenceTableTest {
         }
     }
 
+    /** A slot count of 2^58 makes {@code 4096 + slots * 64} wrap to 4096: the table must not be mapped as that big. */
+    @Test
+    void aSlotCountThatDoesNotFitTheFileIsRefusedBeforeMapping() throws Exception {
+        Path file = ShmFiles.fenceFile(dir, 4, 9);
+        try (FenceTable owner = FenceTable.create(file, 9, 4)) {
+            for (long slots : new long[] {1L << 58, Long.MAX_VALUE, 5, 0, -1}) {
+                try (var ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.WRITE)) {
+                    ch.write(java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.nativeOrder())
+                            .putLong(0, slots), 16);
+                }
+                assertThatThrownBy(() -> FenceTable.open(dir, file.toString(), 9)).as("%s slots", slots)
+                        .isInstanceOf(RefusedShmFileException.class)
+                        .hasMessageContaining("claims " + slots + " slots");
+            }
+        }
+    }
+
     /**
      * Hammer: writers enter and leave the bracket as fast as they can while the owner fences, waits for zero and
      * reopens. Inside the bracket a writer bumps a "landed in epoch e" counter; after the owner saw zero writers
