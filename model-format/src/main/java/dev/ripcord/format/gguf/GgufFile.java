@@ -118,7 +118,7 @@ public final class GgufFile implements AutoCloseable {
      * it; a runtime exception from a check this reader lacks is still reported as a {@link GgufFormatException}, so a
      * caller handles one exception type for every malformed input.
      */
-    static GgufFile parse(Path path, MemorySegment file, Arena arena) throws GgufFormatException {
+    private static GgufFile parse(Path path, MemorySegment file, Arena arena) throws GgufFormatException {
         Reader r = new Reader(path, file);
         try {
             return parse(path, file, arena, r);
