@@ -15,7 +15,7 @@ interface ConnectionHost {
     /** The agent's name, for logs. */
     String agentName();
 
-    /** Our HELLO: incarnation, pid, lease, host identity. */
+    /** Our HELLO: incarnation, pid, lease, host identity digest. */
     Frames.Hello hello();
 
     /** Peer silence tolerated before the connection is closed. */

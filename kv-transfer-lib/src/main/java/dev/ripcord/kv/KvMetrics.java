@@ -19,6 +19,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *   released, by terminal state;</li>
  *   <li>{@code ripcord.kv.abort.latency} (timer; {@code side}): abort requested to session released;</li>
  *   <li>{@code ripcord.kv.lease.expiries} (counter): connections closed because the peer fell silent;</li>
+ *   <li>{@code ripcord.kv.connections.refused} (counter): connections the listener closed as it accepted them,
+ *   because it held {@code maxConnections} already;</li>
  *   <li>{@code ripcord.kv.live.regions}, {@code ripcord.kv.live.region.bytes}, {@code ripcord.kv.live.sessions},
  *   {@code ripcord.kv.live.session.bytes} (gauges): what is held now.</li>
  * </ul>
@@ -42,6 +44,7 @@ final class KvMetrics {
     private final Timer senderAbortLatency;
     private final Timer receiverAbortLatency;
     private final Counter leaseExpiries;
+    private final Counter connectionsRefused;
 
     KvMetrics(MeterRegistry registry, String agent) {
         this.registry = registry;
@@ -66,6 +69,8 @@ final class KvMetrics {
         receiverAbortLatency = keep(Timer.builder("ripcord.kv.abort.latency").tags("agent", agent, "side",
                 "receiver").register(registry));
         leaseExpiries = keep(Counter.builder("ripcord.kv.lease.expiries").tags("agent", agent).register(registry));
+        connectionsRefused = keep(Counter.builder("ripcord.kv.connections.refused").tags("agent", agent)
+                .register(registry));
         keep(Gauge.builder("ripcord.kv.live.regions", liveRegions, AtomicLong::get).tags("agent", agent)
                 .register(registry));
         keep(Gauge.builder("ripcord.kv.live.region.bytes", liveRegionBytes, AtomicLong::get).baseUnit("bytes")
@@ -95,6 +100,10 @@ final class KvMetrics {
 
     void leaseExpired() {
         leaseExpiries.increment();
+    }
+
+    void connectionRefused() {
+        connectionsRefused.increment();
     }
 
     /** Removes this agent's meters so a closed agent leaves no gauges behind in a shared registry. */

@@ -17,7 +17,8 @@ import java.util.Objects;
  * @param agentIncarnation random per agent start: a descriptor from before a restart is refused
  * @param tcpHost          where the receiving agent listens (control frames always, data with TCP)
  * @param tcpPort          its port
- * @param shmHost          host identity of the receiver when its region is shared memory, else {@code null}
+ * @param shmHost          the receiver's host identity digest when its region is shared memory, else {@code null}:
+ *                         equal to the sender's exactly when both run on one host, boot and pid namespace
  * @param shmRegionFile    path of the shared region file, else {@code null}
  * @param shmFenceFile     path of the receiver's fence table, else {@code null}
  * @param fenceSlot        the session's slot in the fence table, {@code -1} without shared memory

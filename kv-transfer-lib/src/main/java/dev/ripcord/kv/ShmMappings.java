@@ -15,6 +15,10 @@ import org.slf4j.LoggerFactory;
  * Mapping a region afresh per session would re-fault every page (tens of milliseconds for 256 MiB), so mappings are
  * kept while in use and until retired: the receiver released the region (REGION_CLOSED), or the connection to
  * that receiver incarnation closed. A retired mapping is unmapped when its last session lets go.
+ *
+ * <p>The file paths come from the descriptor, that is from a peer: only files inside this agent's shared-memory
+ * directory are mapped, and only after both of a descriptor's paths passed that check (see
+ * {@link FenceTable#open} and {@link SharedRegionFile#open}).
  */
 final class ShmMappings {
     private static final Logger log = LoggerFactory.getLogger(ShmMappings.class);
@@ -36,20 +40,45 @@ final class ShmMappings {
     private record RegionKey(long incarnation, long regionId) {
     }
 
+    private final Path directory;
     private final Map<Long, Mapped<FenceTable>> fences = new HashMap<>();
     private final Map<RegionKey, Mapped<SharedRegionFile>> regions = new HashMap<>();
 
+    /** Mappings of files in {@code directory}, the agent's shared-memory directory; no other file is mapped. */
+    ShmMappings(Path directory) {
+        this.directory = directory;
+    }
+
+    /**
+     * The descriptor's fence table and region, mapped or shared with earlier sessions.
+     *
+     * @throws dev.ripcord.kv.shm.RefusedShmFileException a path names a file outside the directory, a link, another
+     *                                                    user's file, or a header whose sizes do not fit the file
+     */
     synchronized Target acquire(ReceiveDescriptor d) throws IOException {
         long inc = d.agentIncarnation();
+        RegionKey key = new RegionKey(inc, d.regionId());
         Mapped<FenceTable> f = fences.get(inc);
-        if (f == null || f.retired) {
-            f = new Mapped<>(FenceTable.open(Path.of(d.shmFenceFile()), inc));
+        Mapped<SharedRegionFile> r = regions.get(key);
+        boolean newFences = f == null || f.retired;
+        boolean newRegion = r == null || r.retired;
+        if (newFences) {
+            f = new Mapped<>(FenceTable.open(directory, d.shmFenceFile(), inc));
+        }
+        if (newRegion) {
+            try {
+                r = new Mapped<>(SharedRegionFile.open(directory, d.shmRegionFile(), inc, d.regionId()));
+            } catch (IOException | RuntimeException e) {
+                if (newFences) {
+                    f.value.close(); // a refused region leaves nothing of this descriptor mapped
+                }
+                throw e;
+            }
+        }
+        if (newFences) {
             fences.put(inc, f);
         }
-        RegionKey key = new RegionKey(inc, d.regionId());
-        Mapped<SharedRegionFile> r = regions.get(key);
-        if (r == null || r.retired) {
-            r = new Mapped<>(SharedRegionFile.open(Path.of(d.shmRegionFile()), inc, d.regionId()));
+        if (newRegion) {
             regions.put(key, r);
         }
         Checks.requireArgument(d.fenceSlot() < f.value.slots(), "fence slot %s of %s", d.fenceSlot(),
@@ -93,6 +122,11 @@ final class ShmMappings {
             f.retired = true;
             closeIfUnused(fences, incarnation, f);
         }
+    }
+
+    /** Files mapped now (fence tables and regions). */
+    synchronized int mappedFiles() {
+        return fences.size() + regions.size();
     }
 
     /** Agent close: every session is released by now; unmap everything. */

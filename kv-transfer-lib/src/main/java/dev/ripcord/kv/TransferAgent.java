@@ -3,6 +3,7 @@ package dev.ripcord.kv;
 import dev.ripcord.kv.shm.FenceTable;
 import dev.ripcord.kv.shm.HostIdentity;
 import dev.ripcord.kv.shm.PeerProcess;
+import dev.ripcord.kv.shm.RefusedShmFileException;
 import dev.ripcord.kv.shm.SharedRegionFile;
 import dev.ripcord.kv.shm.ShmFiles;
 import dev.ripcord.kv.wire.FrameType;
@@ -67,10 +68,11 @@ public final class TransferAgent implements AutoCloseable {
     private final FenceTable fences;
     private final Frames.Hello hello;
     private final EventLoopGroup eventLoops;
+    private final ConnectionCap connectionCap;
     private final Channel serverChannel;
     private final InetSocketAddress listenAddress;
     private final String advertisedHost;
-    private final ShmMappings shmMappings = new ShmMappings();
+    private final ShmMappings shmMappings;
     private final Map<Long, KvRegion> regions = new ConcurrentHashMap<>();
     private final Map<Long, ReceiveSession> receiveSessions = new ConcurrentHashMap<>();
     private final CancelledSessions cancelledSessions = new CancelledSessions();
@@ -95,6 +97,7 @@ public final class TransferAgent implements AutoCloseable {
             inc = random.nextLong();
         }
         this.incarnation = inc;
+        this.shmMappings = new ShmMappings(options.shmDirectory());
         PeerProcess self = PeerProcess.current();
         this.fences = options.backend() == Backend.TCP ? null : createFenceTable(options, self, inc);
         this.fenceSlots = new FenceSlots(fences == null ? 0 : fences.slots());
@@ -103,8 +106,10 @@ public final class TransferAgent implements AutoCloseable {
         this.metrics = new KvMetrics(options.meterRegistry(), options.name());
         this.eventLoops = new MultiThreadIoEventLoopGroup(options.ioThreads(),
                 new DefaultThreadFactory("kv-" + options.name(), true), NioIoHandler.newFactory());
+        this.connectionCap = new ConnectionCap(options.name(), options.maxConnections(), metrics);
         try {
             serverChannel = new ServerBootstrap().group(eventLoops).channel(NioServerSocketChannel.class)
+                    .handler(connectionCap)
                     .childOption(ChannelOption.TCP_NODELAY, true)
                     .childHandler(new ChannelInitializer<SocketChannel>() {
                         @Override
@@ -128,7 +133,7 @@ public final class TransferAgent implements AutoCloseable {
         }
         this.listenAddress = (InetSocketAddress) serverChannel.localAddress();
         this.advertisedHost = options.advertisedHost() != null ? options.advertisedHost()
-                : listenAddress.getAddress().isAnyLocalAddress() ? HostIdentity.local().split("/")[0]
+                : listenAddress.getAddress().isAnyLocalAddress() ? HostIdentity.hostname()
                 : listenAddress.getAddress().getHostAddress();
         this.senderConnections = new ConnectionPool<>((key, peerHost, port) -> SenderConnection.open(host, key,
                 peerHost, port));
@@ -304,6 +309,16 @@ public final class TransferAgent implements AutoCloseable {
         return slot;
     }
 
+    /** Connections the listener holds now (the cap's count). */
+    int listenerConnections() {
+        return connectionCap.open();
+    }
+
+    /** Peers' shared-memory files this agent maps now, as a sender. */
+    int sharedFilesMapped() {
+        return shmMappings.mappedFiles();
+    }
+
     /** Fence slots held by sessions; with a consistency check that no slot was freed twice. */
     int fenceSlotsInUse() {
         return fenceSlots.inUse();
@@ -345,8 +360,13 @@ public final class TransferAgent implements AutoCloseable {
                     throw new IllegalArgumentException("request " + descriptor.requestId()
                             + ": cannot map the receiver's shared memory", e);
                 }
-                log.debug("request={} shared memory not usable ({}); using TCP", descriptor.requestId(),
-                        e.toString());
+                if (e instanceof RefusedShmFileException) {
+                    // a peer named a file it may not: another directory than ours, or an attempt at one
+                    log.warn("request={} {}; using TCP", descriptor.requestId(), e.getMessage());
+                } else {
+                    log.debug("request={} shared memory not usable ({}); using TCP", descriptor.requestId(),
+                            e.toString());
+                }
             }
         }
         SenderConnection c = senderConnections.connectionTo(descriptor.tcpHost(), descriptor.tcpPort());

@@ -30,12 +30,14 @@ import java.util.Objects;
  *                       abort waits for a copy in progress. Large enough for the copy to run at full memory
  *                       bandwidth (1 MiB pieces lose a third of it); default 8 MiB (about a millisecond)
  * @param fenceSlots     concurrent shared-memory receive sessions; default 16384 (1 MiB fence file)
+ * @param maxConnections connections the listener holds at once (one per sending agent is the normal use); one
+ *                       more is closed as it is accepted and counted. Default 256
  * @param meterRegistry  where metrics go; default a private {@link SimpleMeterRegistry}
  */
 public record TransferAgentOptions(String name, String bindHost, int port, String advertisedHost, Backend backend,
                                    Path shmDirectory, Duration lease, Duration connectTimeout, Duration attachTimeout,
                                    Duration closeTimeout, int ioThreads, int maxPieceBytes, int shmPieceBytes,
-                                   int fenceSlots, MeterRegistry meterRegistry) {
+                                   int fenceSlots, int maxConnections, MeterRegistry meterRegistry) {
 
     public TransferAgentOptions {
         Objects.requireNonNull(name, "name");
@@ -55,82 +57,89 @@ public record TransferAgentOptions(String name, String bindHost, int port, Strin
                 "maxPieceBytes %s outside [4 KiB, 64 MiB]", maxPieceBytes);
         Checks.requireArgument(shmPieceBytes >= 4096, "shmPieceBytes %s below 4 KiB", shmPieceBytes);
         Checks.requireArgument(fenceSlots > 0 && fenceSlots <= (1 << 24), "fenceSlots %s", fenceSlots);
+        Checks.requireArgument(maxConnections > 0, "maxConnections %s", maxConnections);
     }
 
     public static TransferAgentOptions defaults(String name) {
         return new TransferAgentOptions(name, "127.0.0.1", 0, null, Backend.AUTO, defaultShmDirectory(),
                 Duration.ofSeconds(5), Duration.ofSeconds(5), Duration.ofSeconds(30), Duration.ofSeconds(10), 2,
-                1 << 20, 8 << 20, 16384, new SimpleMeterRegistry());
+                1 << 20, 8 << 20, 16384, 256, new SimpleMeterRegistry());
     }
 
     public TransferAgentOptions withBindHost(String v) {
         return new TransferAgentOptions(name, v, port, advertisedHost, backend, shmDirectory, lease, connectTimeout,
-                attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, meterRegistry);
+                attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, maxConnections, meterRegistry);
     }
 
     public TransferAgentOptions withPort(int v) {
         return new TransferAgentOptions(name, bindHost, v, advertisedHost, backend, shmDirectory, lease,
-                connectTimeout, attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, meterRegistry);
+                connectTimeout, attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, maxConnections, meterRegistry);
     }
 
     public TransferAgentOptions withAdvertisedHost(String v) {
         return new TransferAgentOptions(name, bindHost, port, v, backend, shmDirectory, lease, connectTimeout,
-                attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, meterRegistry);
+                attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, maxConnections, meterRegistry);
     }
 
     public TransferAgentOptions withBackend(Backend v) {
         return new TransferAgentOptions(name, bindHost, port, advertisedHost, v, shmDirectory, lease,
-                connectTimeout, attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, meterRegistry);
+                connectTimeout, attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, maxConnections, meterRegistry);
     }
 
     public TransferAgentOptions withShmDirectory(Path v) {
         return new TransferAgentOptions(name, bindHost, port, advertisedHost, backend, v, lease, connectTimeout,
-                attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, meterRegistry);
+                attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, maxConnections, meterRegistry);
     }
 
     public TransferAgentOptions withLease(Duration v) {
         return new TransferAgentOptions(name, bindHost, port, advertisedHost, backend, shmDirectory, v,
-                connectTimeout, attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, meterRegistry);
+                connectTimeout, attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, maxConnections, meterRegistry);
     }
 
     public TransferAgentOptions withConnectTimeout(Duration v) {
         return new TransferAgentOptions(name, bindHost, port, advertisedHost, backend, shmDirectory, lease, v,
-                attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, meterRegistry);
+                attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, maxConnections, meterRegistry);
     }
 
     public TransferAgentOptions withAttachTimeout(Duration v) {
         return new TransferAgentOptions(name, bindHost, port, advertisedHost, backend, shmDirectory, lease,
-                connectTimeout, v, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, meterRegistry);
+                connectTimeout, v, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, maxConnections, meterRegistry);
     }
 
     public TransferAgentOptions withCloseTimeout(Duration v) {
         return new TransferAgentOptions(name, bindHost, port, advertisedHost, backend, shmDirectory, lease,
-                connectTimeout, attachTimeout, v, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, meterRegistry);
+                connectTimeout, attachTimeout, v, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, maxConnections, meterRegistry);
     }
 
     public TransferAgentOptions withIoThreads(int v) {
         return new TransferAgentOptions(name, bindHost, port, advertisedHost, backend, shmDirectory, lease,
-                connectTimeout, attachTimeout, closeTimeout, v, maxPieceBytes, shmPieceBytes, fenceSlots, meterRegistry);
+                connectTimeout, attachTimeout, closeTimeout, v, maxPieceBytes, shmPieceBytes, fenceSlots, maxConnections, meterRegistry);
     }
 
     public TransferAgentOptions withMaxPieceBytes(int v) {
         return new TransferAgentOptions(name, bindHost, port, advertisedHost, backend, shmDirectory, lease,
-                connectTimeout, attachTimeout, closeTimeout, ioThreads, v, shmPieceBytes, fenceSlots, meterRegistry);
+                connectTimeout, attachTimeout, closeTimeout, ioThreads, v, shmPieceBytes, fenceSlots, maxConnections, meterRegistry);
     }
 
     public TransferAgentOptions withShmPieceBytes(int v) {
         return new TransferAgentOptions(name, bindHost, port, advertisedHost, backend, shmDirectory, lease,
-                connectTimeout, attachTimeout, closeTimeout, ioThreads, maxPieceBytes, v, fenceSlots, meterRegistry);
+                connectTimeout, attachTimeout, closeTimeout, ioThreads, maxPieceBytes, v, fenceSlots, maxConnections, meterRegistry);
     }
 
     public TransferAgentOptions withFenceSlots(int v) {
         return new TransferAgentOptions(name, bindHost, port, advertisedHost, backend, shmDirectory, lease,
-                connectTimeout, attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, v, meterRegistry);
+                connectTimeout, attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, v, maxConnections, meterRegistry);
+    }
+
+    public TransferAgentOptions withMaxConnections(int v) {
+        return new TransferAgentOptions(name, bindHost, port, advertisedHost, backend, shmDirectory, lease,
+                connectTimeout, attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, v,
+                meterRegistry);
     }
 
     public TransferAgentOptions withMeterRegistry(MeterRegistry v) {
         return new TransferAgentOptions(name, bindHost, port, advertisedHost, backend, shmDirectory, lease,
-                connectTimeout, attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, v);
+                connectTimeout, attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, maxConnections, v);
     }
 
     private static Path defaultShmDirectory() {

@@ -158,7 +158,7 @@ class BatchedSendTest extends AgentsPerTest {
         ReceiveDescriptor d = rx.descriptor();
         SendSession tx = prefill.connect(d);
         await().atMost(WAIT).until(() -> tx.state() == SessionState.TRANSFERRING);
-        try (FenceTable fences = FenceTable.open(Path.of(d.shmFenceFile()), d.agentIncarnation())) {
+        try (FenceTable fences = FenceTable.open(prefill.options().shmDirectory(), d.shmFenceFile(), d.agentIncarnation())) {
             long me = ProcessHandle.current().pid();
             assertThat(fences.tryBeginWrite(d.fenceSlot(), d.epoch(), me)).isEqualTo(FenceTable.Begin.WRITING);
             CompletableFuture<CompletableFuture<Void>> batch = CompletableFuture.supplyAsync(

@@ -53,7 +53,7 @@ class SafetyRulesTest extends AgentsPerTest {
         pool.released().thenRun(() -> events.add("region released"));
 
         // A sender's copy is inside the fence bracket (we play that sender, pausing mid-copy).
-        try (FenceTable fences = FenceTable.open(Path.of(d.shmFenceFile()), d.agentIncarnation())) {
+        try (FenceTable fences = FenceTable.open(decode.options().shmDirectory(), d.shmFenceFile(), d.agentIncarnation())) {
             long me = ProcessHandle.current().pid();
             assertThat(fences.tryBeginWrite(d.fenceSlot(), d.epoch(), me)).isEqualTo(FenceTable.Begin.WRITING);
 

@@ -3,6 +3,7 @@ package dev.ripcord.worker;
 import java.time.Duration;
 
 import dev.ripcord.kv.Backend;
+import jakarta.validation.constraints.Positive;
 import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
@@ -17,6 +18,7 @@ import org.springframework.validation.annotation.Validated;
  * @param backend        {@code auto} (shared memory on one host, else TCP), {@code tcp} or {@code shm}
  * @param lease          how long a silent peer is tolerated before its sessions abort
  * @param attachTimeout  how long a receive session waits for its sender
+ * @param maxConnections connections the agent's listener holds at once; one more is closed as it is accepted
  */
 @Validated
 @ConfigurationProperties("ripcord.kv")
@@ -26,5 +28,6 @@ public record TransferProperties(
         @Nullable String advertisedHost,
         @DefaultValue("auto") Backend backend,
         @DefaultValue("5s") Duration lease,
-        @DefaultValue("30s") Duration attachTimeout) {
+        @DefaultValue("30s") Duration attachTimeout,
+        @DefaultValue("256") @Positive int maxConnections) {
 }

@@ -114,6 +114,7 @@ public class WorkerAutoConfiguration {
                 .withBackend(p.backend())
                 .withLease(p.lease())
                 .withAttachTimeout(p.attachTimeout())
+                .withMaxConnections(p.maxConnections())
                 .withMeterRegistry(meters.getIfAvailable(SimpleMeterRegistry::new));
         if (p.advertisedHost() != null) {
             options = options.withAdvertisedHost(p.advertisedHost());

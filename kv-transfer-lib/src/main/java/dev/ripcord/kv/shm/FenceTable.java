@@ -5,10 +5,11 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 
 /**
  * Per-session fence words in a file both processes map: the single source of truth for "may a shared-memory write
@@ -78,9 +79,7 @@ public final class FenceTable implements AutoCloseable {
     public static FenceTable create(Path path, long incarnation, int slots) throws IOException {
         long bytes = HEADER_BYTES + (long) slots * SLOT_STRIDE;
         Arena arena = Arena.ofShared();
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-                StandardOpenOption.WRITE)) {
-            ShmFiles.ownerOnly(path);
+        try (FileChannel ch = ShmFiles.createOwnerOnly(path)) {
             MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
             m.set(ValueLayout.JAVA_LONG, 8, incarnation);
             m.set(ValueLayout.JAVA_LONG, 16, slots);
@@ -93,26 +92,39 @@ public final class FenceTable implements AutoCloseable {
         }
     }
 
-    /** Maps an existing table (sender side) and checks that it belongs to the expected agent incarnation. */
-    public static FenceTable open(Path path, long expectedIncarnation) throws IOException {
-        Arena arena = Arena.ofShared();
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+    /**
+     * Maps an existing table (sender side) and checks that it belongs to the expected agent incarnation.
+     * {@code named} comes from a peer: it is opened only as {@link ShmFiles#openNamed} allows, and the slot count in
+     * its header must fit the file.
+     *
+     * @throws RefusedShmFileException the file may not be opened, or its slot count does not fit; nothing mapped
+     * @throws IOException             it belongs to another incarnation, or cannot be read
+     */
+    public static FenceTable open(Path dir, String named, long expectedIncarnation) throws IOException {
+        try (FileChannel ch = ShmFiles.openNamed(dir, named, ShmFiles.FENCE_SUFFIX)) {
             long size = ch.size();
             if (size < HEADER_BYTES) {
-                throw new IOException(path + " is not a fence table");
+                throw new IOException(named + " is not a fence table");
             }
-            MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
-            long magic = (long) LONG.getVolatile(m, 0L);
-            long incarnation = m.get(ValueLayout.JAVA_LONG, 8);
-            long slots = m.get(ValueLayout.JAVA_LONG, 16);
-            if (magic != MAGIC || incarnation != expectedIncarnation
-                    || HEADER_BYTES + slots * SLOT_STRIDE > size) {
-                throw new IOException(path + " belongs to another agent incarnation");
+            ByteBuffer header = ByteBuffer.allocate(24).order(ByteOrder.nativeOrder());
+            while (header.hasRemaining() && ch.read(header, header.position()) > 0) {
+                // read the fixed fields before mapping anything
             }
-            return new FenceTable(path, arena, m, (int) slots, false);
-        } catch (IOException | RuntimeException e) {
-            arena.close();
-            throw e;
+            long slots = header.getLong(16);
+            if (header.getLong(0) != MAGIC || header.getLong(8) != expectedIncarnation) {
+                throw new IOException(named + " belongs to another agent incarnation");
+            }
+            if (slots <= 0 || slots > (size - HEADER_BYTES) / SLOT_STRIDE || slots > Integer.MAX_VALUE) {
+                throw new RefusedShmFileException(named, "its header claims " + slots + " slots in a file of " + size);
+            }
+            Arena arena = Arena.ofShared();
+            try {
+                MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, HEADER_BYTES + slots * SLOT_STRIDE, arena);
+                return new FenceTable(Path.of(named), arena, m, (int) slots, false);
+            } catch (IOException | RuntimeException e) {
+                arena.close();
+                throw e;
+            }
         }
     }
 

@@ -4,10 +4,11 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 
 /**
  * A memory region backed by a file (normally on tmpfs, {@code /dev/shm}) that the receiver owns and a same-host
@@ -35,15 +36,16 @@ public final class SharedRegionFile implements AutoCloseable {
     /** Creates and maps a new region file of {@code bytes} data bytes (receiver side). */
     public static SharedRegionFile create(Path path, long incarnation, long regionId, long bytes)
             throws IOException {
+        if (bytes <= 0 || bytes > Long.MAX_VALUE - HEADER_BYTES) {
+            throw new IllegalArgumentException("region of " + bytes + " bytes");
+        }
         long usable = Files.getFileStore(path.getParent()).getUsableSpace();
-        if (usable < bytes + HEADER_BYTES) {
+        if (usable - HEADER_BYTES < bytes) {
             // tmpfs pages are allocated on first touch; a full tmpfs would SIGBUS the copy, so refuse up front.
             throw new IOException(path.getParent() + " has " + usable + " usable bytes, region needs " + bytes);
         }
         Arena arena = Arena.ofShared();
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-                StandardOpenOption.WRITE)) {
-            ShmFiles.ownerOnly(path);
+        try (FileChannel ch = ShmFiles.createOwnerOnly(path)) {
             MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, HEADER_BYTES + bytes, arena);
             m.set(ValueLayout.JAVA_LONG, 8, incarnation);
             m.set(ValueLayout.JAVA_LONG, 16, regionId);
@@ -69,27 +71,42 @@ public final class SharedRegionFile implements AutoCloseable {
         return MemorySegment.ofAddress(m.address() + HEADER_BYTES).reinterpret(bytes, arena, null);
     }
 
-    /** Maps an existing region file (sender side) after checking it is the region the descriptor names. */
-    public static SharedRegionFile open(Path path, long expectedIncarnation, long expectedRegionId)
+    /**
+     * Maps an existing region file (sender side) after checking it is the region the descriptor names. {@code named}
+     * comes from a peer: it is opened only if it is a Ripcord region file directly inside {@code dir}, not a link, a
+     * regular file owned by this user (see {@link ShmFiles#openNamed}), and the data size in its header fits the file.
+     *
+     * @throws RefusedShmFileException the file may not be opened, or its header's size does not fit; nothing mapped
+     * @throws IOException             it is not the expected region, or cannot be read
+     */
+    public static SharedRegionFile open(Path dir, String named, long expectedIncarnation, long expectedRegionId)
             throws IOException {
-        Arena arena = Arena.ofShared();
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+        try (FileChannel ch = ShmFiles.openNamed(dir, named, ShmFiles.REGION_SUFFIX)) {
             long size = ch.size();
             if (size < HEADER_BYTES) {
-                throw new IOException(path + " is not a region file");
+                throw new IOException(named + " is not a region file");
             }
-            MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
-            long bytes = m.get(ValueLayout.JAVA_LONG, 24);
-            if (m.get(ValueLayout.JAVA_LONG, 0) != MAGIC
-                    || m.get(ValueLayout.JAVA_LONG, 8) != expectedIncarnation
-                    || m.get(ValueLayout.JAVA_LONG, 16) != expectedRegionId
-                    || HEADER_BYTES + bytes > size) {
-                throw new IOException(path + " is not region " + expectedRegionId + " of the expected agent");
+            ByteBuffer header = ByteBuffer.allocate(32).order(ByteOrder.nativeOrder());
+            while (header.hasRemaining() && ch.read(header, header.position()) > 0) {
+                // read the fixed fields before mapping anything
             }
-            return new SharedRegionFile(path, arena, nativeView(m, bytes, arena), false);
-        } catch (IOException | RuntimeException e) {
-            arena.close();
-            throw e;
+            long bytes = header.getLong(24);
+            if (header.getLong(0) != MAGIC || header.getLong(8) != expectedIncarnation
+                    || header.getLong(16) != expectedRegionId) {
+                throw new IOException(named + " is not region " + expectedRegionId + " of the expected agent");
+            }
+            if (bytes <= 0 || bytes > size - HEADER_BYTES) { // not HEADER_BYTES + bytes > size: that can wrap
+                throw new RefusedShmFileException(named, "its header claims " + bytes + " data bytes in a file of "
+                        + size);
+            }
+            Arena arena = Arena.ofShared();
+            try {
+                MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, HEADER_BYTES + bytes, arena);
+                return new SharedRegionFile(Path.of(named), arena, nativeView(m, bytes, arena), false);
+            } catch (IOException | RuntimeException e) {
+                arena.close();
+                throw e;
+            }
         }
     }
 

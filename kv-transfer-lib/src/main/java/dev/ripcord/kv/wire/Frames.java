@@ -33,7 +33,10 @@ public final class Frames {
     private Frames() {
     }
 
-    /** The first frame each side sends. */
+    /**
+     * The first frame each side sends. {@code hostId} is a digest that says only whether two agents share a host
+     * (see {@code HostIdentity}): never a hostname or a boot id.
+     */
     public record Hello(long incarnation, long pid, long pidStartMillis, int leaseMillis, String hostId,
                         String agentName) {
 

@@ -17,8 +17,8 @@ class FenceTableTest {
 
     @Test
     void fenceStopsNewWritesAndCountsThoseInside() throws Exception {
-        Path file = dir.resolve("t.fences");
-        try (FenceTable owner = FenceTable.create(file, 5, 4); FenceTable peer = FenceTable.open(file, 5)) {
+        Path file = ShmFiles.fenceFile(dir, 1, 5);
+        try (FenceTable owner = FenceTable.create(file, 5, 4); FenceTable peer = FenceTable.open(dir, file.toString(), 5)) {
             long epoch = owner.openSlot(2);
             assertThat(peer.tryBeginWrite(2, epoch, 4242)).isEqualTo(FenceTable.Begin.WRITING);
             assertThat(peer.tryBeginWrite(2, epoch, 4243)).isEqualTo(FenceTable.Begin.BUSY);
@@ -40,9 +40,26 @@ class FenceTableTest {
 
     @Test
     void refusesAnotherIncarnationsTable() throws Exception {
-        Path file = dir.resolve("u.fences");
+        Path file = ShmFiles.fenceFile(dir, 2, 5);
         try (FenceTable owner = FenceTable.create(file, 5, 4)) {
-            assertThatThrownBy(() -> FenceTable.open(file, 6)).isInstanceOf(java.io.IOException.class);
+            assertThatThrownBy(() -> FenceTable.open(dir, file.toString(), 6)).isInstanceOf(java.io.IOException.class);
+        }
+    }
+
+    /** A slot count of 2^58 makes {@code 4096 + slots * 64} wrap to 4096: the table must not be mapped as that big. */
+    @Test
+    void aSlotCountThatDoesNotFitTheFileIsRefusedBeforeMapping() throws Exception {
+        Path file = ShmFiles.fenceFile(dir, 4, 9);
+        try (FenceTable owner = FenceTable.create(file, 9, 4)) {
+            for (long slots : new long[] {1L << 58, Long.MAX_VALUE, 5, 0, -1}) {
+                try (var ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.WRITE)) {
+                    ch.write(java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.nativeOrder())
+                            .putLong(0, slots), 16);
+                }
+                assertThatThrownBy(() -> FenceTable.open(dir, file.toString(), 9)).as("%s slots", slots)
+                        .isInstanceOf(RefusedShmFileException.class)
+                        .hasMessageContaining("claims " + slots + " slots");
+            }
         }
     }
 
@@ -53,8 +70,8 @@ class FenceTableTest {
      */
     @Test
     void noWriteStartsOnceTheFenceHasDrained() throws Exception {
-        Path file = dir.resolve("h.fences");
-        try (FenceTable owner = FenceTable.create(file, 7, 1); FenceTable peer = FenceTable.open(file, 7)) {
+        Path file = ShmFiles.fenceFile(dir, 3, 7);
+        try (FenceTable owner = FenceTable.create(file, 7, 1); FenceTable peer = FenceTable.open(dir, file.toString(), 7)) {
             int rounds = 2000;
             AtomicLong currentEpoch = new AtomicLong(owner.openSlot(0));
             AtomicLong[] landed = new AtomicLong[rounds + 2];

@@ -15,9 +15,9 @@ class SharedRegionFileTest {
 
     @Test
     void bothSidesSeeTheDataAsNativeSegmentsOverTheSamePagesThatCloseWithTheirMapping() throws Exception {
-        Path file = dir.resolve("r.region");
+        Path file = ShmFiles.regionFile(dir, 1, 7, 3);
         SharedRegionFile receiver = SharedRegionFile.create(file, 7, 3, 8192);
-        SharedRegionFile sender = SharedRegionFile.open(file, 7, 3);
+        SharedRegionFile sender = SharedRegionFile.open(dir, file.toString(), 7, 3);
         try {
             // the class the engine's own segments are (its kernels compile to slower code for a mix of classes)
             assertThat(receiver.data().isMapped()).isFalse();

@@ -113,8 +113,21 @@ public final class GgufFile implements AutoCloseable {
         }
     }
 
+    /**
+     * Parses a mapped file. Every count and size is checked against the bytes left before anything is allocated for
+     * it; a runtime exception from a check this reader lacks is still reported as a {@link GgufFormatException}, so a
+     * caller handles one exception type for every malformed input.
+     */
     private static GgufFile parse(Path path, MemorySegment file, Arena arena) throws GgufFormatException {
         Reader r = new Reader(path, file);
+        try {
+            return parse(path, file, arena, r);
+        } catch (RuntimeException e) {
+            throw new GgufFormatException(path, r.pos, "malformed: " + e, e);
+        }
+    }
+
+    private static GgufFile parse(Path path, MemorySegment file, Arena arena, Reader r) throws GgufFormatException {
         int magic = r.u32("the magic \"GGUF\"");
         if (magic != MAGIC) {
             throw new GgufFormatException(path, 0, String.format("not a GGUF file: magic is 0x%08x, expected \"GGUF\" (0x%08x)", magic, MAGIC));
@@ -195,6 +208,9 @@ public final class GgufFile implements AutoCloseable {
             if (dims[0] % type.blockSize() != 0) {
                 throw new GgufFormatException(path, typeAt, "tensor '" + name + "' row of " + dims[0] + " elements is not a whole number of " + type + " blocks of " + type.blockSize());
             }
+            if (elements / type.blockSize() > Long.MAX_VALUE / type.typeSize()) {
+                throw new GgufFormatException(path, typeAt, "tensor '" + name + "' of " + elements + " " + type + " elements has more than 2^63 bytes");
+            }
             long offAt = r.pos;
             long offset = r.u64("the data offset of tensor '" + name + "'");
             if (offset < 0 || offset % alignment != 0) {
@@ -207,7 +223,7 @@ public final class GgufFile implements AutoCloseable {
         long dataSize = file.byteSize() - dataOffset;
         for (int i = 0; i < infos.size(); i++) {
             GgufTensorInfo t = infos.get(i);
-            long end = t.offset() + t.byteSize();
+            long end = t.offset() + t.byteSize(); // both in [0, 2^63): the sum cannot wrap past zero
             if (end < 0 || end > dataSize) {
                 throw new GgufFormatException(path, dataOffset + t.offset(), "tensor '" + t.name() + "' (" + t.byteSize()
                         + " bytes of " + t.type() + " at data offset " + t.offset() + ") runs past the end of the file ("
@@ -392,6 +408,8 @@ public final class GgufFile implements AutoCloseable {
         private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
         private static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
         private static final int MAX_NESTING = 8;
+        /** Elements of the longest array the JVM allocates (a little under {@code Integer.MAX_VALUE}). */
+        private static final int MAX_ARRAY = Integer.MAX_VALUE - 8;
 
         private final Path path;
         private final MemorySegment seg;
@@ -433,6 +451,9 @@ public final class GgufFile implements AutoCloseable {
             if (len < 0 || len > remaining() || len > Integer.MAX_VALUE - 8) {
                 throw new GgufFormatException(path, lenAt, "truncated or corrupt: " + what + " claims " + Long.toUnsignedString(len)
                         + " bytes but the file has " + remaining() + " bytes left");
+            }
+            if (len == 0) {
+                return ""; // one shared instance: an array of empty strings costs a reference each, not a String
             }
             byte[] bytes = seg.asSlice(pos, len).toArray(ValueLayout.JAVA_BYTE);
             try {
@@ -478,6 +499,13 @@ public final class GgufFile implements AutoCloseable {
             return v;
         }
 
+        /**
+         * An array value. Its count is checked against the bytes left (each element takes at least its smallest
+         * encoding) and against the largest Java array, before anything is allocated. Fixed-size elements are copied
+         * into one primitive array and shown as a list that boxes on access (an array of u8 costs about its own size on
+         * the heap, not a boxed object and a reference per byte); strings and nested arrays, which take at least 8 and
+         * 12 bytes in the file, are collected one by one as they are read.
+         */
         private List<Object> array(String key, int depth) throws GgufFormatException {
             if (depth >= MAX_NESTING) {
                 throw new GgufFormatException(path, pos, "array of '" + key + "' nested deeper than " + MAX_NESTING);
@@ -493,11 +521,86 @@ public final class GgufFile implements AutoCloseable {
                 throw new GgufFormatException(path, countAt, "truncated or corrupt: array '" + key + "' claims "
                         + Long.toUnsignedString(count) + " " + elem + " elements but the file has " + remaining() + " bytes left");
             }
-            List<Object> out = new ArrayList<>((int) count);
+            if (count > MAX_ARRAY) {
+                throw new GgufFormatException(path, countAt, "array '" + key + "' of " + count + " " + elem
+                        + " elements is longer than a Java array (" + MAX_ARRAY + ")");
+            }
+            if (count == 0) {
+                return List.of();
+            }
+            if (elem.fixedSize() > 0) {
+                return primitiveArray(elem, (int) count, key);
+            }
+            List<Object> out = new ArrayList<>();
             for (long i = 0; i < count; i++) {
                 out.add(value(elem, key, depth + 1));
             }
             return Collections.unmodifiableList(out);
+        }
+
+        private List<Object> primitiveArray(GgufValueType elem, int n, String key) throws GgufFormatException {
+            long at = pos;
+            List<Object> list = switch (elem) {
+                case UINT8, INT8, BOOL -> {
+                    byte[] a = seg.asSlice(pos, n).toArray(ValueLayout.JAVA_BYTE);
+                    if (elem == GgufValueType.BOOL) {
+                        for (int i = 0; i < n; i++) {
+                            if (a[i] != 0 && a[i] != 1) {
+                                throw new GgufFormatException(path, at + i, "element " + i + " of bool array '" + key + "' is byte " + a[i] + ", expected 0 or 1");
+                            }
+                        }
+                    }
+                    yield new PrimitiveList(n, switch (elem) {
+                        case UINT8 -> i -> (long) Byte.toUnsignedInt(a[i]);
+                        case INT8 -> i -> (long) a[i];
+                        default -> i -> a[i] == 1;
+                    });
+                }
+                case UINT16, INT16 -> {
+                    short[] a = new short[n];
+                    MemorySegment.copy(seg, I16, pos, a, 0, n);
+                    yield new PrimitiveList(n, elem == GgufValueType.UINT16 ? i -> (long) Short.toUnsignedInt(a[i]) : i -> (long) a[i]);
+                }
+                case UINT32, INT32, FLOAT32 -> {
+                    int[] a = new int[n];
+                    MemorySegment.copy(seg, I32, pos, a, 0, n);
+                    yield new PrimitiveList(n, switch (elem) {
+                        case UINT32 -> i -> Integer.toUnsignedLong(a[i]);
+                        case INT32 -> i -> (long) a[i];
+                        default -> i -> Float.intBitsToFloat(a[i]);
+                    });
+                }
+                case UINT64, INT64, FLOAT64 -> {
+                    long[] a = new long[n];
+                    MemorySegment.copy(seg, I64, pos, a, 0, n);
+                    yield new PrimitiveList(n, elem == GgufValueType.FLOAT64 ? i -> Double.longBitsToDouble(a[i]) : i -> a[i]);
+                }
+                case STRING, ARRAY -> throw new IllegalArgumentException(elem + " has no fixed size");
+            };
+            pos += (long) n * elem.fixedSize();
+            return list;
+        }
+    }
+
+    /** An unmodifiable list over a primitive array, boxing each element as it is read. */
+    private static final class PrimitiveList extends java.util.AbstractList<Object> implements java.util.RandomAccess {
+        private final int size;
+        private final java.util.function.IntFunction<Object> element;
+
+        PrimitiveList(int size, java.util.function.IntFunction<Object> element) {
+            this.size = size;
+            this.element = element;
+        }
+
+        @Override
+        public Object get(int index) {
+            java.util.Objects.checkIndex(index, size);
+            return element.apply(index);
+        }
+
+        @Override
+        public int size() {
+            return size;
         }
     }
 }

@@ -17,6 +17,12 @@ public final class GgufFormatException extends IOException {
         this.offset = offset;
     }
 
+    /** The same, for a problem first seen as another exception ({@code cause}). */
+    public GgufFormatException(Path path, long offset, String problem, Throwable cause) {
+        this(path, offset, problem);
+        initCause(cause);
+    }
+
     /** The offending file. */
     public Path path() {
         return path;
