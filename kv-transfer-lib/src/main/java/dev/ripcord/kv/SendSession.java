@@ -156,7 +156,7 @@ public final class SendSession {
         this.connection = connection;
         this.transport = transport.apply(this);
         this.trackingId = LiveResources.track(LiveResources.Kind.SESSION, this::toString);
-        host.sessionListener().onSession(descriptor.requestId(), Side.SENDER, SessionState.OPEN, 0);
+        tellListener(SessionState.OPEN, 0);
     }
 
     public String requestId() {
@@ -524,20 +524,44 @@ public final class SendSession {
                 }
             }
         }
-        transport.release();
-        connection.unbind(this);
-        host.released(this, terminal, abortStart);
-        LiveResources.untrack(trackingId);
-        synchronized (this) {
-            transition(SessionState.RELEASED);
+        // Each step even if an earlier one threw (a bug elsewhere: logged, and it must not pin the rest).
+        try {
+            releaseStep("release the transport", transport::release);
+            releaseStep("unbind", () -> connection.unbind(this));
+            releaseStep("drop the registration", () -> host.released(this, terminal, abortStart));
+            releaseStep("untrack", () -> LiveResources.untrack(trackingId));
+        } finally {
+            synchronized (this) {
+                transition(SessionState.RELEASED);
+            }
+            log.debug("request={} session={} sender released after {}", requestId(), sessionId(), terminal);
+            released.complete(terminal);
         }
-        log.debug("request={} session={} sender released after {}", requestId(), sessionId(), terminal);
-        released.complete(terminal);
     }
 
+    private void releaseStep(String what, Runnable step) {
+        try {
+            step.run();
+        } catch (RuntimeException e) {
+            log.error("request={} session={} sender release: {} failed", requestId(), sessionId(), what, e);
+        }
+    }
+
+    /**
+     * Moves to {@code next} and tells the session listener. Called under the lock: a listener that throws is
+     * logged and ignored, so it can never leave the session half way through a transition.
+     */
     private void transition(SessionState next) {
         state = state.transitionTo(next);
-        host.sessionListener().onSession(requestId(), Side.SENDER, next, bytesAcked);
+        tellListener(next, bytesAcked);
+    }
+
+    private void tellListener(SessionState entered, long bytes) {
+        try {
+            host.sessionListener().onSession(requestId(), Side.SENDER, entered, bytes);
+        } catch (RuntimeException e) {
+            log.warn("request={} session={} session listener failed on {}", requestId(), sessionId(), entered, e);
+        }
     }
 
     @Override
