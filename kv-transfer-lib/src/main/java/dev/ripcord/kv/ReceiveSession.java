@@ -156,6 +156,11 @@ public final class ReceiveSession {
         return released;
     }
 
+    /** The session's targets: also its hold on the region ({@link KvRegion#retain}). */
+    TargetMap targets() {
+        return targets;
+    }
+
     void interleave(Interleaving seam) {
         interleaving = seam;
     }
@@ -541,7 +546,7 @@ public final class ReceiveSession {
             releaseStep("drop the registration", () -> host.released(this, terminal, abortStart));
             releaseStep("untrack", () -> LiveResources.untrack(trackingId));
             // a closing region is released by this, just before the session
-            releaseStep("let go of the region", region::unretain);
+            releaseStep("let go of the region", () -> region.unretain(targets));
         } finally {
             synchronized (this) {
                 transition(SessionState.RELEASED);

@@ -258,9 +258,10 @@ public final class SendSession {
             }
             Checks.requireState(state == SessionState.OPEN || state == SessionState.TRANSFERRING,
                     "request %s: send() after complete() (session is %s)", requestId(), state);
-            Checks.requireState(source.retain(), "request %s: source region %s is closed", requestId(),
+            op = new WriteOp(nextWriteId + 1, source, spans, dstOffset);
+            Checks.requireState(source.retain(op), "request %s: source region %s is closed", requestId(),
                     source.id());
-            op = new WriteOp(++nextWriteId, source, spans, dstOffset);
+            nextWriteId++;
             opsInFlight++;
             awaitingAck.put(op.writeId, op);
             transport.accepted(op);
@@ -403,7 +404,7 @@ public final class SendSession {
             }
             reason = abortReason;
         }
-        op.source.unretain();
+        op.source.unretain(op);
         if (failOp) {
             op.acked.completeExceptionally(new TransferAbortedException(requestId(), reason != null ? reason
                     : new AbortReason(AbortReason.Cause.REQUESTED, Side.RECEIVER, "fenced by the receiver")));
@@ -481,7 +482,7 @@ public final class SendSession {
             unacked = new ArrayList<>(awaitingAck.values());
             awaitingAck.clear();
         }
-        dropped.forEach(op -> op.source.unretain());
+        dropped.forEach(op -> op.source.unretain(op));
         if (reason.isRoutine()) {
             log.debug("request={} session={} aborting: {}", requestId(), sessionId(), reason);
         } else {

@@ -75,11 +75,13 @@ class StrandedSessionTest extends AgentsPerTest {
         TransferAgent decode = agent(TransferAgentOptions.defaults("decode").withBackend(Backend.SHM));
         KvRegion pool = decode.allocateRegion(4 * PAGE);
         ReceiveSession rx = decode.openReceive("req-release", pool, List.of(new ByteRange(0, 4 * PAGE)));
-        pool.unretain(); // planted: the session's region reference let go early, so its own let-go throws
+        pool.unretain(rx.targets()); // planted: the session's region hold let go early, so its own let-go throws
 
         assertThat(rx.abort("client went away")).isTrue();
 
         assertThat(get(rx.released())).isEqualTo(SessionState.ABORTED);
+        assertThat(LiveResources.takeViolations("region " + pool.id() + "'s reference by " + rx.targets()))
+                .as("caught at the session's own let-go, the second").hasSize(1);
         assertThat(rx.state()).isEqualTo(SessionState.RELEASED);
         assertThat(decode.fenceSlotsInUse()).isZero();
         assertThat(decode.stats().liveSessions()).isZero();
