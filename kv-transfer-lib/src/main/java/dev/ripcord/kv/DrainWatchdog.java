@@ -69,6 +69,13 @@ final class DrainWatchdog {
         }
     }
 
+    /** Sessions watched now that are quarantined: still waiting on a live writer after the lease. */
+    int quarantined() {
+        synchronized (draining) {
+            return (int) draining.values().stream().filter(since -> since == WARNED).count();
+        }
+    }
+
     /** True while the periodic poll is scheduled. */
     boolean isRunning() {
         synchronized (draining) {

@@ -3,6 +3,9 @@ package dev.ripcord.kv;
 import dev.ripcord.kv.shm.SharedRegionFile;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -31,8 +34,9 @@ public final class KvRegion implements AutoCloseable {
     private final CompletableFuture<Void> released = new CompletableFuture<>();
     private final long trackingId;
 
-    // guarded by this
-    private int references; // live receive sessions + sends reading from it
+    // guarded by this: the live receive sessions and sends reading from it, by identity, so that a holder letting go
+    // twice is caught at its second let-go, not read as a balanced count
+    private final Set<Object> holders = Collections.newSetFromMap(new IdentityHashMap<>());
     private boolean closing;
     private boolean releaseClaimed;
 
@@ -93,25 +97,31 @@ public final class KvRegion implements AutoCloseable {
         maybeRelease();
     }
 
-    /** Takes a reference for a session or a send; false once closing. */
-    synchronized boolean retain() {
+    /** {@code holder} (a receive session's targets, a send) takes a reference; false once closing. */
+    synchronized boolean retain(Object holder) {
         if (closing) {
             return false;
         }
-        references++;
+        Checks.requireState(holders.add(holder), "region %s: %s retained it twice", id, holder);
         return true;
     }
 
-    void unretain() {
+    /**
+     * {@code holder} lets go. A holder that lets go twice, or never retained it, is caught here, where it happens:
+     * recorded ({@link LiveResources#violations()}) and refused with an {@link IllegalStateException}.
+     */
+    void unretain(Object holder) {
         synchronized (this) {
-            Checks.requireState(references > 0, "region %s reference count underflow", id);
-            references--;
+            if (!holders.remove(holder)) {
+                throw LiveResources.doubleRelease("region " + id + "'s reference by " + holder);
+            }
         }
         maybeRelease();
     }
 
+    /** References held now (live receive sessions and sends reading from the region). */
     synchronized int references() {
-        return references;
+        return holders.size();
     }
 
     SharedRegionFile sharedFile() {
@@ -120,7 +130,7 @@ public final class KvRegion implements AutoCloseable {
 
     private void maybeRelease() {
         synchronized (this) {
-            if (!closing || references > 0 || releaseClaimed) {
+            if (!closing || !holders.isEmpty() || releaseClaimed) {
                 return;
             }
             releaseClaimed = true;

@@ -23,7 +23,16 @@ public final class LiveResources {
     public record Entry(long id, Kind kind, String description) {
     }
 
+    /**
+     * A resource released twice (or by someone who never held it), recorded where the second release happened:
+     * {@code where} carries that stack. A counter cannot show this (a double free followed by a missing free reads
+     * zero); identity can.
+     */
+    public record Violation(long id, String what, Throwable where) {
+    }
+
     private static final AtomicLong IDS = new AtomicLong();
+    private static final Map<Long, Violation> VIOLATIONS = new ConcurrentHashMap<>();
     private static final Map<Long, Tracked> LIVE = new ConcurrentHashMap<>();
 
     private record Tracked(Kind kind, Supplier<String> describe) {
@@ -46,9 +55,31 @@ public final class LiveResources {
         return id;
     }
 
-    static void untrack(long id) {
+    /** Every double release recorded in this process and not yet taken, oldest first. */
+    public static List<Violation> violations() {
+        List<Violation> out = new ArrayList<>(VIOLATIONS.values());
+        out.sort(Comparator.comparingLong(Violation::id));
+        return out;
+    }
+
+    /** Records a double release of {@code what}, here; returns the exception a caller that must refuse throws. */
+    static IllegalStateException doubleRelease(String what) {
+        IllegalStateException e = new IllegalStateException(what + " released twice");
+        long id = IDS.incrementAndGet();
+        VIOLATIONS.put(id, new Violation(id, what, e));
+        return e;
+    }
+
+    /** Removes and returns the recorded violations whose description contains {@code what} (a test that plants one). */
+    static List<Violation> takeViolations(String what) {
+        List<Violation> out = violations().stream().filter(v -> v.what().contains(what)).toList();
+        out.forEach(v -> VIOLATIONS.remove(v.id()));
+        return out;
+    }
+
+        static void untrack(long id) {
         if (LIVE.remove(id) == null) {
-            throw new IllegalStateException("resource " + id + " released twice");
+            throw doubleRelease("resource " + id);
         }
     }
 }

@@ -75,10 +75,31 @@ public final class ReceiveSession {
     private AbortReason abortReason;
     private long abortStartNanos;
     private boolean releaseClaimed;
+    private boolean fenced; // set in the same locked block that leaves OPEN/TRANSFERRING: no release before it
+    private boolean settling; // the thread that reached the verdict still tells the caller: release waits for it
     private boolean watched;
     private ScheduledFuture<?> attachTimer;
     private long writeStart = -1; // TCP: destination offset of the write whose pieces are arriving
     private long writeBytes;
+    private volatile Interleaving interleaving = Interleaving.NONE;
+
+    /**
+     * Test seam: the points between a verdict's locked block and its telling the caller, where another thread's
+     * step (a watchdog recheck, an ABORT_ACK, a lost connection) may run. Production code never sets one.
+     */
+    interface Interleaving {
+        Interleaving NONE = (step, session) -> { };
+
+        /** Where the session stands when the seam is called. */
+        enum Step {
+            /** abort: ABORTING and fenced, the lock released; completion, peer and listener not told yet. */
+            ACCEPTANCE_STOPPED,
+            /** COMPLETE: COMPLETED and fenced, the lock released; completion and listener not told yet. */
+            VERDICT_REACHED
+        }
+
+        void at(Step step, ReceiveSession session);
+    }
 
     ReceiveSession(SessionHost host, ReceiveDescriptor descriptor, KvRegion region, TargetMap targets,
                    ReceiveListener listener, SessionFence fence) {
@@ -89,7 +110,7 @@ public final class ReceiveSession {
         this.listener = listener;
         this.fence = fence;
         this.trackingId = LiveResources.track(LiveResources.Kind.SESSION, this::toString);
-        host.sessionListener().onSession(descriptor.requestId(), Side.RECEIVER, SessionState.OPEN, 0);
+        tellListener(SessionState.OPEN, 0);
     }
 
     public String requestId() {
@@ -133,6 +154,15 @@ public final class ReceiveSession {
      */
     public CompletableFuture<SessionState> released() {
         return released;
+    }
+
+    /** The session's targets: also its hold on the region ({@link KvRegion#retain}). */
+    TargetMap targets() {
+        return targets;
+    }
+
+    void interleave(Interleaving seam) {
+        interleaving = seam;
     }
 
     /**
@@ -317,22 +347,27 @@ public final class ReceiveSession {
                         "sender sent " + totalBytes + " bytes but " + bytesLanded + " landed");
             } else {
                 transition(SessionState.COMPLETED);
+                closeFenceLocked();
+                settling = true;
             }
         }
         if (violation != null) {
             abort(violation, true);
             return;
         }
-        fence.close();
-        c.writeCompleted(sessionId());
-        log.debug("request={} session={} completed, {} bytes", requestId(), sessionId(), totalBytes);
-        completion.complete(metadata);
         try {
-            listener.onCompleted(this, metadata);
-        } catch (RuntimeException e) {
-            log.warn("request={} session={} onCompleted listener failed", requestId(), sessionId(), e);
+            interleaving.at(Interleaving.Step.VERDICT_REACHED, this);
+            completion.complete(metadata);
+            c.writeCompleted(sessionId());
+            log.debug("request={} session={} completed, {} bytes", requestId(), sessionId(), totalBytes);
+            try {
+                listener.onCompleted(this, metadata);
+            } catch (RuntimeException e) {
+                log.warn("request={} session={} onCompleted listener failed", requestId(), sessionId(), e);
+            }
+        } finally {
+            settled();
         }
-        maybeRelease();
     }
 
     /** ABORT from the sender: it has drained its writes, so this doubles as the acknowledgement. */
@@ -357,7 +392,11 @@ public final class ReceiveSession {
         maybeRelease();
     }
 
-    /** Stops acceptance, closes the fence, tells the sender (if asked and attached), then drains. */
+    /**
+     * Stops acceptance and closes the fence (in one locked block: no release can be claimed before the fence is
+     * closed), fails the completion, tells the sender (if asked and attached), then drains. Only after this thread
+     * has told everyone can the session release, whoever drives the release.
+     */
     boolean abort(AbortReason reason, boolean notifyPeer) {
         ReceiverConnection c;
         ScheduledFuture<?> timer;
@@ -365,33 +404,60 @@ public final class ReceiveSession {
             if (state != SessionState.OPEN && state != SessionState.TRANSFERRING) {
                 return false;
             }
-            transition(SessionState.ABORTING);
             abortReason = reason;
             abortStartNanos = System.nanoTime();
+            transition(SessionState.ABORTING);
+            closeFenceLocked();
+            settling = true;
             c = connection;
             timer = attachTimer;
             attachTimer = null;
         }
-        if (timer != null) {
-            timer.cancel(false);
-        }
-        fence.close();
-        if (notifyPeer && c != null) {
-            c.writeAbort(sessionId(), reason);
-        }
-        if (reason.isRoutine()) {
-            log.debug("request={} session={} aborting: {}", requestId(), sessionId(), reason);
-        } else {
-            log.info("request={} session={} aborting: {}", requestId(), sessionId(), reason);
-        }
-        completion.completeExceptionally(new TransferAbortedException(requestId(), reason));
         try {
-            listener.onAborted(this, reason);
+            interleaving.at(Interleaving.Step.ACCEPTANCE_STOPPED, this);
+            completion.completeExceptionally(new TransferAbortedException(requestId(), reason));
+            if (timer != null) {
+                timer.cancel(false);
+            }
+            if (notifyPeer && c != null) {
+                c.writeAbort(sessionId(), reason);
+            }
+            if (reason.isRoutine()) {
+                log.debug("request={} session={} aborting: {}", requestId(), sessionId(), reason);
+            } else {
+                log.info("request={} session={} aborting: {}", requestId(), sessionId(), reason);
+            }
+            try {
+                listener.onAborted(this, reason);
+            } catch (RuntimeException e) {
+                log.warn("request={} session={} onAborted listener failed", requestId(), sessionId(), e);
+            }
+        } finally {
+            settled();
+        }
+        return true;
+    }
+
+    /**
+     * Sets FENCED, in the locked block that leaves OPEN or TRANSFERRING. A fence word that moved to another epoch
+     * (only a slot freed twice can do that) admits no write of this session's epoch either: it counts as closed.
+     */
+    private void closeFenceLocked() {
+        try {
+            fence.close();
         } catch (RuntimeException e) {
-            log.warn("request={} session={} onAborted listener failed", requestId(), sessionId(), e);
+            log.error("request={} session={} fence slot no longer at the session's epoch", requestId(),
+                    sessionId(), e);
+        }
+        fenced = true;
+    }
+
+    /** The verdict's thread has told the caller: the session may release now, here or by whoever drains it. */
+    private void settled() {
+        synchronized (this) {
+            settling = false;
         }
         maybeRelease();
-        return true;
     }
 
     /** Releases once terminal and drained; otherwise asks the agent's watchdog to look again later. */
@@ -399,8 +465,8 @@ public final class ReceiveSession {
         SessionState terminal = null;
         boolean watch = false;
         synchronized (this) {
-            if (releaseClaimed) {
-                return;
+            if (releaseClaimed || settling || !fenced) {
+                return; // not terminal yet, or the verdict's thread calls again once it has told the caller
             }
             boolean drained = landingsInProgress == 0 && fence.drained();
             if (state == SessionState.ABORTING && drained) {
@@ -436,7 +502,11 @@ public final class ReceiveSession {
                 return;
             }
             if (state == SessionState.OPEN || state == SessionState.TRANSFERRING) {
+                if (abortReason == null) {
+                    abortReason = new AbortReason(AbortReason.Cause.AGENT_CLOSED, Side.RECEIVER, "agent closed");
+                }
                 transition(SessionState.ABORTING);
+                closeFenceLocked();
             }
             if (state == SessionState.ABORTING) {
                 transition(SessionState.ABORTED);
@@ -449,32 +519,66 @@ public final class ReceiveSession {
         release(terminal);
     }
 
+    /**
+     * Gives everything back, each step even if an earlier one threw (a step that throws is a bug elsewhere; it is
+     * logged and must not pin the rest), then completes {@link #released()}.
+     */
     private void release(SessionState terminal) {
         ReceiverConnection c;
+        long abortStart;
+        AbortReason reason;
         synchronized (this) {
             c = connection;
-        }
-        if (c != null) {
-            c.unbind(this);
-        }
-        fence.free();
-        long abortStart;
-        synchronized (this) {
             abortStart = abortStartNanos;
+            reason = abortReason;
         }
-        host.released(this, terminal, abortStart);
-        LiveResources.untrack(trackingId);
-        region.unretain(); // a closing region is released by this, just before the session
-        synchronized (this) {
-            transition(SessionState.RELEASED);
+        if (terminal == SessionState.ABORTED) { // forceRelease may get here without abort() having told anyone
+            completion.completeExceptionally(new TransferAbortedException(requestId(), reason != null ? reason
+                    : new AbortReason(AbortReason.Cause.AGENT_CLOSED, Side.RECEIVER, "agent closed")));
         }
-        log.debug("request={} session={} released after {}", requestId(), sessionId(), terminal);
-        released.complete(terminal);
+        try {
+            releaseStep("unbind", () -> {
+                if (c != null) {
+                    c.unbind(this);
+                }
+            });
+            releaseStep("free the fence slot", fence::free);
+            releaseStep("drop the registration", () -> host.released(this, terminal, abortStart));
+            releaseStep("untrack", () -> LiveResources.untrack(trackingId));
+            // a closing region is released by this, just before the session
+            releaseStep("let go of the region", () -> region.unretain(targets));
+        } finally {
+            synchronized (this) {
+                transition(SessionState.RELEASED);
+            }
+            log.debug("request={} session={} released after {}", requestId(), sessionId(), terminal);
+            released.complete(terminal);
+        }
     }
 
+    private void releaseStep(String what, Runnable step) {
+        try {
+            step.run();
+        } catch (RuntimeException e) {
+            log.error("request={} session={} release: {} failed", requestId(), sessionId(), what, e);
+        }
+    }
+
+    /**
+     * Moves to {@code next} and tells the session listener. Called under the lock: a listener that throws is
+     * logged and ignored, so it can never leave the session half way through a transition (unfenced, unwatched).
+     */
     private void transition(SessionState next) {
         state = state.transitionTo(next);
-        host.sessionListener().onSession(requestId(), Side.RECEIVER, next, bytesLanded);
+        tellListener(next, bytesLanded);
+    }
+
+    private void tellListener(SessionState entered, long bytes) {
+        try {
+            host.sessionListener().onSession(requestId(), Side.RECEIVER, entered, bytes);
+        } catch (RuntimeException e) {
+            log.warn("request={} session={} session listener failed on {}", requestId(), sessionId(), entered, e);
+        }
     }
 
     @Override

@@ -156,7 +156,7 @@ public final class SendSession {
         this.connection = connection;
         this.transport = transport.apply(this);
         this.trackingId = LiveResources.track(LiveResources.Kind.SESSION, this::toString);
-        host.sessionListener().onSession(descriptor.requestId(), Side.SENDER, SessionState.OPEN, 0);
+        tellListener(SessionState.OPEN, 0);
     }
 
     public String requestId() {
@@ -258,9 +258,10 @@ public final class SendSession {
             }
             Checks.requireState(state == SessionState.OPEN || state == SessionState.TRANSFERRING,
                     "request %s: send() after complete() (session is %s)", requestId(), state);
-            Checks.requireState(source.retain(), "request %s: source region %s is closed", requestId(),
+            op = new WriteOp(nextWriteId + 1, source, spans, dstOffset);
+            Checks.requireState(source.retain(op), "request %s: source region %s is closed", requestId(),
                     source.id());
-            op = new WriteOp(++nextWriteId, source, spans, dstOffset);
+            nextWriteId++;
             opsInFlight++;
             awaitingAck.put(op.writeId, op);
             transport.accepted(op);
@@ -403,7 +404,7 @@ public final class SendSession {
             }
             reason = abortReason;
         }
-        op.source.unretain();
+        op.source.unretain(op);
         if (failOp) {
             op.acked.completeExceptionally(new TransferAbortedException(requestId(), reason != null ? reason
                     : new AbortReason(AbortReason.Cause.REQUESTED, Side.RECEIVER, "fenced by the receiver")));
@@ -481,7 +482,7 @@ public final class SendSession {
             unacked = new ArrayList<>(awaitingAck.values());
             awaitingAck.clear();
         }
-        dropped.forEach(op -> op.source.unretain());
+        dropped.forEach(op -> op.source.unretain(op));
         if (reason.isRoutine()) {
             log.debug("request={} session={} aborting: {}", requestId(), sessionId(), reason);
         } else {
@@ -524,20 +525,44 @@ public final class SendSession {
                 }
             }
         }
-        transport.release();
-        connection.unbind(this);
-        host.released(this, terminal, abortStart);
-        LiveResources.untrack(trackingId);
-        synchronized (this) {
-            transition(SessionState.RELEASED);
+        // Each step even if an earlier one threw (a bug elsewhere: logged, and it must not pin the rest).
+        try {
+            releaseStep("release the transport", transport::release);
+            releaseStep("unbind", () -> connection.unbind(this));
+            releaseStep("drop the registration", () -> host.released(this, terminal, abortStart));
+            releaseStep("untrack", () -> LiveResources.untrack(trackingId));
+        } finally {
+            synchronized (this) {
+                transition(SessionState.RELEASED);
+            }
+            log.debug("request={} session={} sender released after {}", requestId(), sessionId(), terminal);
+            released.complete(terminal);
         }
-        log.debug("request={} session={} sender released after {}", requestId(), sessionId(), terminal);
-        released.complete(terminal);
     }
 
+    private void releaseStep(String what, Runnable step) {
+        try {
+            step.run();
+        } catch (RuntimeException e) {
+            log.error("request={} session={} sender release: {} failed", requestId(), sessionId(), what, e);
+        }
+    }
+
+    /**
+     * Moves to {@code next} and tells the session listener. Called under the lock: a listener that throws is
+     * logged and ignored, so it can never leave the session half way through a transition.
+     */
     private void transition(SessionState next) {
         state = state.transitionTo(next);
-        host.sessionListener().onSession(requestId(), Side.SENDER, next, bytesAcked);
+        tellListener(next, bytesAcked);
+    }
+
+    private void tellListener(SessionState entered, long bytes) {
+        try {
+            host.sessionListener().onSession(requestId(), Side.SENDER, entered, bytes);
+        } catch (RuntimeException e) {
+            log.warn("request={} session={} session listener failed on {}", requestId(), sessionId(), entered, e);
+        }
     }
 
     @Override

@@ -55,8 +55,11 @@ sealed interface SessionFence permits SessionFence.None, SessionFence.Slot {
         }
     }
 
-    /** Slot {@code slot} of {@code table}, opened with {@code epoch}; freed back into {@code slots}. */
-    record Slot(FenceTable table, FenceSlots slots, int slot, long epoch) implements SessionFence {
+    /**
+     * Slot {@code slot} of {@code table}, opened with {@code epoch}; allocation {@code generation} of
+     * {@code slots}, freed back into it by identity (a second free is caught where it happens).
+     */
+    record Slot(FenceTable table, FenceSlots slots, int slot, long generation, long epoch) implements SessionFence {
         @Override
         public boolean offersSharedMemory() {
             return true;
@@ -81,7 +84,7 @@ sealed interface SessionFence permits SessionFence.None, SessionFence.Slot {
 
         @Override
         public void free() {
-            slots.free(slot);
+            slots.free(slot, generation);
         }
     }
 }

@@ -7,6 +7,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -88,7 +89,14 @@ final class ShmMappings {
         r.users++;
         Mapped<FenceTable> ff = f;
         Mapped<SharedRegionFile> rr = r;
-        return new Target(f.value, r.value.data(), targets, d.fenceSlot(), d.epoch(), () -> release(inc, ff, key, rr));
+        AtomicBoolean released = new AtomicBoolean(); // this session's use, by identity: a second release is caught
+        return new Target(f.value, r.value.data(), targets, d.fenceSlot(), d.epoch(), () -> {
+            if (!released.compareAndSet(false, true)) {
+                throw LiveResources.doubleRelease("shared-memory mappings of request " + d.requestId() + " session "
+                        + d.sessionId());
+            }
+            release(inc, ff, key, rr);
+        });
     }
 
     private synchronized void release(long inc, Mapped<FenceTable> f, RegionKey key, Mapped<SharedRegionFile> r) {

@@ -275,7 +275,8 @@ public final class TransferAgent implements AutoCloseable {
         Checks.requireArgument(region.agent() == this, "region %s belongs to agent %s", region.id(),
                 region.agent().name());
         TargetMap map = new TargetMap(targets, region.byteSize());
-        Checks.requireState(region.retain(), "request %s: region %s is closed", requestId, region.id());
+        // The session's targets hold the region (by identity: released once, by the session's release).
+        Checks.requireState(region.retain(map), "request %s: region %s is closed", requestId, region.id());
         long sessionId = sessionIds.incrementAndGet();
         int slot = region.isSharedMemory() ? allocateFenceSlot(requestId) : -1;
         long epoch = slot >= 0 ? fences.openSlot(slot) : 0;
@@ -284,7 +285,8 @@ public final class TransferAgent implements AutoCloseable {
                 listenAddress.getPort(), shm ? HostIdentity.local() : null,
                 shm ? region.sharedFile().path().toString() : null, shm ? fences.path().toString() : null, slot,
                 epoch, sessionId, tokens.nextLong(), region.id(), targets, map.totalBytes());
-        SessionFence fence = shm ? new SessionFence.Slot(fences, fenceSlots, slot, epoch) : SessionFence.NONE;
+        SessionFence fence = shm ? new SessionFence.Slot(fences, fenceSlots, slot,
+                fenceSlots.generation(slot), epoch) : SessionFence.NONE;
         ReceiveSession s = new ReceiveSession(host, d, region, map, listener, fence);
         receiveSessions.put(sessionId, s);
         metrics.liveSessions.incrementAndGet();
@@ -317,6 +319,11 @@ public final class TransferAgent implements AutoCloseable {
     /** Peers' shared-memory files this agent maps now, as a sender. */
     int sharedFilesMapped() {
         return shmMappings.mappedFiles();
+    }
+
+    /** Receive sessions quarantined now: aborted, but a live shared-memory writer is still inside their fence. */
+    int drainsQuarantined() {
+        return drainWatchdog.quarantined();
     }
 
     /** Fence slots held by sessions; with a consistency check that no slot was freed twice. */

@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -18,6 +19,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledOnOs;
@@ -236,5 +238,76 @@ class CrossProcessIT {
         assertThat(src.references()).isZero();
         pool.close();
         src.close();
+    }
+
+    // ---- a shared-memory writer in another process, inside the fence bracket when the receiver aborts ----------
+
+    @Test
+    void aWriterKilledInsideTheFenceBracketLetsTheSessionRelease() throws Exception {
+        Peer peer = peer(5000);
+        TransferAgent decode = agent(TransferAgentOptions.defaults("decode-killed-writer").withBackend(Backend.SHM));
+        KvRegion pool = decode.allocateRegion(MIB);
+        ReceiveSession rx = decode.openReceive("xp-killed-writer", pool, List.of(new ByteRange(0, MIB)));
+        peer.send("BRACKET 1 " + rx.descriptor().encode());
+        peer.await("INSIDE 1");
+
+        assertThat(rx.abort("client went away")).isTrue();
+        rx.maybeRelease(); // a recheck while the writer is alive inside the bracket: nothing may be released
+        assertThat(rx.released()).isNotDone();
+        assertThat(rx.state()).isEqualTo(SessionState.ABORTING);
+
+        peer.signal("KILL"); // mid-copy, as far as the receiver can tell
+        assertThat(peer.process.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS)).isTrue();
+
+        assertThat(get(rx.released())).as("a dead writer has no mappings: the session drains")
+                .isEqualTo(SessionState.ABORTED);
+        pool.close();
+        get(pool.released());
+        assertThat(decode.fenceSlotsInUse()).isZero();
+    }
+
+    @Test
+    void aStoppedWriterInsideTheFenceBracketIsQuarantinedUntilCloseReleasesIt() throws Exception {
+        Peer peer = peer(5000);
+        TransferAgent decode = agent(TransferAgentOptions.defaults("decode-stopped-writer").withBackend(Backend.SHM)
+                .withLease(Duration.ofMillis(50)).withCloseTimeout(Duration.ofMillis(100)));
+        KvRegion pool = decode.allocateRegion(MIB);
+        ReceiveSession rx = decode.openReceive("xp-stopped-writer", pool, List.of(new ByteRange(0, MIB)));
+        peer.send("BRACKET 2 " + rx.descriptor().encode());
+        peer.await("INSIDE 2");
+        peer.signal("STOP");
+
+        assertThat(rx.abort("client went away")).isTrue();
+        Awaitility.await().atMost(WAIT).until(() -> decode.drainsQuarantined() == 1);
+
+        assertThat(rx.released()).as("pinned while its writer is alive inside the bracket").isNotDone();
+        assertThat(rx.state()).isEqualTo(SessionState.ABORTING);
+        assertThat(peer.process.isAlive()).isTrue();
+
+        decode.close(); // the agent unmaps its memory: a late write can only reach the deleted file's pages
+        assertThat(get(rx.released())).isEqualTo(SessionState.ABORTED);
+        assertThat(pool.released()).isDone();
+        peer.signal("CONT");
+    }
+
+    @Test
+    void filesOfAKilledProcessAreSweptByTheNextAgentThatStarts() throws Exception {
+        Peer peer = peer(5000);
+        Path dir = ShmFiles.defaultDirectory();
+        String name = ShmFiles.fenceFile(dir, peer.pid, 0).getFileName().toString();
+        String owned = name.substring(0, name.indexOf("-" + peer.pid + "-") + ("-" + peer.pid + "-").length());
+        List<Path> left;
+        try (var files = Files.list(dir)) {
+            left = files.filter(f -> f.getFileName().toString().startsWith(owned)).toList();
+        }
+        assertThat(left).as("the child's fence file").isNotEmpty();
+
+        peer.signal("KILL"); // no close: its files stay behind
+        assertThat(peer.process.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS)).isTrue();
+        assertThat(left).allMatch(Files::exists);
+
+        agent(TransferAgentOptions.defaults("sweeper").withBackend(Backend.SHM).withShmDirectory(dir));
+
+        assertThat(left).noneMatch(Files::exists);
     }
 }

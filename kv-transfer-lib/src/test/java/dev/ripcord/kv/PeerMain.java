@@ -1,10 +1,14 @@
 package dev.ripcord.kv;
 
+import dev.ripcord.kv.shm.FenceTable;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.ByteBuffer;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletionException;
 
 /**
@@ -13,12 +17,18 @@ import java.util.concurrent.CompletionException;
  * <pre>
  * SEND tcp|auto TAG CHUNK complete|idle|stream DESCRIPTOR   push TAG's pattern into the descriptor's targets
  * RECV TAG BYTES                                           open a receive session; answers DESC TAG descriptor
+ * BRACKET TAG DESCRIPTOR                                   enter the descriptor's fence bracket as this process, as a
+ *                                                          shared-memory copy does, and stay inside; answers INSIDE TAG
+ * LEAVE TAG                                                leave that bracket; answers LEFT TAG
  * EXIT
  * </pre>
  */
 public final class PeerMain {
     private PeerMain() {
     }
+
+    private static final Map<String, FenceTable> brackets = new HashMap<>();
+    private static final Map<String, Integer> slots = new HashMap<>();
 
     public static void main(String[] args) throws Exception {
         Duration lease = Duration.ofMillis(Long.parseLong(args[0]));
@@ -36,6 +46,21 @@ public final class PeerMain {
                             ReceiveDescriptor.parse(w[5])));
                 }
                 case "RECV" -> receive(auto, Long.parseLong(w[1]), Long.parseLong(w[2]));
+                case "BRACKET" -> {
+                    ReceiveDescriptor d = ReceiveDescriptor.parse(w[2]);
+                    FenceTable table = FenceTable.open(Path.of(d.shmFenceFile()).getParent(), d.shmFenceFile(), d.agentIncarnation());
+                    FenceTable.Begin begin = table.tryBeginWrite(d.fenceSlot(), d.epoch(),
+                            ProcessHandle.current().pid());
+                    brackets.put(w[1], table);
+                    slots.put(w[1], d.fenceSlot());
+                    say((begin == FenceTable.Begin.WRITING ? "INSIDE " : "REFUSED ") + w[1]);
+                }
+                case "LEAVE" -> {
+                    FenceTable table = brackets.remove(w[1]);
+                    table.endWrite(slots.remove(w[1]));
+                    table.close();
+                    say("LEFT " + w[1]);
+                }
                 case "EXIT" -> {
                     tcp.close();
                     auto.close();

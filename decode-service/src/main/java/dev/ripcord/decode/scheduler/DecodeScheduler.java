@@ -258,8 +258,19 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         for (int i = 0; i < seq.pageCount(); i++) {
             targets.add(new ByteRange(pool.offsetOf(seq.poolPage(i)), pool.pageBytes()));
         }
-        ReceiveSession session = context.agent().openReceive(job.requestId(), context.poolRegion(),
-                targets);
+        ReceiveSession session;
+        try {
+            session = context.agent().openReceive(job.requestId(), context.poolRegion(), targets);
+        } catch (RuntimeException e) {
+            // Nothing else knows of the pages yet: undo the reservation here, or they are never given back.
+            engine.free(seq);
+            job.sequence = null;
+            committedPages -= need;
+            admittedJobs--;
+            lifecycle.refuse(job);
+            loop.execute(this::admitWaiting);
+            throw e;
+        }
         job.session = session;
         awaitingKv++;
         // The session's outcome is handled (KV_LANDED or KV_FAILED journalled) before its pages can go back: a

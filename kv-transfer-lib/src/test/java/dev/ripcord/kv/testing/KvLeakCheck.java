@@ -10,7 +10,8 @@ import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * Fails a test class that leaves any agent, region or transfer session of this library live.
+ * Fails a test class that leaves any agent, region or transfer session of this library live, or that released
+ * one of them, a fence slot or a shared-memory mapping twice (recorded where the second release happened).
  *
  * <pre>{@code
  * @ExtendWith(KvLeakCheck.class)
@@ -31,6 +32,7 @@ public final class KvLeakCheck implements BeforeAllCallback, AfterAllCallback {
     public void beforeAll(ExtensionContext context) {
         Set<Long> ids = new HashSet<>();
         LiveResources.snapshot().forEach(e -> ids.add(e.id()));
+        LiveResources.violations().forEach(v -> ids.add(v.id()));
         context.getStore(NS).put(BASELINE, ids);
     }
 
@@ -44,6 +46,15 @@ public final class KvLeakCheck implements BeforeAllCallback, AfterAllCallback {
         while (!leaked.isEmpty() && System.nanoTime() < deadline) {
             Thread.sleep(10);
             leaked = leaked(baseline);
+        }
+        List<LiveResources.Violation> doubles = LiveResources.violations().stream()
+                .filter(v -> !baseline.contains(v.id())).toList();
+        if (!doubles.isEmpty()) {
+            AssertionError e = new AssertionError(context.getDisplayName() + " released " + doubles.size()
+                    + " KV transfer resource(s) twice:\n  " + doubles.stream().map(LiveResources.Violation::what)
+                    .collect(Collectors.joining("\n  ")));
+            doubles.forEach(v -> e.addSuppressed(v.where()));
+            throw e;
         }
         if (!leaked.isEmpty()) {
             throw new AssertionError(context.getDisplayName() + " left " + leaked.size()

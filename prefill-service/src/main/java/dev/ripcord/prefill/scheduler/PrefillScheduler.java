@@ -315,7 +315,13 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             tokensAfterCancel.increment(to - from);
         }
         boolean last = to == job.tokens.length;
-        pushFinishedPages(job, last);
+        try {
+            pushFinishedPages(job, last);
+        } catch (RuntimeException e) {
+            // A send that throws (rather than failing its future) must still end the job, not leave it computing.
+            fail(job, "sending KV failed: " + e.getMessage(), e);
+            return;
+        }
         job.emit(new PrefillEvent.Chunk(job.chunks - 1, to));
         if (last) {
             finish(job);

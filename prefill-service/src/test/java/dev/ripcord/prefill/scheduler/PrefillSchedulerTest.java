@@ -116,8 +116,12 @@ class PrefillSchedulerTest {
         private volatile boolean eventsEnded;
 
         Prompt(int tokens) {
+            this(tokens, (tokens + 15) / 16);
+        }
+
+        /** A prompt whose receive session offers only {@code pages} pages (fewer than it needs: a send throws). */
+        Prompt(int tokens, int pages) {
             long pageBytes = engine.pagePool().pageBytes();
-            int pages = (tokens + 15) / 16;
             List<ByteRange> targets = IntStream.range(0, pages).mapToObj(p -> new ByteRange(p * pageBytes, pageBytes))
                     .toList();
             receive = decodeSide.openReceive(id, landing, targets);
@@ -381,6 +385,20 @@ class PrefillSchedulerTest {
         assertThat(registry.isCancelled(p.id)).as("the registration reports the cancel").isTrue();
         assertThat(p.allEvents()).last().isEqualTo(new Cancelled(CancelReason.DEADLINE, CancelSource.UPSTREAM));
         assertThat(scheduler.aborts()).isEqualTo(1);
+    }
+
+    @Test
+    void aSendThatThrowsFailsTheJobInsteadOfLeavingItComputing() {
+        Prompt p = new Prompt(40, 1); // the second chunk's page lies outside the receiver's one page: sendBatch throws
+        runUntil("the job to end", () -> p.job.state().isTerminal());
+        scheduler.engineLoop().runUntilIdle(10_000);
+
+        assertThat(p.job.state()).isEqualTo(JobState.FAILED);
+        assertThat(p.allEvents()).last().isInstanceOfSatisfying(Failed.class,
+                f -> assertThat(f.code()).isEqualTo(Failed.ENGINE_FAILED));
+        assertThat(p.receive.completion()).failsWithin(HANG_GUARD);
+        runUntil("freed", () -> p.journal().contains("FREED"));
+        assertThat(p.journal()).containsExactly("QUEUED", "STARTED", "CHUNK", "CHUNK", "FAILED", "FREED");
     }
 
     @Test

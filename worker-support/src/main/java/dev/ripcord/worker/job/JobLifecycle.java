@@ -1,7 +1,10 @@
 package dev.ripcord.worker.job;
 
 import java.time.Duration;
+import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -83,6 +86,7 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
     private volatile Function<J, String> observedAt = job -> "";
     private volatile ToLongFunction<J> observedStep;
     private final LifecyclePublisher lifecycleLog;
+    private final Set<J> freeFailed = new LinkedHashSet<>(); // engine loop only
 
     /**
      * @param service        {@code prefill} or {@code decode}: the {@code service} tag of the metrics
@@ -344,9 +348,37 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
         if (free == null || !job.state().isTerminal() || !released.isDone() || !job.claimFree()) {
             return;
         }
-        free.run();
+        try {
+            free.run();
+        } catch (RuntimeException e) {
+            // Not freed: the claim goes back, and the free is tried again when another job's pages go back or the
+            // worker drains (the pool may refuse for a moment; it must never be forgotten).
+            job.unclaimFree();
+            freeFailed.add(job);
+            log.error("requestId={} freeing its pages failed; retried at the next free", job.requestId(), e);
+            return;
+        }
+        freeFailed.remove(job);
         context.journal().record(job.requestId(), "FREED", "",
                 publishing(LifecycleEvent.of(LifecycleEventType.PAGES_FREED, job.requestId())));
+        retryFailedFrees();
+    }
+
+    /** Tries again every free that threw (engine loop). */
+    private void retryFailedFrees() {
+        if (freeFailed.isEmpty()) {
+            return;
+        }
+        for (J job : List.copyOf(freeFailed)) {
+            if (freeFailed.remove(job)) {
+                tryFree(job);
+            }
+        }
+    }
+
+    /** Jobs whose free threw and waits to be tried again (engine loop). */
+    public int freesPending() {
+        return freeFailed.size();
     }
 
     private void onLoop(Runnable task) {
@@ -372,6 +404,7 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
         if (drained) {
             return;
         }
+        onLoop(this::retryFailedFrees);
         Drainable.drainInOrder(stopAccepting, idle, grace, context.registry(),
                 context.engine().pagePool()::pagesLive, log);
         drained = true;

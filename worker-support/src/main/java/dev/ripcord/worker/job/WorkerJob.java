@@ -96,6 +96,11 @@ public abstract class WorkerJob<E> {
         return freed.compareAndSet(false, true);
     }
 
+    /** The free claimed by {@link #claimFree} threw: the pages are still held, and it may be claimed again. */
+    final void unclaimFree() {
+        freed.set(false);
+    }
+
     /** Whether the job's pages went back to the pool (or it never had any and is over). */
     public final boolean isFreed() {
         return freed.get();
