@@ -123,6 +123,15 @@ class KubernetesManifestsTest {
                     .isEqualTo(String.valueOf(containerPort(c, "management")));
             assertThat(containerPort(c, "http")).as("%s: service port = application.yml's server.port", id)
                     .isEqualTo(Repo.serverPort(component));
+            // Metrics name callers' identities: actuator answers on the management port only, and that is the
+            // port Prometheus is told to scrape.
+            assertThat(containerPort(c, "management")).as("%s: management port apart from the service port", id)
+                    .isNotEqualTo(containerPort(c, "http"));
+            Map<String, Object> annotations = Yaml.map(Yaml.at(workload, "spec.template.metadata.annotations"));
+            assertThat(annotations).as("%s: Prometheus scrape annotations", id)
+                    .containsEntry("prometheus.io/scrape", "true")
+                    .containsEntry("prometheus.io/path", "/actuator/prometheus")
+                    .containsEntry("prometheus.io/port", String.valueOf(containerPort(c, "management")));
             assertThat(Yaml.at(c, "startupProbe.httpGet.path")).isEqualTo("/livez");
             assertThat(Yaml.at(c, "livenessProbe.httpGet.path")).isEqualTo("/livez");
             assertThat(Yaml.at(c, "readinessProbe.httpGet.path")).isEqualTo("/readyz");

@@ -14,6 +14,8 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import dev.ripcord.stack.LocalStack;
+
 /**
  * A scrape of a service's {@code /actuator/prometheus}: every sample with its labels, and sums over the samples of a
  * metric whose labels match. Enough for counters and histogram buckets; no Prometheus client needed.
@@ -35,14 +37,19 @@ public final class Prometheus {
         this.samples = samples;
     }
 
-    /** Scrapes {@code service}. */
+    /**
+     * Scrapes {@code service}: the {@code /actuator/prometheus} of the instance whose service port is at
+     * {@code service}, on its management port when this JVM started the stack ({@link LocalStack#managementUrlOf}),
+     * else on {@code service} itself (a management URL given directly).
+     */
     public static Prometheus scrape(URI service) {
-        HttpRequest request = HttpRequest.newBuilder(service.resolve("/actuator/prometheus"))
+        URI management = LocalStack.managementUrlOf(service).map(URI::create).orElse(service);
+        HttpRequest request = HttpRequest.newBuilder(management.resolve("/actuator/prometheus"))
                 .timeout(Duration.ofSeconds(30)).GET().build();
         try {
             HttpResponse<String> response = HTTP.send(request, HttpResponse.BodyHandlers.ofString());
             if (response.statusCode() != 200) {
-                throw new AssertionError(service + "/actuator/prometheus answered " + response.statusCode());
+                throw new AssertionError(management + "/actuator/prometheus answered " + response.statusCode());
             }
             return parse(response.body());
         } catch (IOException e) {
