@@ -15,6 +15,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import dev.ripcord.stack.LocalStack;
+import dev.ripcord.stack.StackStateFile;
+import dev.ripcord.stack.TestStacks;
 
 /**
  * A scrape of a service's {@code /actuator/prometheus}: every sample with its labels, and sums over the samples of a
@@ -39,11 +41,13 @@ public final class Prometheus {
 
     /**
      * Scrapes {@code service}: the {@code /actuator/prometheus} of the instance whose service port is at
-     * {@code service}, on its management port when this JVM started the stack ({@link LocalStack#managementUrlOf}),
-     * else on {@code service} itself (a management URL given directly).
+     * {@code service}, on its management port: the one this JVM's stack gave it ({@link LocalStack#managementUrlOf}),
+     * else the one the running {@code ./ripcord up} lists for it in {@code .ripcord/stack.json}, else
+     * {@code service} itself (a management URL given directly).
      */
     public static Prometheus scrape(URI service) {
-        URI management = LocalStack.managementUrlOf(service).map(URI::create).orElse(service);
+        URI management = LocalStack.managementUrlOf(service).or(() -> listedByUp(service)).map(URI::create)
+                .orElse(service);
         HttpRequest request = HttpRequest.newBuilder(management.resolve("/actuator/prometheus"))
                 .timeout(Duration.ofSeconds(30)).GET().build();
         try {
@@ -57,6 +61,19 @@ public final class Prometheus {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted", e);
+        }
+    }
+
+    /** The {@code managementUrl} that {@code ./ripcord up}'s state file gives the instance at {@code service}. */
+    private static java.util.Optional<String> listedByUp(URI service) {
+        java.nio.file.Path state = StackStateFile.path(TestStacks.repositoryRoot());
+        try {
+            String base = service.getScheme() + "://" + service.getAuthority();
+            Matcher m = Pattern.compile("\"url\":\"" + Pattern.quote(base) + "\",\"managementUrl\":\"([^\"]+)\"")
+                    .matcher(java.nio.file.Files.readString(state));
+            return m.find() ? java.util.Optional.of(m.group(1)) : java.util.Optional.empty();
+        } catch (IOException e) {
+            return java.util.Optional.empty(); // no stack running here
         }
     }
 
