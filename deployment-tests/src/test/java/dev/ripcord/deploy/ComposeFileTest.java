@@ -93,6 +93,11 @@ class ComposeFileTest {
             int port = defaults.port(role);
             assertThat(Repo.serverPort(role.shortName())).as("%s application.yml", role).isEqualTo(port);
             assertThat(publishedPorts(role.shortName())).as("%s ports", role).containsExactly(port + ":" + port);
+            // Actuator (metrics with callers' identities) has a port of its own, and compose keeps it unpublished.
+            int management = Repo.managementPort(role.shortName());
+            assertThat(management).as("%s management port", role).isNotEqualTo(port);
+            assertThat(String.valueOf(service(role.shortName()).get("ports"))).as("%s published ports", role)
+                    .doesNotContain(String.valueOf(management));
         }
         assertThat(publishedPorts("kafka")).containsExactly(defaults.kafkaPort() + ":" + defaults.kafkaPort());
     }
@@ -115,7 +120,7 @@ class ComposeFileTest {
         for (String name : RIPCORD) {
             assertThat(String.join(" ", Yaml.list(Yaml.at(service(name), "healthcheck.test")).stream()
                     .map(String::valueOf).toList()))
-                    .contains("http://localhost:" + Repo.serverPort(name) + "/actuator/health/readiness");
+                    .contains("http://localhost:" + Repo.managementPort(name) + "/actuator/health/readiness");
         }
         assertThat(Yaml.at(service("gateway"), "depends_on.prefill.condition")).isEqualTo("service_healthy");
         assertThat(Yaml.at(service("gateway"), "depends_on.decode.condition")).isEqualTo("service_healthy");
@@ -155,6 +160,7 @@ class ComposeFileTest {
 
     @Test
     void everyInterpolatedVariableIsDescribedInEnvExample() {
+        // Both compose files: the cluster overlay's Kafka passwords come from .env too.
         // A variable is described by a line "NAME=" or, when optional, "# NAME=" (indented lines are examples).
         Set<String> described = new LinkedHashSet<>();
         for (String line : Repo.read(".env.example").split("\n")) {
@@ -163,7 +169,7 @@ class ComposeFileTest {
                 described.add(m.group(1));
             }
         }
-        Matcher m = INTERPOLATION.matcher(Repo.read("docker-compose.yml"));
+        Matcher m = INTERPOLATION.matcher(Repo.read("docker-compose.yml") + Repo.read("docker-compose.kafka-cluster.yml"));
         Set<String> used = new LinkedHashSet<>();
         while (m.find()) {
             used.add(m.group(1));
@@ -257,7 +263,7 @@ class ComposeFileTest {
             assertThat(service(name)).as("%s runs without the profile", name).doesNotContainKey("profiles");
         }
 
-        // Prometheus scrapes each service's /actuator/prometheus on its own port, by compose service name.
+        // Prometheus scrapes each service's /actuator/prometheus on its management port, by compose service name.
         assertThat(Yaml.list(service("prometheus").get("volumes")))
                 .contains("./docker/observability/prometheus.yml:/etc/prometheus/prometheus.yml:ro");
         Map<String, Object> prometheus = Yaml.document(Repo.path("docker/observability/prometheus.yml"));
@@ -266,7 +272,7 @@ class ComposeFileTest {
         List<String> targets = Yaml.list(job.get("static_configs")).stream()
                 .flatMap(c -> Yaml.list(Yaml.map(c).get("targets")).stream()).map(String::valueOf).toList();
         assertThat(targets).containsExactlyInAnyOrder(RIPCORD.stream()
-                .map(name -> name + ":" + Repo.serverPort(name)).toArray(String[]::new));
+                .map(name -> name + ":" + Repo.managementPort(name)).toArray(String[]::new));
 
         // Grafana: Prometheus as the default data source, and docs/grafana (the dashboard the docs tests keep true).
         List<Object> grafanaVolumes = Yaml.list(service("grafana").get("volumes"));

@@ -75,11 +75,16 @@ class ConfigurationReferenceTest {
             known.add(envName(p, true));
             known.add(envName(p, false));
         });
+        // A Map-valued property (spring.kafka.properties: Kafka client settings) takes any key below its name.
+        Set<String> mapPrefixes = new TreeSet<>();
+        for (String property : mapMetadataProperties()) {
+            mapPrefixes.add(envName(property, true) + "_");
+        }
         Map<String, List<String>> unknown = new TreeMap<>();
         for (String file : deploymentFiles()) {
             for (String variable : environmentVariables(file)) {
                 if (Stream.of("RIPCORD_", "SPRING_", "MANAGEMENT_", "SERVER_").anyMatch(variable::startsWith)
-                        && !known.contains(variable)) {
+                        && !known.contains(variable) && mapPrefixes.stream().noneMatch(variable::startsWith)) {
                     unknown.computeIfAbsent(file, f -> new ArrayList<>()).add(variable);
                 }
             }
@@ -111,6 +116,15 @@ class ConfigurationReferenceTest {
 
     /** Every property in every metadata file on the class path: ours and Spring's. */
     private static Set<String> allMetadataProperties() {
+        return metadataPropertiesWhere(property -> true);
+    }
+
+    /** Properties whose metadata type is a {@code java.util.Map}: their keys are free. */
+    private static Set<String> mapMetadataProperties() {
+        return metadataPropertiesWhere(property -> property.path("type").asText().startsWith("java.util.Map<"));
+    }
+
+    private static Set<String> metadataPropertiesWhere(java.util.function.Predicate<JsonNode> filter) {
         Set<String> properties = new TreeSet<>();
         ObjectMapper json = new ObjectMapper();
         try {
@@ -118,7 +132,9 @@ class ConfigurationReferenceTest {
                     .getResources("META-INF/spring-configuration-metadata.json"))) {
                 try (InputStream in = url.openStream()) {
                     for (JsonNode property : json.readTree(in).path("properties")) {
-                        properties.add(property.path("name").asText());
+                        if (filter.test(property)) {
+                            properties.add(property.path("name").asText());
+                        }
                     }
                 }
             }

@@ -4,6 +4,8 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.Test;
 
@@ -11,8 +13,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * docker-compose.kafka-cluster.yml, the override that turns compose's single broker into a three-node KRaft cluster:
- * one cluster of three voters, every service bootstrapping on every node, and the topics created as the services
- * create them with replication factor 3 (min.insync.replicas 2).
+ * one cluster of three voters, every service bootstrapping on every node, the topics created as the services
+ * create them with replication factor 3 (min.insync.replicas 2), SASL/SCRAM-SHA-512 on every listener, and each
+ * service's ACLs exactly what it needs.
  */
 class KafkaClusterComposeTest {
 
@@ -62,11 +65,109 @@ class KafkaClusterComposeTest {
 
     @Test
     void kafkaInitCreatesTheTopicsAsTheServicesWouldWithThreeReplicas() {
-        String script = String.join(" ", Yaml.list(Yaml.map(override.get("kafka-init")).get("command")).stream()
-                .map(String::valueOf).toList());
-        Map<String, TopicSpec> created = TopicSpec.createdBy(script, 3);
+        Map<String, TopicSpec> created = TopicSpec.createdBy(kafkaInit(), 3);
         assertThat(created).isEqualTo(TopicSpec.asTheServicesCreateThem(3));
         assertThat(created.values()).allSatisfy(spec ->
                 assertThat(spec.config()).containsEntry("min.insync.replicas", "2"));
+    }
+
+    private String kafkaInit() {
+        return String.join(" ", Yaml.list(Yaml.map(override.get("kafka-init")).get("command")).stream()
+                .map(String::valueOf).toList());
+    }
+
+    @Test
+    void everyListenerAuthenticatesAndNoAclMeansNoAccess() {
+        for (String node : NODES) {
+            Map<String, Object> env = environment(node);
+            for (String listener : String.valueOf(env.get("KAFKA_LISTENER_SECURITY_PROTOCOL_MAP")).split(",")) {
+                assertThat(listener).as("%s: listener %s", node, listener).matches("[A-Z]+:SASL_(PLAINTEXT|SSL)");
+            }
+            assertThat(env.get("KAFKA_SASL_ENABLED_MECHANISMS")).isEqualTo("SCRAM-SHA-512");
+            assertThat(env.get("KAFKA_SASL_MECHANISM_INTER_BROKER_PROTOCOL")).isEqualTo("SCRAM-SHA-512");
+            assertThat(env.get("KAFKA_LISTENER_NAME_CONTROLLER_SASL_ENABLED_MECHANISMS")).isEqualTo("PLAIN");
+            assertThat(env.get("KAFKA_SASL_MECHANISM_CONTROLLER_PROTOCOL")).isEqualTo("PLAIN");
+            assertThat(env.get("KAFKA_AUTHORIZER_CLASS_NAME"))
+                    .isEqualTo("org.apache.kafka.metadata.authorizer.StandardAuthorizer");
+            assertThat(env.get("KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND")).isEqualTo("false");
+            assertThat(env.get("KAFKA_SUPER_USERS")).isEqualTo("User:ripcord-broker;User:ripcord-admin");
+            assertThat(String.valueOf(env.get("KAFKA_OPTS")))
+                    .contains("-Djava.security.auth.login.config=/opt/kafka/config/kafka_server_jaas.conf");
+
+            // The node's storage is formatted with every SCRAM user before the image's own start.
+            String start = String.join(" ", Yaml.list(Yaml.map(override.get(node)).get("command")).stream()
+                    .map(String::valueOf).toList());
+            assertThat(start).contains("/opt/kafka/config/kafka_server_jaas.conf", "kafka-storage.sh format",
+                    "--ignore-formatted", "exec /etc/kafka/docker/run");
+            assertThat(start.indexOf("kafka-storage.sh format")).isLessThan(start.indexOf("/etc/kafka/docker/run"));
+            Set<String> users = new LinkedHashSet<>();
+            Matcher scram = Pattern.compile("--add-scram \"SCRAM-SHA-512=\\[name=([a-z-]+),password=\\$\\$(RIPCORD_KAFKA_[A-Z]+_PASSWORD)]\"")
+                    .matcher(start);
+            while (scram.find()) {
+                users.add(scram.group(1));
+                assertThat(scram.group(2)).isEqualTo("RIPCORD_KAFKA_"
+                        + scram.group(1).substring("ripcord-".length()).toUpperCase() + "_PASSWORD");
+                assertThat(String.valueOf(env.get(scram.group(2)))).as("%s: %s from .env", node, scram.group(2))
+                        .startsWith("${" + scram.group(2) + ":?");
+            }
+            Set<String> expected = new LinkedHashSet<>(List.of("ripcord-broker", "ripcord-admin"));
+            KafkaAcl.SERVICES.forEach(s -> expected.add(KafkaAcl.user(s)));
+            assertThat(users).as("%s: SCRAM users", node).isEqualTo(expected);
+        }
+    }
+
+    @Test
+    void everyServiceAuthenticatesAsItsOwnUserAndCreatesNoTopic() {
+        for (String service : RIPCORD) {
+            Map<String, Object> env = environment(service);
+            assertThat(env).as(service)
+                    .containsEntry("SPRING_KAFKA_SECURITY_PROTOCOL", "SASL_PLAINTEXT")
+                    .containsEntry("SPRING_KAFKA_PROPERTIES_SASL_MECHANISM", "SCRAM-SHA-512")
+                    .containsEntry("RIPCORD_CANCEL_PROVISION_TOPICS", "false");
+            String variable = "RIPCORD_KAFKA_" + service.toUpperCase() + "_PASSWORD";
+            assertThat(String.valueOf(env.get("SPRING_KAFKA_PROPERTIES_SASL_JAAS_CONFIG"))).as(service)
+                    .startsWith("org.apache.kafka.common.security.scram.ScramLoginModule required")
+                    .contains("username=\"" + KafkaAcl.user(service) + "\"", "password=\"${" + variable + ":?")
+                    .endsWith(";");
+        }
+    }
+
+    /**
+     * kafka-init grants each service's user exactly {@link KafkaAcl#theServicesNeed()}: no more (a worker cannot
+     * publish cancels or forge relay messages, the gateway reads no cancellations), no less (every topic a service
+     * uses is covered), and nothing else: no Create, no Alter, no cluster-wide grant.
+     */
+    @Test
+    void kafkaInitGrantsEachServiceExactlyWhatItNeeds() {
+        Set<KafkaAcl> granted = new LinkedHashSet<>();
+        for (String command : kafkaInit().split("&&")) {
+            if (!command.contains("kafka-acls.sh")) {
+                continue;
+            }
+            assertThat(command).contains("--add", "--command-config").doesNotContain("--deny-principal", "--cluster");
+            List<String> users = all(command, "--allow-principal User:(\\S+)");
+            List<String> operations = all(command, "--operation (\\S+)");
+            List<String> topics = all(command, "--topic (\\S+)");
+            List<String> groups = all(command, "--group (\\S+)");
+            assertThat(topics.size() + groups.size()).as(command).isEqualTo(1);
+            boolean prefixed = command.contains("--resource-pattern-type prefixed");
+            for (String user : users) {
+                for (String operation : operations) {
+                    granted.add(topics.isEmpty() ? new KafkaAcl(user, "group", groups.getFirst(), prefixed, operation)
+                            : new KafkaAcl(user, "topic", topics.getFirst(), prefixed, operation));
+                }
+            }
+        }
+        assertThat(granted).containsExactlyInAnyOrderElementsOf(KafkaAcl.theServicesNeed());
+        assertThat(KafkaAcl.topics(granted)).isEqualTo(TopicSpec.asTheServicesCreateThem(3).keySet());
+    }
+
+    private static List<String> all(String text, String regex) {
+        List<String> found = new java.util.ArrayList<>();
+        Matcher m = Pattern.compile(regex).matcher(text);
+        while (m.find()) {
+            found.add(m.group(1));
+        }
+        return found;
     }
 }

@@ -123,6 +123,15 @@ class KubernetesManifestsTest {
                     .isEqualTo(String.valueOf(containerPort(c, "management")));
             assertThat(containerPort(c, "http")).as("%s: service port = application.yml's server.port", id)
                     .isEqualTo(Repo.serverPort(component));
+            // Metrics name callers' identities: actuator answers on the management port only, and that is the
+            // port Prometheus is told to scrape.
+            assertThat(containerPort(c, "management")).as("%s: management port apart from the service port", id)
+                    .isNotEqualTo(containerPort(c, "http"));
+            Map<String, Object> annotations = Yaml.map(Yaml.at(workload, "spec.template.metadata.annotations"));
+            assertThat(annotations).as("%s: Prometheus scrape annotations", id)
+                    .containsEntry("prometheus.io/scrape", "true")
+                    .containsEntry("prometheus.io/path", "/actuator/prometheus")
+                    .containsEntry("prometheus.io/port", String.valueOf(containerPort(c, "management")));
             assertThat(Yaml.at(c, "startupProbe.httpGet.path")).isEqualTo("/livez");
             assertThat(Yaml.at(c, "livenessProbe.httpGet.path")).isEqualTo("/livez");
             assertThat(Yaml.at(c, "readinessProbe.httpGet.path")).isEqualTo("/readyz");
@@ -189,7 +198,11 @@ class KubernetesManifestsTest {
                 }
                 for (Object e : Yaml.list(c.get("env"))) {
                     Map<String, Object> secretRef = Yaml.map(Yaml.at(e, "valueFrom.secretKeyRef"));
-                    if (!secretRef.isEmpty()) {
+                    if (!secretRef.isEmpty() && find(resources, "KafkaUser", (String) secretRef.get("name")) != null) {
+                        // Strimzi's User Operator writes a KafkaUser's Secret, under the user's name.
+                        assertThat(secretRef.get("key")).as("%s: a KafkaUser Secret's key", dir)
+                                .isIn("password", "sasl.jaas.config");
+                    } else if (!secretRef.isEmpty()) {
                         assertThat(secretRef.get("name")).as("%s: the one Secret", dir).isEqualTo(CREDENTIALS);
                         if (dev) {
                             assertThat(Yaml.map(credentials.get("stringData"))).as("%s: key %s", dir, secretRef.get("key"))
@@ -258,16 +271,24 @@ class KubernetesManifestsTest {
     @MethodSource("overlays")
     void credentialsGoOnlyWhereTheyAreNeeded(String dir) {
         List<Map<String, Object>> resources = rendered(dir);
+        boolean kafkaUsers = !ofKind(resources, "KafkaUser").isEmpty();
         for (Map<String, Object> workload : ripcordWorkloads(resources)) {
             Set<String> fromSecret = new HashSet<>();
             for (Object e : Yaml.list(containers(workload).getFirst().get("env"))) {
                 if (Yaml.at(e, "valueFrom.secretKeyRef") != null) {
                     fromSecret.add((String) Yaml.map(e).get("name"));
                 }
+                if ("SPRING_KAFKA_PROPERTIES_SASL_JAAS_CONFIG".equals(Yaml.map(e).get("name"))) {
+                    assertThat(Yaml.at(e, "valueFrom.secretKeyRef.name")).as("%s: %s's Kafka login", dir,
+                            component(workload)).isEqualTo(KafkaAcl.user(component(workload)));
+                }
             }
-            Set<String> expected = GATEWAY.equals(component(workload))
+            Set<String> expected = new HashSet<>(GATEWAY.equals(component(workload))
                     ? Set.of("RIPCORD_INTERNAL_TOKEN", "RIPCORD_GATEWAY_AUTH_API_KEY_HASHES")
-                    : Set.of("RIPCORD_INTERNAL_TOKEN");
+                    : Set.of("RIPCORD_INTERNAL_TOKEN"));
+            if (kafkaUsers) {
+                expected.add("SPRING_KAFKA_PROPERTIES_SASL_JAAS_CONFIG"); // its own KafkaUser's, checked above
+            }
             assertThat(fromSecret).as("%s: %s's credentials (contract C1)", dir, component(workload))
                     .isEqualTo(expected);
         }
@@ -411,8 +432,15 @@ class KubernetesManifestsTest {
             assertThat(Yaml.list(Yaml.at(service, "spec.ports"))).anyMatch(p -> Objects.equals(Yaml.map(p).get("port"), port));
         } else if (kafka != null) {
             assertThat(host).isEqualTo(Kustomize.name(kafka) + "-kafka-bootstrap");
-            assertThat(Yaml.list(Yaml.at(kafka, "spec.kafka.listeners")))
-                    .anyMatch(l -> Objects.equals(Yaml.map(l).get("port"), port) && Objects.equals(Yaml.map(l).get("tls"), false));
+            Map<String, Object> listener = Yaml.list(Yaml.at(kafka, "spec.kafka.listeners")).stream().map(Yaml::map)
+                    .filter(l -> Objects.equals(l.get("port"), port)).findFirst().orElseThrow();
+            assertThat(listener.get("tls")).isEqualTo(false);
+            // The services' listener authenticates them, and the cluster authorizes by the users' ACLs.
+            assertThat(Yaml.at(listener, "authentication.type")).isEqualTo("scram-sha-512");
+            assertThat(Yaml.at(kafka, "spec.kafka.authorization.type")).isEqualTo("simple");
+            assertThat(data).containsEntry("SPRING_KAFKA_SECURITY_PROTOCOL", "SASL_PLAINTEXT")
+                    .containsEntry("SPRING_KAFKA_PROPERTIES_SASL_MECHANISM", "SCRAM-SHA-512")
+                    .containsEntry("RIPCORD_CANCEL_PROVISION_TOPICS", "false");
             int brokers = ofKind(resources, "KafkaNodePool").stream()
                     .filter(pool -> Yaml.list(Yaml.at(pool, "spec.roles")).contains("broker"))
                     .mapToInt(pool -> (Integer) Yaml.at(pool, "spec.replicas")).sum();
@@ -438,7 +466,47 @@ class KubernetesManifestsTest {
                     new TopicSpec((Integer) Yaml.at(topic, "spec.partitions"), config));
             assertThat(Yaml.at(topic, "spec.replicas")).isEqualTo(replication);
         }
-        assertThat(topics).isEqualTo(TopicSpec.asTheServicesCreateThem());
+        // With the ConfigMap's replication factor, as the services would create them: min.insync.replicas 2 on
+        // each at 3 replicas. The cancel-relay topic included: its users may not create it.
+        assertThat(topics).isEqualTo(TopicSpec.asTheServicesCreateThem(replication));
+    }
+
+    /**
+     * One KafkaUser per service, SCRAM-SHA-512, whose ACLs are exactly {@link KafkaAcl#theServicesNeed()} and name
+     * exactly the KafkaTopics: a worker cannot publish cancels or forge relay messages, nobody may create a topic.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = "k8s/overlays/strimzi")
+    void strimziUsersAreTheServicesWithExactlyTheAclsTheyNeed(String dir) {
+        List<Map<String, Object>> resources = rendered(dir);
+        Set<String> users = new HashSet<>();
+        Set<KafkaAcl> granted = new HashSet<>();
+        for (Map<String, Object> user : ofKind(resources, "KafkaUser")) {
+            String name = Kustomize.name(user);
+            users.add(name);
+            assertThat(Yaml.map(Yaml.at(user, "metadata.labels"))).containsEntry("strimzi.io/cluster",
+                    Kustomize.name(find(resources, "Kafka", "ripcord")));
+            assertThat(Yaml.at(user, "spec.authentication.type")).as(name).isEqualTo("scram-sha-512");
+            assertThat(Yaml.at(user, "spec.authorization.type")).as(name).isEqualTo("simple");
+            for (Object rule : Yaml.list(Yaml.at(user, "spec.authorization.acls"))) {
+                Map<String, Object> acl = Yaml.map(rule);
+                assertThat(acl.getOrDefault("type", "allow")).as("%s: an allow rule", name).isEqualTo("allow");
+                Map<String, Object> resource = Yaml.map(acl.get("resource"));
+                String type = (String) resource.get("type");
+                assertThat(type).as("%s: topics and groups only", name).isIn("topic", "group");
+                String pattern = (String) resource.getOrDefault("patternType", "literal");
+                for (Object operation : Yaml.list(acl.get("operations"))) {
+                    granted.add(new KafkaAcl(name, type, (String) resource.get("name"), "prefix".equals(pattern),
+                            String.valueOf(operation)));
+                }
+            }
+        }
+        assertThat(users).isEqualTo(KafkaAcl.SERVICES.stream().map(KafkaAcl::user).collect(
+                java.util.stream.Collectors.toSet()));
+        assertThat(granted).containsExactlyInAnyOrderElementsOf(KafkaAcl.theServicesNeed());
+        Set<String> topicNames = new HashSet<>();
+        ofKind(resources, "KafkaTopic").forEach(topic -> topicNames.add((String) Yaml.at(topic, "spec.topicName")));
+        assertThat(KafkaAcl.topics(granted)).isEqualTo(topicNames);
     }
 
     // --- helpers over rendered resources --------------------------------------------------------------------

@@ -51,6 +51,15 @@ final class Repo {
         return ((Number) Yaml.at(applicationYml(service), "server.port")).intValue();
     }
 
+    /** {@code management.server.port} of a service (actuator's own port), from its application.yml. */
+    static int managementPort(String service) {
+        Object port = Yaml.at(applicationYml(service), "management.server.port");
+        if (port == null) {
+            throw new AssertionError(service + "'s application.yml sets no management.server.port");
+        }
+        return ((Number) port).intValue();
+    }
+
     /** {@code spring.lifecycle.timeout-per-shutdown-phase} of a service, from its application.yml. */
     static Duration shutdownPhaseTimeout(String service) {
         Object value = Yaml.at(applicationYml(service), "spring.lifecycle.timeout-per-shutdown-phase");

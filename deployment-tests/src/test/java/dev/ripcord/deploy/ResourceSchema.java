@@ -45,7 +45,8 @@ final class ResourceSchema {
     private static final Map<String, String> STRIMZI_KINDS = Map.of(
             "Kafka", "io.strimzi.api.kafka.model.kafka.Kafka",
             "KafkaNodePool", "io.strimzi.api.kafka.model.nodepool.KafkaNodePool",
-            "KafkaTopic", "io.strimzi.api.kafka.model.topic.KafkaTopic");
+            "KafkaTopic", "io.strimzi.api.kafka.model.topic.KafkaTopic",
+            "KafkaUser", "io.strimzi.api.kafka.model.user.KafkaUser");
     private static final String STRIMZI_API_VERSION = "kafka.strimzi.io/v1";
 
     private static final Gson GSON = new Gson();

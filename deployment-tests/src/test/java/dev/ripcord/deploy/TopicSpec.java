@@ -5,7 +5,10 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.cancel.kafka.ProvisionedTopics;
+import dev.ripcord.gateway.relay.CancelRelayConfiguration;
+import dev.ripcord.gateway.relay.CancelRelayProperties;
 import dev.ripcord.lifecycle.kafka.LifecycleAutoConfiguration;
 import dev.ripcord.lifecycle.kafka.LifecycleProperties;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -24,11 +27,14 @@ record TopicSpec(int partitions, Map<String, String> config) {
     /**
      * The topics a {@code kafka-init} script creates, one {@code kafka-topics.sh --create} command per topic joined
      * by {@code &&}: each must be a create command with {@code --if-not-exists} and replication factor
-     * {@code replicationFactor}.
+     * {@code replicationFactor}. Its other commands (ACLs, a client configuration) are not read here.
      */
     static Map<String, TopicSpec> createdBy(String script, int replicationFactor) {
         Map<String, TopicSpec> created = new LinkedHashMap<>();
         for (String command : script.split("&&")) {
+            if (!command.contains("kafka-topics.sh")) {
+                continue;
+            }
             Matcher topic = Pattern.compile("--topic (\\S+)").matcher(command);
             Matcher partitions = Pattern.compile("--partitions (\\d+)").matcher(command);
             assertThat(topic.find() && partitions.find()).as("a create command: %s", command).isTrue();
@@ -45,8 +51,9 @@ record TopicSpec(int partitions, Map<String, String> config) {
 
     /**
      * The cancellations topic and its dead-letter topic, as the services create them ({@code CancelTopics}' NewTopic
-     * beans) with the defaults, and the lifecycle topic as the services declare it
-     * ({@code LifecycleAutoConfiguration.topic}, defaults).
+     * beans) with the defaults, the lifecycle topic as the services declare it
+     * ({@code LifecycleAutoConfiguration.topic}, defaults), and the gateways' cancel-relay topic as the gateway
+     * creates it ({@code CancelRelayConfiguration.topic}, defaults).
      */
     static Map<String, TopicSpec> asTheServicesCreateThem() {
         return asTheServicesCreateThem(1);
@@ -62,6 +69,12 @@ record TopicSpec(int partitions, Map<String, String> config) {
                 .bindOrCreate("ripcord.lifecycle", LifecycleProperties.class);
         NewTopic lifecycle = LifecycleAutoConfiguration.topic(defaults);
         topics.put(lifecycle.name(), new TopicSpec(lifecycle.numPartitions(), lifecycle.configs()));
+        Binder cancel = new Binder(new MapConfigurationPropertySource(Map.of(
+                "ripcord.cancel.replication-factor", String.valueOf(replicationFactor))));
+        NewTopic relay = CancelRelayConfiguration.topic(
+                cancel.bindOrCreate("ripcord.gateway.cancel-relay", CancelRelayProperties.class),
+                cancel.bindOrCreate("ripcord.cancel", CancelProperties.class));
+        topics.put(relay.name(), new TopicSpec(relay.numPartitions(), relay.configs()));
         return topics;
     }
 }

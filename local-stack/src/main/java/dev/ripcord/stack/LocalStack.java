@@ -32,7 +32,8 @@ import dev.ripcord.model.NpmModelSpec;
  * <p>Used by {@code ./ripcord up} through {@link #main} and by end-to-end tests through {@link #start}, so that
  * what a developer runs by hand and what the tests run are the same thing.
  *
- * <p>Lifecycle: {@link #start} returns once every service answers {@code UP} on {@code /actuator/health};
+ * <p>Lifecycle: {@link #start} returns once every service answers {@code UP} on {@code /actuator/health} (on its
+ * management port, {@link #managementUrl(Role)});
  * {@link #close()} stops the services (SIGTERM, graceful drain, then SIGKILL), then the broker, and deletes the
  * broker's storage. If anything fails while starting, what was started is stopped before the exception leaves.
  */
@@ -74,10 +75,12 @@ public final class LocalStack implements AutoCloseable {
      *             {@code <role>-<n>} from 1; also its {@code ripcord.cancel.instance-id} (with a random suffix against
      *             an external broker, where another stack's instances may use the same names) and its log file's name
      * @param role what it runs
-     * @param url  its base URL
-     * @param pid  its process ID
+     * @param url           its base URL (the service port: the API, or a worker's {@code /internal})
+     * @param managementUrl its actuator's base URL ({@code /actuator/health}, {@code /actuator/prometheus}): a port
+     *                      of its own, on the loopback interface
+     * @param pid           its process ID
      */
-    public record Instance(String id, Role role, String url, long pid) {
+    public record Instance(String id, Role role, String url, String managementUrl, long pid) {
     }
 
     /**
@@ -152,6 +155,12 @@ public final class LocalStack implements AutoCloseable {
             String suffix = options.externalKafka() == null ? ""
                     : "-" + Long.toHexString(Double.doubleToLongBits(Math.random())).substring(0, 6);
             boolean instanceIdGiven = options.properties().containsKey(CANCEL_INSTANCE_ID);
+            if (options.properties().containsKey(MANAGEMENT_PORT)) {
+                throw new IllegalArgumentException(MANAGEMENT_PORT + " is chosen by the launcher, one free port per "
+                        + "instance (./ripcord status shows them); do not set it");
+            }
+            List<Integer> managementPorts = managementPorts(options);
+            int nextManagementPort = 0;
 
             for (Role role : Role.values()) {
                 List<ServiceProcess> instances = new ArrayList<>();
@@ -166,7 +175,8 @@ public final class LocalStack implements AutoCloseable {
                         args.add("--" + CANCEL_INSTANCE_ID + "=" + id + suffix);
                     }
                     instances.add(ServiceProcess.start(role, id, jar(options.root(), role), ports.get(i),
-                            jvmFlags.get(role), args, environment(credentials, role), options.logDir(), console));
+                            managementPorts.get(nextManagementPort++), jvmFlags.get(role), args,
+                            environment(credentials, role), options.logDir(), console));
                 }
             }
             // The services start in parallel; their health is awaited one after another, each with the whole
@@ -200,6 +210,46 @@ public final class LocalStack implements AutoCloseable {
     }
 
     private static final String PREFILL_WORKERS = "ripcord.gateway.prefill-workers";
+    private static final String MANAGEMENT_PORT = "management.server.port";
+
+    /**
+     * One free port per instance for its actuator, none of them a service's or the broker's port. Every socket is
+     * held until all are chosen (ports chosen one after another can repeat); free when chosen, not reserved.
+     */
+    static List<Integer> managementPorts(StackOptions options) {
+        java.util.Set<Integer> taken = new java.util.HashSet<>();
+        int instances = 0;
+        for (Role role : Role.values()) {
+            taken.addAll(options.ports(role));
+            instances += options.ports(role).size();
+        }
+        for (int i = 0; i < 8; i++) {
+            taken.add(options.kafkaPort() + i);
+        }
+        List<java.net.ServerSocket> held = new ArrayList<>();
+        try {
+            List<Integer> ports = new ArrayList<>();
+            while (ports.size() < instances) {
+                java.net.ServerSocket socket = new java.net.ServerSocket(0, 1,
+                        java.net.InetAddress.getLoopbackAddress());
+                held.add(socket);
+                if (!taken.contains(socket.getLocalPort())) {
+                    ports.add(socket.getLocalPort());
+                }
+            }
+            return ports;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot choose management ports", e);
+        } finally {
+            for (java.net.ServerSocket socket : held) {
+                try {
+                    socket.close();
+                } catch (IOException e) {
+                    // closing a listening socket we opened: nothing to do
+                }
+            }
+        }
+    }
     private static final String DECODE_WORKERS = "ripcord.gateway.decode-workers";
 
     /** The property that names a process on the cancellations topic (its consumer group and origin). */
@@ -290,6 +340,27 @@ public final class LocalStack implements AutoCloseable {
         return services.get(role).get(index).url();
     }
 
+    /** Where {@code role}'s first instance answers actuator ({@code /actuator/health}, {@code /actuator/prometheus}). */
+    public String managementUrl(Role role) {
+        return first(role).managementUrl();
+    }
+
+    /** Where instance {@code index} (from 0) of {@code role} answers actuator. */
+    public String managementUrl(Role role, int index) {
+        return services.get(role).get(index).managementUrl();
+    }
+
+    /**
+     * The actuator base URL of the instance, of a running stack this JVM started, whose service port is at
+     * {@code serviceUrl} (scheme, host and port; the path is ignored). How clients given only a service's URL find
+     * its metrics.
+     */
+    public static Optional<String> managementUrlOf(URI serviceUrl) {
+        String authority = authority(serviceUrl.toString());
+        return at(serviceUrl).flatMap(stack -> all(stack.services).stream()
+                .filter(s -> authority(s.url()).equals(authority)).map(ServiceProcess::managementUrl).findFirst());
+    }
+
     /** How many instances of {@code role} run. */
     public int instances(Role role) {
         return services.get(role).size();
@@ -298,7 +369,7 @@ public final class LocalStack implements AutoCloseable {
     /** Every instance, gateways first, then prefill, then decode, each in instance order. */
     public List<Instance> instances() {
         return all(services).stream()
-                .map(s -> new Instance(s.name(), s.role(), s.url(), s.pid())).toList();
+                .map(s -> new Instance(s.name(), s.role(), s.url(), s.managementUrl(), s.pid())).toList();
     }
 
     public Path logFile(Role role) {
@@ -531,6 +602,8 @@ public final class LocalStack implements AutoCloseable {
         for (Instance instance : stack.instances()) {
             out.printf("  %-9s %s%s%n", instance.id(), instance.url(),
                     instance.role() == Role.GATEWAY ? "   (OpenAI-compatible API under /v1)" : "");
+            out.printf("  %-9s %s/actuator/prometheus   (health and metrics: this host only)%n", "",
+                    instance.managementUrl());
         }
         out.println("  kafka     " + stack.bootstrapServers() + "   (cancellations on ripcord.cancellations)");
         out.println("  logs      " + options.logDir());

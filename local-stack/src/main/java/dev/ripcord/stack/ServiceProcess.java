@@ -23,7 +23,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * One service running as a child JVM: started from its executable jar, its output relayed line by line with a
  * {@code [role]} prefix (and copied to a log file), stopped with SIGTERM so that Spring's graceful shutdown runs,
- * then killed if it does not exit in time.
+ * then killed if it does not exit in time. Its actuator (health, metrics) answers on a management port of its own,
+ * bound to the loopback interface only: the service port never serves {@code /actuator}.
  */
 final class ServiceProcess implements AutoCloseable {
 
@@ -31,7 +32,8 @@ final class ServiceProcess implements AutoCloseable {
     private static final Duration GRACEFUL_STOP = Duration.ofSeconds(GRACEFUL_STOP_SECONDS);
 
     /** How the process was started, so that {@link #restart()} can start it again exactly so. */
-    private record Launch(Role role, String name, Path jar, int port, List<String> jvmFlags, List<String> args,
+    private record Launch(Role role, String name, Path jar, int port, int managementPort, List<String> jvmFlags,
+                          List<String> args,
                           Map<String, String> environment, Path logDir, PrintStream console) {
     }
 
@@ -39,6 +41,7 @@ final class ServiceProcess implements AutoCloseable {
     private final Role role;
     private final String name;
     private final int port;
+    private final int managementPort;
     private final Process process;
     private final Path logFile;
     private final Thread relay;
@@ -48,6 +51,7 @@ final class ServiceProcess implements AutoCloseable {
         this.role = launch.role();
         this.name = launch.name();
         this.port = launch.port();
+        this.managementPort = launch.managementPort();
         this.process = process;
         this.logFile = logFile;
         this.relay = relay;
@@ -56,17 +60,18 @@ final class ServiceProcess implements AutoCloseable {
     /**
      * Starts one instance.
      *
-     * @param name the instance's name: its log prefix and log file ({@code <name>.log}); the role's short name when
-     *             the stack runs one instance of the role, {@code <role>-<n>} otherwise
+     * @param name           the instance's name: its log prefix and log file ({@code <name>.log}); the role's short
+     *                       name when the stack runs one instance of the role, {@code <role>-<n>} otherwise
+     * @param managementPort the port its actuator answers on, on the loopback interface
      */
-    static ServiceProcess start(Role role, String name, Path jar, int port, List<String> jvmFlags, List<String> args,
-                                Map<String, String> environment, Path logDir, PrintStream console) {
-        return start(new Launch(role, name, jar, port, List.copyOf(jvmFlags), List.copyOf(args),
+    static ServiceProcess start(Role role, String name, Path jar, int port, int managementPort, List<String> jvmFlags,
+                                List<String> args, Map<String, String> environment, Path logDir, PrintStream console) {
+        return start(new Launch(role, name, jar, port, managementPort, List.copyOf(jvmFlags), List.copyOf(args),
                 Map.copyOf(environment), logDir, console), false);
     }
 
     /**
-     * Starts this service again as it was started (same jar, port, arguments, environment), appending to the same
+     * Starts this service again as it was started (same jar, ports, arguments, environment), appending to the same
      * log file; this process must be gone ({@link #kill()}, {@link #terminate()}). Does not wait for health.
      */
     ServiceProcess restart() {
@@ -98,6 +103,8 @@ final class ServiceProcess implements AutoCloseable {
         command.addAll(launch.jvmFlags());
         command.addAll(AotCache.of(jar, launch.jvmFlags()).launch()); // -jar, with the classes cached when they are
         command.add("--server.port=" + port);
+        command.add("--management.server.port=" + launch.managementPort());
+        command.add("--management.server.address=127.0.0.1");
         command.addAll(launch.args());
         Path logFile = logDir.resolve(name + ".log");
         try {
@@ -149,6 +156,15 @@ final class ServiceProcess implements AutoCloseable {
         return "http://localhost:" + port;
     }
 
+    int managementPort() {
+        return managementPort;
+    }
+
+    /** Where its actuator answers ({@code /actuator/health}, {@code /actuator/prometheus}). */
+    String managementUrl() {
+        return "http://127.0.0.1:" + managementPort;
+    }
+
     Path logFile() {
         return logFile;
     }
@@ -162,13 +178,13 @@ final class ServiceProcess implements AutoCloseable {
     }
 
     /**
-     * Polls {@code /actuator/health} until it answers {@code UP}.
+     * Polls {@code /actuator/health} on the management port until it answers {@code UP}.
      *
      * @throws IllegalStateException if the process exits or the deadline passes first
      */
     void awaitHealthy(Duration timeout) {
         HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-        HttpRequest request = HttpRequest.newBuilder(URI.create(url() + "/actuator/health"))
+        HttpRequest request = HttpRequest.newBuilder(URI.create(managementUrl() + "/actuator/health"))
                 .timeout(Duration.ofSeconds(5)).GET().build();
         long deadline = System.nanoTime() + timeout.toNanos();
         while (System.nanoTime() < deadline) {

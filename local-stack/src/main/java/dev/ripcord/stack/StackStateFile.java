@@ -24,8 +24,12 @@ import java.util.regex.Pattern;
  * <pre>{@code
  * {"schemaVersion":1,"pid":4242,"startedAt":"2026-12-01T12:00:00Z","kafka":"localhost:9092",
  *  "logDir":"/repo/.ripcord/logs",
- *  "instances":[{"id":"gateway-1","role":"gateway","url":"http://localhost:8080","pid":4250},...]}
+ *  "instances":[{"id":"gateway-1","role":"gateway","url":"http://localhost:8080",
+ *                "managementUrl":"http://127.0.0.1:40123","pid":4250},...]}
  * }</pre>
+ *
+ * {@code url} is the service port (the API, a worker's {@code /internal}); {@code managementUrl} is where actuator
+ * answers ({@code /actuator/health}, {@code /actuator/prometheus}), on the loopback interface.
  */
 public final class StackStateFile {
 
@@ -56,6 +60,7 @@ public final class StackStateFile {
             json.append(separator).append("{\"id\":").append(quote(instance.id()))
                     .append(",\"role\":").append(quote(instance.role().shortName()))
                     .append(",\"url\":").append(quote(instance.url()))
+                    .append(",\"managementUrl\":").append(quote(instance.managementUrl()))
                     .append(",\"pid\":").append(instance.pid()).append('}');
             separator = ",";
         }

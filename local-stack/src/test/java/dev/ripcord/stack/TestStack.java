@@ -95,6 +95,11 @@ public final class TestStack implements AutoCloseable {
         return URI.create(stack.url(role, index));
     }
 
+    /** Where {@code role}'s first instance answers actuator (its management port, loopback only). */
+    public URI managementUrl(Role role) {
+        return URI.create(stack.managementUrl(role));
+    }
+
     /** How many instances of each role this stack runs. */
     public TestStacks.Instances instances() {
         return instances;

@@ -27,6 +27,18 @@ public final class ProvisionedTopics {
         return with(Map.of("ripcord.cancel.replication-factor", String.valueOf(replicationFactor)));
     }
 
+    /**
+     * The consumer group of a service's cancellations consumer as {@link CancelBindingDefaults} names it, for
+     * {@code spring.application.name} {@code applicationName} and instance ID {@code instanceId}.
+     */
+    public static String consumerGroup(String applicationName, String instanceId) {
+        org.springframework.core.env.StandardEnvironment environment = new org.springframework.core.env.StandardEnvironment();
+        environment.getPropertySources().addFirst(new org.springframework.core.env.MapPropertySource("test", Map.of(
+                "spring.application.name", applicationName, "ripcord.cancel.instance-id", instanceId)));
+        new CancelBindingDefaults().postProcessEnvironment(environment, new org.springframework.boot.SpringApplication());
+        return environment.getProperty("spring.cloud.stream.bindings." + CancelBindings.INPUT + ".group");
+    }
+
     private static Map<String, Map.Entry<Integer, Map<String, String>>> with(Map<String, String> properties) {
         CancelProperties defaults = new Binder(new MapConfigurationPropertySource(properties))
                 .bindOrCreate("ripcord.cancel", CancelProperties.class);

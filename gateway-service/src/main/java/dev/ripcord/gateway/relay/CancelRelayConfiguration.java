@@ -33,7 +33,8 @@ import org.springframework.core.env.Environment;
  * requests of the gateway that receives it. The relay's Kafka clients take the same brokers and security settings
  * as the cancellations topic's ({@code spring.kafka.*}, and the binder's {@code configuration} map: docs/security.md).
  * The relay topic is created at startup when absent: the cancellations topic's partitions and replication factor,
- * {@code cleanup.policy=delete}, retention 10 minutes (a relay matters for seconds).
+ * {@code cleanup.policy=delete}, retention 10 minutes (a relay matters for seconds), with three replicas or more
+ * {@code min.insync.replicas} a majority of them.
  */
 @Configuration(proxyBeanMethods = false)
 @EnableConfigurationProperties(CancelRelayProperties.class)
@@ -86,6 +87,24 @@ public class CancelRelayConfiguration {
         return config;
     }
 
+    /**
+     * The relay topic as the gateway creates it when absent: the cancellations topic's partitions and replication
+     * factor, {@code cleanup.policy=delete}, retention {@link #TOPIC_RETENTION}. Public so that deployment files that
+     * create it ahead of the gateways (compose's kafka-init, Strimzi's KafkaTopic) are checked against it.
+     */
+    public static NewTopic topic(CancelRelayProperties properties, CancelProperties cancel) {
+        Map<String, String> configs = new HashMap<>(Map.of(
+                TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_DELETE,
+                TopicConfig.RETENTION_MS_CONFIG, Long.toString(TOPIC_RETENTION.toMillis()),
+                TopicConfig.SEGMENT_MS_CONFIG, Long.toString(TOPIC_RETENTION.toMillis() / 2)));
+        if (cancel.replicationFactor() >= 3) {
+            // A majority of the replicas, as on the cancellations and lifecycle topics; below three, the broker's.
+            configs.put(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG, Integer.toString(cancel.replicationFactor() / 2 + 1));
+        }
+        return new NewTopic(properties.topic(), cancel.partitions(), (short) cancel.replicationFactor())
+                .configs(configs);
+    }
+
     private static void provision(Map<String, Object> adminConfig, CancelRelayProperties properties,
                                   CancelProperties cancel) {
         if (!cancel.provisionTopics()) {
@@ -95,10 +114,7 @@ public class CancelRelayConfiguration {
         int timeoutMs = (int) Math.min(Integer.MAX_VALUE, cancel.adminTimeout().toMillis());
         config.put(CommonClientConfigs.DEFAULT_API_TIMEOUT_MS_CONFIG, timeoutMs);
         config.put(CommonClientConfigs.REQUEST_TIMEOUT_MS_CONFIG, timeoutMs);
-        NewTopic topic = new NewTopic(properties.topic(), cancel.partitions(), (short) cancel.replicationFactor())
-                .configs(Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_DELETE,
-                        TopicConfig.RETENTION_MS_CONFIG, Long.toString(TOPIC_RETENTION.toMillis()),
-                        TopicConfig.SEGMENT_MS_CONFIG, Long.toString(TOPIC_RETENTION.toMillis() / 2)));
+        NewTopic topic = topic(properties, cancel);
         try (Admin admin = Admin.create(config)) {
             admin.createTopics(List.of(topic)).all().get(timeoutMs, TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {

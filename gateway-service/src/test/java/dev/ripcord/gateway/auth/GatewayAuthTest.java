@@ -15,6 +15,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalManagementPort;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
@@ -54,6 +55,8 @@ class GatewayAuthTest {
 
     @LocalServerPort
     int port;
+    @LocalManagementPort
+    int managementPort;
     @Autowired
     ScriptedGenerator generator;
     @Autowired
@@ -162,12 +165,36 @@ class GatewayAuthTest {
     }
 
     @Test
-    void modelsAndCancelNeedAKeyButActuatorHealthAndPrometheusDoNot() {
+    void modelsAndCancelNeedAKey() {
         http.get().uri("/v1/models").exchange().expectStatus().isUnauthorized();
         http.get().uri("/v1/models").headers(h -> h.setBearerAuth(KEY_A)).exchange().expectStatus().isOk();
         post("/v1/requests/some-id/cancel", null, null, "").expectStatus().isUnauthorized();
-        http.get().uri("/actuator/health/liveness").exchange().expectStatus().isOk();
-        http.get().uri("/actuator/prometheus").exchange().expectStatus().isOk();
+    }
+
+    /**
+     * Regression: {@code /actuator/prometheus} was served on the API port, to anyone, with every caller's key
+     * identity in its labels. Actuator now lives only on the management port; on the API port every spelling of it
+     * is unknown, with or without a key.
+     */
+    @Test
+    void actuatorIsServedOnlyOnTheManagementPortNeverOnTheApiPort() {
+        assertThat(managementPort).as("a management port of its own").isPositive().isNotEqualTo(port);
+        for (String path : new String[] {"/actuator/prometheus", "/actuator/health", "/actuator/health/liveness",
+                "/actuator/metrics", "/actuator", "/actuator;x/prometheus", "/%61ctuator/prometheus",
+                "//actuator/prometheus"}) {
+            http.get().uri(java.net.URI.create("http://127.0.0.1:" + port + path)).exchange()
+                    .expectStatus().value(status -> assertThat(status).as("API port %s", path).isIn(400, 401, 404));
+            http.get().uri(java.net.URI.create("http://127.0.0.1:" + port + path))
+                    .headers(h -> h.setBearerAuth(KEY_A)).exchange()
+                    .expectStatus().value(status -> assertThat(status).as("API port %s with a key", path)
+                            .isIn(400, 404));
+        }
+        WebTestClient management = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + managementPort)
+                .responseTimeout(Duration.ofSeconds(20)).build();
+        management.get().uri("/actuator/health/liveness").exchange().expectStatus().isOk();
+        management.get().uri("/actuator/health/readiness").exchange().expectStatus().isOk();
+        management.get().uri("/actuator/prometheus").exchange().expectStatus().isOk()
+                .expectBody(String.class).value(body -> assertThat(body).contains("jvm_memory_used_bytes"));
     }
 
     /**

@@ -130,12 +130,11 @@ class RequestIdentityTest {
     void withoutAClientIdEveryAnswerGetsOneInTheDocumentedFormat() {
         EntityExchangeResult<byte[]> models = http.get().uri("/v1/models").header("Authorization", "Bearer " + KEY_SERVED)
                 .exchange().expectBody().returnResult();
-        EntityExchangeResult<byte[]> actuator = http.get().uri("/actuator/health").exchange().expectBody()
-                .returnResult();
+        EntityExchangeResult<byte[]> health = http.get().uri("/health").exchange().expectBody().returnResult();
 
         assertThat(requestIdOf(models)).matches(GENERATED);
-        assertThat(requestIdOf(actuator)).matches(GENERATED);
-        assertThat(requestIdOf(models)).isNotEqualTo(requestIdOf(actuator));
+        assertThat(requestIdOf(health)).matches(GENERATED);
+        assertThat(requestIdOf(models)).isNotEqualTo(requestIdOf(health));
     }
 
     @Test

@@ -26,6 +26,7 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalManagementPort;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.context.annotation.ComponentScan;
 import org.springframework.context.annotation.FilterType;
@@ -106,6 +107,8 @@ class RequestObservabilityTest {
 
     @LocalServerPort
     int port;
+    @LocalManagementPort
+    int managementPort;
 
     @Autowired
     MeterRegistry meters;
@@ -203,7 +206,7 @@ class RequestObservabilityTest {
             assertThat(meters.get("ripcord.num.requests.waiting").gauge().value()).isZero();
         });
         // ... under the Prometheus names docs/metrics.md gives them, with buckets and the model's name.
-        String scrape = WebClient.create("http://127.0.0.1:" + port).get().uri("/actuator/prometheus")
+        String scrape = WebClient.create("http://127.0.0.1:" + managementPort).get().uri("/actuator/prometheus")
                 .retrieve().bodyToMono(String.class).block(Duration.ofSeconds(30));
         for (String series : List.of("ripcord_time_to_first_token_seconds_bucket",
                 "ripcord_inter_token_latency_seconds_bucket", "ripcord_e2e_request_latency_seconds_bucket",

@@ -14,6 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalManagementPort;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.context.annotation.ComponentScan;
 import org.springframework.context.annotation.FilterType;
@@ -55,6 +56,8 @@ class ResilienceWiringTest {
 
     @LocalServerPort
     int port;
+    @LocalManagementPort
+    int managementPort;
 
     private WebTestClient http;
 
@@ -77,7 +80,8 @@ class ResilienceWiringTest {
                 .jsonPath("$.error.type").isEqualTo("server_error")
                 .jsonPath("$.error.message").isEqualTo("no decode worker is available; retry after 7 s");
 
-        String scrape = http.get().uri("/actuator/prometheus").exchange().expectStatus().isOk()
+        String scrape = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + managementPort).build()
+                .get().uri("/actuator/prometheus").exchange().expectStatus().isOk()
                 .expectBody(String.class).returnResult().getResponseBody();
         String decode = "decode:127.0.0.1:" + DECODE_PORT;
         String prefill = "prefill:127.0.0.1:" + PREFILL_PORT;

@@ -14,6 +14,10 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import dev.ripcord.stack.LocalStack;
+import dev.ripcord.stack.StackStateFile;
+import dev.ripcord.stack.TestStacks;
+
 /**
  * A scrape of a service's {@code /actuator/prometheus}: every sample with its labels, and sums over the samples of a
  * metric whose labels match. Enough for counters and histogram buckets; no Prometheus client needed.
@@ -35,14 +39,21 @@ public final class Prometheus {
         this.samples = samples;
     }
 
-    /** Scrapes {@code service}. */
+    /**
+     * Scrapes {@code service}: the {@code /actuator/prometheus} of the instance whose service port is at
+     * {@code service}, on its management port: the one this JVM's stack gave it ({@link LocalStack#managementUrlOf}),
+     * else the one the running {@code ./ripcord up} lists for it in {@code .ripcord/stack.json}, else
+     * {@code service} itself (a management URL given directly).
+     */
     public static Prometheus scrape(URI service) {
-        HttpRequest request = HttpRequest.newBuilder(service.resolve("/actuator/prometheus"))
+        URI management = LocalStack.managementUrlOf(service).or(() -> listedByUp(service)).map(URI::create)
+                .orElse(service);
+        HttpRequest request = HttpRequest.newBuilder(management.resolve("/actuator/prometheus"))
                 .timeout(Duration.ofSeconds(30)).GET().build();
         try {
             HttpResponse<String> response = HTTP.send(request, HttpResponse.BodyHandlers.ofString());
             if (response.statusCode() != 200) {
-                throw new AssertionError(service + "/actuator/prometheus answered " + response.statusCode());
+                throw new AssertionError(management + "/actuator/prometheus answered " + response.statusCode());
             }
             return parse(response.body());
         } catch (IOException e) {
@@ -50,6 +61,19 @@ public final class Prometheus {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted", e);
+        }
+    }
+
+    /** The {@code managementUrl} that {@code ./ripcord up}'s state file gives the instance at {@code service}. */
+    private static java.util.Optional<String> listedByUp(URI service) {
+        java.nio.file.Path state = StackStateFile.path(TestStacks.repositoryRoot());
+        try {
+            String base = service.getScheme() + "://" + service.getAuthority();
+            Matcher m = Pattern.compile("\"url\":\"" + Pattern.quote(base) + "\",\"managementUrl\":\"([^\"]+)\"")
+                    .matcher(java.nio.file.Files.readString(state));
+            return m.find() ? java.util.Optional.of(m.group(1)) : java.util.Optional.empty();
+        } catch (IOException e) {
+            return java.util.Optional.empty(); // no stack running here
         }
     }
 

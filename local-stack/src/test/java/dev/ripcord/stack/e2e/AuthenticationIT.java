@@ -60,8 +60,14 @@ class AuthenticationIT {
         assertThat(right.statusCode()).as(right.body()).isEqualTo(200);
         assertThat(right.body()).contains("\"finish_reason\"");
 
-        HttpResponse<String> health = send(HttpRequest.newBuilder(stack.url(Role.GATEWAY).resolve("/actuator/health")));
+        HttpResponse<String> health = send(HttpRequest.newBuilder(
+                stack.managementUrl(Role.GATEWAY).resolve("/actuator/health")));
         assertThat(health.statusCode()).isEqualTo(200);
+        // Metrics name callers' identities: the API port serves no actuator at all.
+        assertThat(send(HttpRequest.newBuilder(stack.url(Role.GATEWAY).resolve("/actuator/prometheus"))).statusCode())
+                .as("the gateway's API port").isEqualTo(404);
+        assertThat(send(HttpRequest.newBuilder(stack.managementUrl(Role.GATEWAY).resolve("/actuator/prometheus")))
+                .statusCode()).as("the gateway's management port").isEqualTo(200);
     }
 
     @Test
@@ -80,8 +86,10 @@ class AuthenticationIT {
             assertThat(send(HttpRequest.newBuilder(stack.url(worker).resolve(InternalApi.PREFILL))
                     .header("Authorization", "Bearer " + stack.apiKey())
                     .POST(HttpRequest.BodyPublishers.ofString("{}"))).statusCode()).isEqualTo(401);
-            assertThat(send(HttpRequest.newBuilder(stack.url(worker).resolve("/actuator/health/readiness")))
+            assertThat(send(HttpRequest.newBuilder(stack.managementUrl(worker).resolve("/actuator/health/readiness")))
                     .statusCode()).as("%s readiness", worker).isEqualTo(200);
+            assertThat(send(HttpRequest.newBuilder(stack.url(worker).resolve("/actuator/prometheus"))).statusCode())
+                    .as("%s service port serves no actuator", worker).isIn(401, 404);
         }
     }
 

@@ -26,7 +26,8 @@ import java.util.regex.Pattern;
  *
  * <p>Reads the state file {@code ./ripcord up} writes once the stack is healthy ({@code .ripcord/stack.json}, see
  * local-stack's {@code StackStateFile}) and probes every instance's {@code /actuator/health} concurrently (2 s per
- * probe, no credentials needed). An instance that does not answer is {@code DOWN}. Exit status: 0 when every
+ * probe, no credentials needed) on the instance's management port ({@code managementUrl}; a state file without one
+ * is probed on {@code url}). An instance that does not answer is {@code DOWN}. Exit status: 0 when every
  * instance is {@code UP}; 1 when one is not, or no stack is running (no state file); 2 on a usage error or an
  * unreadable state file.
  *
@@ -59,7 +60,14 @@ public final class StatusCommand implements Callable<Integer> {
   Path stateFile;
 
   /** One instance as the state file names it, with what the probe found. */
-  record Instance(String id, String role, String url, long pid, String health, long rssBytes, long pssBytes) {}
+  record Instance(String id, String role, String url, String managementUrl, long pid, String health, long rssBytes,
+                  long pssBytes) {
+
+    /** Where actuator answers: the management port, or the service port in a state file that names none. */
+    String actuatorUrl() {
+      return managementUrl.isEmpty() ? url : managementUrl;
+    }
+  }
 
   /** Where {@code /proc/<pid>/status} files are read: {@code /proc} (a test gives its own). */
   static Path procRoot = Path.of("/proc");
@@ -83,7 +91,7 @@ public final class StatusCommand implements Callable<Integer> {
     while (m.find()) {
       String object = m.group();
       listed.add(new Instance(string(object, "id"), string(object, "role"), string(object, "url"),
-          Long.parseLong(number(object, "pid")), null, -1, -1));
+          string(object, "managementUrl"), Long.parseLong(number(object, "pid")), null, -1, -1));
     }
     if (!state.contains("\"instances\"")) {
       err.println("ripcord status: " + stateFile + " is not a stack state file (no instances)");
@@ -93,8 +101,8 @@ public final class StatusCommand implements Callable<Integer> {
     List<CompletableFuture<Instance>> probes = listed.stream().map(i -> probe(http, i)).toList();
     // Each process's memory read once, so that the rows and their sum agree.
     List<Instance> instances = probes.stream().map(CompletableFuture::join)
-        .map(i -> new Instance(i.id(), i.role(), i.url(), i.pid(), i.health(), residentBytes(i.pid()),
-            proportionalBytes(i.pid()))).toList();
+        .map(i -> new Instance(i.id(), i.role(), i.url(), i.managementUrl(), i.pid(), i.health(),
+            residentBytes(i.pid()), proportionalBytes(i.pid()))).toList();
     boolean allUp = !instances.isEmpty() && instances.stream().allMatch(i -> i.health().equals("UP"));
     String kafka = string(state, "kafka");
     String startedAt = string(state, "startedAt");
@@ -120,7 +128,8 @@ public final class StatusCommand implements Callable<Integer> {
       String separator = "";
       for (Instance i : instances) {
         body.append(separator).append("{\"id\":").append(quote(i.id())).append(",\"role\":").append(quote(i.role()))
-            .append(",\"url\":").append(quote(i.url())).append(",\"pid\":").append(i.pid())
+            .append(",\"url\":").append(quote(i.url()))
+            .append(",\"managementUrl\":").append(quote(i.actuatorUrl())).append(",\"pid\":").append(i.pid())
             .append(",\"health\":").append(quote(i.health()))
             .append(",\"rssBytes\":").append(jsonBytes(i.rssBytes()))
             .append(",\"pssBytes\":").append(jsonBytes(i.pssBytes())).append('}');
@@ -198,7 +207,7 @@ public final class StatusCommand implements Callable<Integer> {
   private static CompletableFuture<Instance> probe(HttpClient http, Instance instance) {
     HttpRequest request;
     try {
-      request = HttpRequest.newBuilder(URI.create(instance.url() + "/actuator/health"))
+      request = HttpRequest.newBuilder(URI.create(instance.actuatorUrl() + "/actuator/health"))
           .timeout(PROBE_TIMEOUT).GET().build();
     } catch (IllegalArgumentException e) {
       return CompletableFuture.completedFuture(with(instance, "INVALID_URL"));
@@ -214,6 +223,6 @@ public final class StatusCommand implements Callable<Integer> {
   }
 
   private static Instance with(Instance i, String health) {
-    return new Instance(i.id(), i.role(), i.url(), i.pid(), health, i.rssBytes(), i.pssBytes());
+    return new Instance(i.id(), i.role(), i.url(), i.managementUrl(), i.pid(), health, i.rssBytes(), i.pssBytes());
   }
 }

@@ -104,6 +104,25 @@ class StatusCommandTest {
         "\"health\":\"UP\"", "\"url\":\"http://127.0.0.1:" + port + "\"");
   }
 
+  /**
+   * Actuator answers on each instance's management port, not on its service port (which serves no
+   * {@code /actuator} at all): the probe follows the state file's {@code managementUrl}.
+   */
+  @Test
+  void probesHealthOnTheManagementPortTheStateFileNames() throws IOException {
+    int management = healthy.getAddress().getPort();
+    Path file = dir.resolve("stack.json");
+    Files.writeString(file, """
+        {"schemaVersion":1,"pid":1,"startedAt":"2026-12-01T12:00:00Z","kafka":"localhost:9092","logDir":"/tmp",
+         "instances":[{"id":"gateway","role":"gateway","url":"http://127.0.0.1:%d",
+                       "managementUrl":"http://127.0.0.1:%d","pid":11}]}
+        """.formatted(closedPort(), management));
+
+    assertThat(run("status", "--json", "--state", file.toString())).isZero();
+    assertThat(out.toString()).contains("\"health\":\"UP\"", "\"url\":\"http://127.0.0.1:" + closedPort() + "\"",
+        "\"managementUrl\":\"http://127.0.0.1:" + management + "\"");
+  }
+
   @Test
   void withoutAStateFileItSaysNoStackIsRunning() {
     int status = run("status", "--state", dir.resolve("absent.json").toString());
