@@ -21,8 +21,8 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * One service running as a child JVM: started from its executable jar, its output relayed line by line with a
- * {@code [role]} prefix (and copied to a log file), stopped with SIGTERM so that Spring's graceful shutdown runs,
+ * One service running as a child JVM: started from its executable jar, its output copied to a log file and relayed
+ * line by line with a {@code [role]} prefix (all of it, or its warnings and errors: {@link ConsoleFilter}), stopped with SIGTERM so that Spring's graceful shutdown runs,
  * then killed if it does not exit in time.
  */
 final class ServiceProcess implements AutoCloseable {
@@ -32,7 +32,7 @@ final class ServiceProcess implements AutoCloseable {
 
     /** How the process was started, so that {@link #restart()} can start it again exactly so. */
     private record Launch(Role role, String name, Path jar, int port, List<String> jvmFlags, List<String> args,
-                          Map<String, String> environment, Path logDir, PrintStream console) {
+                          Map<String, String> environment, Path logDir, PrintStream console, boolean verbose) {
     }
 
     private final Launch launch;
@@ -58,11 +58,13 @@ final class ServiceProcess implements AutoCloseable {
      *
      * @param name the instance's name: its log prefix and log file ({@code <name>.log}); the role's short name when
      *             the stack runs one instance of the role, {@code <role>-<n>} otherwise
+     * @param console where its lines are relayed with a {@code [name]} prefix, or null
+     * @param verbose every line to {@code console}; else warnings and errors only ({@link ConsoleFilter})
      */
     static ServiceProcess start(Role role, String name, Path jar, int port, List<String> jvmFlags, List<String> args,
-                                Map<String, String> environment, Path logDir, PrintStream console) {
+                                Map<String, String> environment, Path logDir, PrintStream console, boolean verbose) {
         return start(new Launch(role, name, jar, port, List.copyOf(jvmFlags), List.copyOf(args),
-                Map.copyOf(environment), logDir, console), false);
+                Map.copyOf(environment), logDir, console, verbose), false);
     }
 
     /**
@@ -111,11 +113,12 @@ final class ServiceProcess implements AutoCloseable {
                     : Files.newBufferedWriter(logFile, StandardCharsets.UTF_8);
             Thread relay = Thread.ofPlatform().daemon().name("relay-" + name).start(() -> {
                 String prefix = "[" + name + "] ";
+                ConsoleFilter filter = new ConsoleFilter(launch.verbose());
                 try (BufferedReader in = new BufferedReader(
                         new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)); log) {
                     String line;
                     while ((line = in.readLine()) != null) {
-                        if (console != null) {
+                        if (console != null && filter.show(line)) {
                             console.println(prefix + line);
                         }
                         log.write(line);

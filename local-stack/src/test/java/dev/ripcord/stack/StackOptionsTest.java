@@ -58,14 +58,14 @@ class StackOptionsTest {
     void theUsageListsExactlyTheOptionsTheParsersTake() {
         assertThat(StackOptions.OPTIONS).containsExactly("model", "tokenizer", "kafka", "kafka-port", "kafka-brokers", "gateway-port",
                 "prefill-port", "decode-port", "gateways", "prefills", "decodes", "jvm-flag", "log-dir", "open",
-                "warm-up", "help");
+                "warm-up", "verbose", "help");
         assertThat(StackOptions.PROPERTY_PREFIXES).containsExactly("ripcord", "spring", "management", "logging");
-        // Every listed option is consumed by ModelChoice, StackWarmUp, StackOptions or LocalStack.main (--help): none
-        // becomes a property.
+        // Every listed option is consumed by ModelChoice, StackWarmUp, StackOptions or LocalStack.main (--help,
+        // --verbose): none becomes a property.
         List<String> args = new ArrayList<>();
         for (String option : StackOptions.OPTIONS) {
             switch (option) {
-                case "open", "help" -> { }
+                case "open", "help", "verbose" -> { }
                 case "log-dir", "jvm-flag", "kafka" -> args.add("--" + option + "=x");
                 case "model" -> args.add("--model=tiny");
                 case "gateways", "prefills", "decodes" -> args.add("--" + option + "=2");
