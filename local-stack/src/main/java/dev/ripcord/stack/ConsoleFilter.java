@@ -26,6 +26,7 @@ final class ConsoleFilter {
     static final List<Pattern> HARMLESS = List.of(
             Pattern.compile("^WARNING: Using incubator modules"), // --add-modules jdk.incubator.vector
             Pattern.compile("\\[aot\\].*full module graph"), // the AOT cache without the archived module graph
+            Pattern.compile("\\[aot\\].*processing the AOT configuration file"), // the same, its first line
             Pattern.compile("Sharing is only supported for boot loader classes")); // CDS with an appended classpath
 
     private final boolean verbose;
@@ -33,6 +34,17 @@ final class ConsoleFilter {
 
     ConsoleFilter(boolean verbose) {
         this.verbose = verbose;
+    }
+
+    /** An empty trace field as Spring Boot pads it ({@code [<49 spaces>] }): 51 columns of nothing. */
+    private static final Pattern EMPTY_PADDED_FIELD = Pattern.compile("\\[ {20,}\\] ");
+
+    /**
+     * {@code line} as the console shows it: without the empty, padded trace field of a log entry outside a trace
+     * (the log file keeps the line as written).
+     */
+    static String compact(String line) {
+        return EMPTY_PADDED_FIELD.matcher(line).replaceFirst("");
     }
 
     /** Whether {@code line}, the next line of the process's output, goes to the console. */

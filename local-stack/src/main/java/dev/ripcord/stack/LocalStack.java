@@ -168,14 +168,13 @@ public final class LocalStack implements AutoCloseable {
             if (!untrained.isEmpty() && phases != null) {
                 // Nothing else is said while this runs: without this line, a first start looks stuck.
                 phases.printf("ripcord: making the AOT caches of %s (first start after a build only: about %d s on "
-                        + "two cores; output in %s) ...", String.join(", ", untrained), AotCache.EXPECTED_SECONDS,
+                        + "two cores; output in %s)...%n", String.join(", ", untrained), AotCache.EXPECTED_SECONDS,
                         options.logDir().resolve("<service>-aot-training.log"));
-                phases.flush();
             }
             long trainingStart = System.nanoTime();
             AotCache.train(trainees, options.logDir());
             if (!untrained.isEmpty() && phases != null) {
-                phases.printf(" done in %.1f s%n", (System.nanoTime() - trainingStart) / 1e9);
+                phases.printf("ripcord: AOT caches made in %.1f s%n", (System.nanoTime() - trainingStart) / 1e9);
             }
             // Instance IDs name consumer groups: against a shared external broker, another stack's "gateway-1" must
             // not join ours (two members of one group would split the broadcast topics between them).

@@ -119,7 +119,7 @@ final class ServiceProcess implements AutoCloseable {
                     String line;
                     while ((line = in.readLine()) != null) {
                         if (console != null && filter.show(line)) {
-                            console.println(prefix + line);
+                            console.println(prefix + ConsoleFilter.compact(line));
                         }
                         log.write(line);
                         log.write('\n');

@@ -29,14 +29,14 @@ import java.util.regex.Pattern;
  * <p>"Warm" means compiled: each of the thousands of methods on the request path runs a few times per request, and
  * the JIT compiles a method only after it has run a number of times ({@link HostBudget#jitFlags} scales that number
  * down to a twentieth). Measured on stories15M, the requests that follow {@value #DEFAULT_ROUNDS} rounds (240
- * requests, about 20 s on two cores) are at their steady time to first token.
+ * requests, 25-30 s on an idle two-core machine) are at their steady time to first token.
  *
  * <p>Each round sends, through each gateway, {@value #MIN_CONCURRENT} concurrent streaming completions, or as many
  * as the stack has instances of its most numerous worker role if that is more (routing spreads concurrent requests
  * over the instances, so each worker gets some; several at once warm decode's batched steps too), then one
  * non-streaming completion and one streaming chat completion. Every request is read to its end: {@link #run}
  * returns only once all of them have been answered. No round starts once {@link #DEFAULT_BUDGET} has passed (the
- * first round always runs): stories15M's 40 rounds take about 20 s on two cores, but a 1B model answers a round in
+ * first round always runs): stories15M's 40 rounds take 25-30 s on two cores, but a 1B model answers a round in
  * seconds, and 40 of them would keep {@code up} from saying it is up for minutes. A request that fails is counted and reported, never retried: a
  * stack whose warm-up fails still comes up (its health said so), and the report says what failed.
  */

@@ -35,6 +35,18 @@ class ConsoleFilterTest {
         assertThat(shown).containsExactly(OUTPUT.get(4), OUTPUT.get(6), OUTPUT.get(7), OUTPUT.get(8), OUTPUT.get(11));
     }
 
+    /** Regression: outside a trace, Boot pads the empty trace field to 49 blanks on every line. */
+    @Test
+    void theConsoleLineLeavesOutAnEmptyPaddedTraceField() {
+        String line = "2026-12-06T05:14:36.510Z  WARN [] 6131 --- [gateway] [           main] ["
+                + " ".repeat(49) + "] o.s.c.f.Catalog : Kotlin is present";
+
+        assertThat(ConsoleFilter.compact(line)).isEqualTo(
+                "2026-12-06T05:14:36.510Z  WARN [] 6131 --- [gateway] [           main] o.s.c.f.Catalog : Kotlin is present");
+        String traced = "2026-12-06T05:14:36.510Z  WARN [r-1] 6131 --- [gateway] [main] [4bf92f35,00f067aa] x : y";
+        assertThat(ConsoleFilter.compact(traced)).isEqualTo(traced);
+    }
+
     @Test
     void verboseShowsEveryLine() {
         ConsoleFilter verbose = new ConsoleFilter(true);
