@@ -55,6 +55,13 @@ public record LifecycleEvent(String requestId, String service, String instance, 
     /** The wire schema version this build writes and reads. */
     public static final int SCHEMA_VERSION = 1;
 
+    /**
+     * The {@code detail} of a gateway's {@code ADMITTED} event for a request of a warm-up (the traffic
+     * {@code ./ripcord up} sends before it says it is up, marked with the gateway's warm-up header): the audit checks
+     * such a request like any other, and leaves it out of its counts of the user's requests.
+     */
+    public static final String WARM_UP = "warm-up";
+
     public LifecycleEvent {
         Objects.requireNonNull(type, "type");
         if (type != LifecycleEventType.DROPPED && type != LifecycleEventType.STOPPED) {

@@ -53,6 +53,12 @@ final class AotCache {
      * take: a hang guard, not a performance bound (a training run took over 300 s on a 2-core machine at load 60).
      */
     private static final long TRAINING_TIMEOUT_SECONDS = 600;
+
+    /**
+     * About how long the three training runs take together on two cores (they run in parallel): what
+     * {@code ./ripcord up} tells the user before a first start after a build, which is otherwise silent that long.
+     */
+    static final int EXPECTED_SECONDS = 45;
     /** Directories whose failure was already reported, so that each is said once per launcher JVM. */
     private static final Set<Path> REPORTED = ConcurrentHashMap.newKeySet();
 

@@ -98,6 +98,19 @@ public final class LocalStack implements AutoCloseable {
      * (ignored with an external broker); the services' topics are replicated as {@link KafkaCluster} says.
      */
     public static LocalStack start(StackOptions options, PrintStream console, int kafkaBrokers) {
+        return start(options, console, kafkaBrokers, null, true);
+    }
+
+    /**
+     * As {@link #start(StackOptions, PrintStream, int)}, saying what it does as {@code ./ripcord up} does.
+     *
+     * @param phases  where one line per phase goes (the AOT cache training with its expected duration, the broker,
+     *                each service once healthy), or null
+     * @param verbose every line of the services' output to {@code console}; else their warnings and errors only
+     *                ({@link ConsoleFilter}); their log files have every line either way
+     */
+    static LocalStack start(StackOptions options, PrintStream console, int kafkaBrokers, PrintStream phases,
+                            boolean verbose) {
         if (options.externalKafka() == null) {
             options = options.withDefaultProperties(KafkaCluster.serviceProperties(kafkaBrokers));
         }
@@ -125,6 +138,9 @@ public final class LocalStack implements AutoCloseable {
             List<String> common = new ArrayList<>();
             common.add("--spring.kafka.bootstrap-servers=" + bootstrap);
             common.add("--spring.cloud.stream.kafka.binder.brokers=" + bootstrap);
+            // The warm-up's requests are marked (StackWarmUp.WARM_UP_HEADER): the gateways keep them out of the
+            // user's figures.
+            common.add("--ripcord.gateway.warm-up-header=true");
             // Unless given (a bench routes the gateways through fault-injecting proxies): every worker, directly.
             if (!options.properties().containsKey(PREFILL_WORKERS)) {
                 common.add("--" + PREFILL_WORKERS + "=" + urls(options.ports(Role.PREFILL)));
@@ -146,10 +162,23 @@ public final class LocalStack implements AutoCloseable {
                 trainees.put(role, new AotCache.Service(jar(options.root(), role), jvmFlags.get(role), common,
                         environment(credentials, role)));
             }
-            if (brokerStart != null && trainees.values().stream().anyMatch(AotCache::untrained)) {
+            List<String> untrained = trainees.entrySet().stream().filter(e -> AotCache.untrained(e.getValue()))
+                    .map(e -> e.getKey().shortName()).toList();
+            if (brokerStart != null && !untrained.isEmpty()) {
                 broker = brokerStart.join();
+                phase(phases, "kafka up on " + bootstrap);
             }
+            if (!untrained.isEmpty() && phases != null) {
+                // Nothing else is said while this runs: without this line, a first start looks stuck.
+                phases.printf("ripcord: making the AOT caches of %s (first start after a build only: about %d s on "
+                        + "two cores; output in %s)...%n", String.join(", ", untrained), AotCache.EXPECTED_SECONDS,
+                        options.logDir().resolve("<service>-aot-training.log"));
+            }
+            long trainingStart = System.nanoTime();
             AotCache.train(trainees, options.logDir());
+            if (!untrained.isEmpty() && phases != null) {
+                phases.printf("ripcord: AOT caches made in %.1f s%n", (System.nanoTime() - trainingStart) / 1e9);
+            }
             // Instance IDs name consumer groups: against a shared external broker, another stack's "gateway-1" must
             // not join ours (two members of one group would split the broadcast topics between them).
             String suffix = options.externalKafka() == null ? ""
@@ -176,17 +205,21 @@ public final class LocalStack implements AutoCloseable {
                     }
                     instances.add(ServiceProcess.start(role, id, jar(options.root(), role), ports.get(i),
                             managementPorts.get(nextManagementPort++), jvmFlags.get(role), args,
-                            environment(credentials, role), options.logDir(), console));
+                            environment(credentials, role), options.logDir(), console, verbose));
                 }
             }
             // The services start in parallel; their health is awaited one after another, each with the whole
             // timeout from when its wait begins: waiting for all at once would end no sooner (the last one up
             // decides), and on a loaded machine it would give the later ones less time.
-            if (brokerStart != null) {
+            long servicesStart = System.nanoTime();
+            if (brokerStart != null && broker == null) {
                 broker = brokerStart.join();
+                phase(phases, "kafka up on " + bootstrap);
             }
             for (ServiceProcess service : all(services)) {
                 service.awaitHealthy(STARTUP_TIMEOUT);
+                phase(phases, String.format("%-9s up at %s (%.1f s)", service.name(), service.url(),
+                        (System.nanoTime() - servicesStart) / 1e9));
             }
             LocalStack stack = new LocalStack(broker, bootstrap, services, credentials);
             for (ServiceProcess service : all(services)) {
@@ -206,6 +239,12 @@ public final class LocalStack implements AutoCloseable {
                 broker.close();
             }
             throw e instanceof CompletionException && e.getCause() instanceof RuntimeException cause ? cause : e;
+        }
+    }
+
+    private static void phase(PrintStream phases, String line) {
+        if (phases != null) {
+            phases.println("ripcord: " + line);
         }
     }
 
@@ -527,6 +566,8 @@ public final class LocalStack implements AutoCloseable {
         ModelChoice model;
         int warmUpRounds = StackWarmUp.DEFAULT_ROUNDS;
         int kafkaBrokers = 1;
+        boolean verbose = java.util.Arrays.asList(args).contains("--verbose");
+        args = java.util.Arrays.stream(args).filter(a -> !a.equals("--verbose")).toArray(String[]::new);
         try {
             ModelChoice.Parsed parsed = ModelChoice.parse(args);
             model = parsed.choice();
@@ -565,7 +606,7 @@ public final class LocalStack implements AutoCloseable {
                 : "against Kafka at " + options.externalKafka()) + " and the services...");
         LocalStack stack;
         try {
-            stack = start(options, out, kafkaBrokers);
+            stack = start(options, out, kafkaBrokers, out, verbose);
         } catch (RuntimeException e) {
             System.err.println("ripcord up: " + e.getMessage());
             System.exit(1);
@@ -583,9 +624,12 @@ public final class LocalStack implements AutoCloseable {
         }, "ripcord-shutdown"));
         if (warmUpRounds > 0) {
             // Before "up": the first request a user sends must not be the one that warms the request path.
-            out.println("ripcord: warming up the request path (" + warmUpRounds + " rounds through every gateway)...");
             long warmUpStart = System.nanoTime();
-            StackWarmUp.Result warm = StackWarmUp.warm(stack, warmUpRounds, stopping::get);
+            WarmUpProgress progress = new WarmUpProgress(out, System.console() != null, warmUpRounds
+                    * StackWarmUp.requestsPerRound(stack) * stack.instances().stream()
+                    .filter(i -> i.role() == Role.GATEWAY).count());
+            StackWarmUp.Result warm = StackWarmUp.warm(stack, warmUpRounds, stopping::get, progress::answered);
+            progress.end();
             if (stopping.get()) {
                 return; // stopped while warming up: the shutdown hook stops the services; nothing is up
             }

@@ -21,10 +21,11 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * One service running as a child JVM: started from its executable jar, its output relayed line by line with a
- * {@code [role]} prefix (and copied to a log file), stopped with SIGTERM so that Spring's graceful shutdown runs,
- * then killed if it does not exit in time. Its actuator (health, metrics) answers on a management port of its own,
- * bound to the loopback interface only: the service port never serves {@code /actuator}.
+ * One service running as a child JVM: started from its executable jar, its output copied to a log file and relayed
+ * line by line with a {@code [role]} prefix (all of it, or its warnings and errors: {@link ConsoleFilter}), stopped
+ * with SIGTERM so that Spring's graceful shutdown runs, then killed if it does not exit in time. Its actuator
+ * (health, metrics) answers on a management port of its own, bound to the loopback interface only: the service port
+ * never serves {@code /actuator}.
  */
 final class ServiceProcess implements AutoCloseable {
 
@@ -33,8 +34,8 @@ final class ServiceProcess implements AutoCloseable {
 
     /** How the process was started, so that {@link #restart()} can start it again exactly so. */
     private record Launch(Role role, String name, Path jar, int port, int managementPort, List<String> jvmFlags,
-                          List<String> args,
-                          Map<String, String> environment, Path logDir, PrintStream console) {
+                          List<String> args, Map<String, String> environment, Path logDir, PrintStream console,
+                          boolean verbose) {
     }
 
     private final Launch launch;
@@ -63,11 +64,14 @@ final class ServiceProcess implements AutoCloseable {
      * @param name           the instance's name: its log prefix and log file ({@code <name>.log}); the role's short
      *                       name when the stack runs one instance of the role, {@code <role>-<n>} otherwise
      * @param managementPort the port its actuator answers on, on the loopback interface
+     * @param console        where its lines are relayed with a {@code [name]} prefix, or null
+     * @param verbose        every line to {@code console}; else warnings and errors only ({@link ConsoleFilter})
      */
     static ServiceProcess start(Role role, String name, Path jar, int port, int managementPort, List<String> jvmFlags,
-                                List<String> args, Map<String, String> environment, Path logDir, PrintStream console) {
+                                List<String> args, Map<String, String> environment, Path logDir, PrintStream console,
+                                boolean verbose) {
         return start(new Launch(role, name, jar, port, managementPort, List.copyOf(jvmFlags), List.copyOf(args),
-                Map.copyOf(environment), logDir, console), false);
+                Map.copyOf(environment), logDir, console, verbose), false);
     }
 
     /**
@@ -118,12 +122,13 @@ final class ServiceProcess implements AutoCloseable {
                     : Files.newBufferedWriter(logFile, StandardCharsets.UTF_8);
             Thread relay = Thread.ofPlatform().daemon().name("relay-" + name).start(() -> {
                 String prefix = "[" + name + "] ";
+                ConsoleFilter filter = new ConsoleFilter(launch.verbose());
                 try (BufferedReader in = new BufferedReader(
                         new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)); log) {
                     String line;
                     while ((line = in.readLine()) != null) {
-                        if (console != null) {
-                            console.println(prefix + line);
+                        if (console != null && filter.show(line)) {
+                            console.println(prefix + ConsoleFilter.compact(line));
                         }
                         log.write(line);
                         log.write('\n');

@@ -17,6 +17,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import dev.ripcord.protocol.Suggestions;
+
 /**
  * What {@code ./ripcord up} was asked for.
  *
@@ -227,7 +229,7 @@ public record StackOptions(String externalKafka, int kafkaPort, Map<Role, Intege
         Optional<String> suggestion = parts.length == 2
                 ? Suggestions.nearest(parts[0], PROPERTY_PREFIXES).map(prefix -> prefix + "." + parts[1])
                 : Suggestions.nearest(key, OPTIONS);
-        return "unknown option --" + key + suggestion.map(s -> "; did you mean --" + s + "?").orElse("")
+        return "unknown option '--" + key + "'" + suggestion.map(s -> "; did you mean '--" + s + "'?").orElse("")
                 + " (./ripcord up --help lists the options; Spring properties go as --"
                 + String.join(".*=V, --", PROPERTY_PREFIXES) + ".*=V or -Dname=value)";
     }

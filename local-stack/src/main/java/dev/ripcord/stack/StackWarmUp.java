@@ -14,6 +14,8 @@ import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.function.BooleanSupplier;
+import java.util.function.IntConsumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -27,14 +29,14 @@ import java.util.regex.Pattern;
  * <p>"Warm" means compiled: each of the thousands of methods on the request path runs a few times per request, and
  * the JIT compiles a method only after it has run a number of times ({@link HostBudget#jitFlags} scales that number
  * down to a twentieth). Measured on stories15M, the requests that follow {@value #DEFAULT_ROUNDS} rounds (240
- * requests, about 20 s on two cores) are at their steady time to first token.
+ * requests, 25-30 s on an idle two-core machine) are at their steady time to first token.
  *
  * <p>Each round sends, through each gateway, {@value #MIN_CONCURRENT} concurrent streaming completions, or as many
  * as the stack has instances of its most numerous worker role if that is more (routing spreads concurrent requests
  * over the instances, so each worker gets some; several at once warm decode's batched steps too), then one
  * non-streaming completion and one streaming chat completion. Every request is read to its end: {@link #run}
  * returns only once all of them have been answered. No round starts once {@link #DEFAULT_BUDGET} has passed (the
- * first round always runs): stories15M's 40 rounds take about 20 s on two cores, but a 1B model answers a round in
+ * first round always runs): stories15M's 40 rounds take 25-30 s on two cores, but a 1B model answers a round in
  * seconds, and 40 of them would keep {@code up} from saying it is up for minutes. A request that fails is counted and reported, never retried: a
  * stack whose warm-up fails still comes up (its health said so), and the report says what failed.
  */
@@ -48,6 +50,13 @@ public final class StackWarmUp {
 
     /** The fewest concurrent streaming completions a round of {@link #warm} sends through a gateway. */
     static final int MIN_CONCURRENT = 4;
+
+    /**
+     * Marks every request as warm-up traffic (the gateway's {@code generation.WarmUp}): the gateways of a local stack
+     * ({@link LocalStack} sets {@code ripcord.gateway.warm-up-header=true}) keep it out of their serving metrics and
+     * the audit's request counts, which are the user's.
+     */
+    static final String WARM_UP_HEADER = "X-Ripcord-Warm-Up";
 
     private static final Pattern MODEL_ID = Pattern.compile("\"id\"\\s*:\\s*\"([^\"]+)\"");
     private static final String[] PROMPTS = {"Once upon a time", "Once upon a time, there was a little girl named Lily."
@@ -107,23 +116,31 @@ public final class StackWarmUp {
      * requests as the stack has instances of its most numerous worker role, and at least {@value #MIN_CONCURRENT}.
      */
     public static Result warm(LocalStack stack, int rounds, java.util.function.BooleanSupplier stopping) {
-        List<URI> gateways = new ArrayList<>();
+        return warm(stack, rounds, stopping, answered -> { });
+    }
+
+    /** As {@link #warm(LocalStack, int, BooleanSupplier)}, telling {@code progress} the requests done after each round. */
+    public static Result warm(LocalStack stack, int rounds, BooleanSupplier stopping, IntConsumer progress) {
+        List<URI> gateways = stack.instances().stream().filter(i -> i.role() == Role.GATEWAY)
+                .map(i -> URI.create(i.url())).toList();
+        return new StackWarmUp(stack.apiKey()).run(gateways, rounds, spread(stack), DEFAULT_BUDGET, stopping,
+                progress);
+    }
+
+    /** Requests one round sends through each gateway: the concurrent streaming completions, then two more. */
+    static int requestsPerRound(LocalStack stack) {
+        return spread(stack) + 2;
+    }
+
+    /** Concurrent streaming completions per round: the most numerous worker role's instances, at least 4. */
+    private static int spread(LocalStack stack) {
         int spread = MIN_CONCURRENT;
         for (Role role : Role.values()) {
-            int count = 0;
-            for (LocalStack.Instance instance : stack.instances()) {
-                if (instance.role() == role) {
-                    count++;
-                    if (role == Role.GATEWAY) {
-                        gateways.add(URI.create(instance.url()));
-                    }
-                }
-            }
             if (role != Role.GATEWAY) {
-                spread = Math.max(spread, count);
+                spread = (int) Math.max(spread, stack.instances().stream().filter(i -> i.role() == role).count());
             }
         }
-        return new StackWarmUp(stack.apiKey()).run(gateways, rounds, spread, DEFAULT_BUDGET, stopping);
+        return spread;
     }
 
     /**
@@ -135,8 +152,13 @@ public final class StackWarmUp {
     }
 
     /** As {@link #run(List, int, int, Duration)}, starting no round once {@code stopping} says the stack stops. */
-    public Result run(List<URI> gateways, int rounds, int spread, Duration budget,
-                      java.util.function.BooleanSupplier stopping) {
+    public Result run(List<URI> gateways, int rounds, int spread, Duration budget, BooleanSupplier stopping) {
+        return run(gateways, rounds, spread, budget, stopping, done -> { });
+    }
+
+    /** As {@link #run(List, int, int, Duration, BooleanSupplier)}, telling {@code progress} the requests done so far. */
+    public Result run(List<URI> gateways, int rounds, int spread, Duration budget, BooleanSupplier stopping,
+                      IntConsumer progress) {
         List<String> failures = new ArrayList<>();
         int answered = 0;
         long start = System.nanoTime();
@@ -181,6 +203,7 @@ public final class StackWarmUp {
                         }
                     }
                 }
+                progress.accept(answered + failures.size());
             }
         }
         return new Result(answered, failures, done);
@@ -239,6 +262,7 @@ public final class StackWarmUp {
         return authorized(HttpRequest.newBuilder(gateway.resolve(path)))
                 .timeout(Duration.ofMinutes(2))
                 .header("Content-Type", "application/json")
+                .header(WARM_UP_HEADER, "1")
                 .POST(HttpRequest.BodyPublishers.ofString(json))
                 .build();
     }

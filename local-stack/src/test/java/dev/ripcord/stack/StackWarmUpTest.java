@@ -27,6 +27,7 @@ class StackWarmUpTest {
     private final Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();
     private final List<String> bodies = new CopyOnWriteArrayList<>();
     private final List<String> authorizations = new CopyOnWriteArrayList<>();
+    private final List<String> warmUpMarks = new CopyOnWriteArrayList<>();
     /** Streams the stub finished writing; a warm-up returns only after it has read every one to its end. */
     private final AtomicInteger streamsWritten = new AtomicInteger();
 
@@ -42,6 +43,9 @@ class StackWarmUpTest {
         String path = exchange.getRequestURI().getPath();
         calls.computeIfAbsent(exchange.getRequestMethod() + " " + path, k -> new AtomicInteger()).incrementAndGet();
         authorizations.add(String.valueOf(exchange.getRequestHeaders().getFirst("Authorization")));
+        if (!path.equals("/v1/models")) {
+            warmUpMarks.add(String.valueOf(exchange.getRequestHeaders().getFirst(StackWarmUp.WARM_UP_HEADER)));
+        }
         if (path.equals("/v1/models")) {
             reply(exchange, 200, "{\"object\":\"list\",\"data\":[{\"id\":\"stub-model\",\"object\":\"model\"}]}");
             return;
@@ -98,6 +102,8 @@ class StackWarmUpTest {
         // Returned only after every stream was written to its end (and read: the client reads to EOF).
         assertThat(streamsWritten.get()).isEqualTo(3 * (2 + 1));
         assertThat(bodies).allSatisfy(body -> assertThat(body).contains("\"model\":\"stub-model\""));
+        // Marked, so that the gateway keeps them out of the user's metrics and audit counts.
+        assertThat(warmUpMarks).hasSize(3 * (2 + 2)).containsOnly("1");
         assertThat(authorizations).containsOnly("Bearer key-1");
     }
 

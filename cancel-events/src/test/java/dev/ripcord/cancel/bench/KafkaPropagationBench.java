@@ -66,15 +66,16 @@ import org.springframework.kafka.test.EmbeddedKafkaKraftBroker;
  */
 public final class KafkaPropagationBench {
 
-    static final String USAGE = """
-            usage: KafkaPropagationBench [options]
-              --n=N                cancels per variant, measured (default 1000)
-              --warmup=W           cancels per variant before measuring (default 200)
-              --interval-ms=MS     pause between rounds (default 10)
-              --variants=LIST      variants to compare, interleaved (default shipped,previous,raw-client)
-              --set=VARIANT:k=v    a Spring property for one variant (repeatable; a new name makes a new variant)
-              --brokers=HOST:PORT  an existing broker instead of an embedded KRaft one
-              --timeout-ms=MS      give up on one cancel after this long (default 10000)""";
+    static final String USAGE = usage();
+
+    /** From {@code KafkaPropagationBench.usage.txt}, which {@code ./ripcord bench kafka --help} prints unbuilt. */
+    private static String usage() {
+        try (java.io.InputStream in = KafkaPropagationBench.class.getResourceAsStream("KafkaPropagationBench.usage.txt")) {
+            return new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).stripTrailing();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
 
     private static final String OUTPUT = "spring.cloud.stream.kafka.bindings.ripcordCancel-out-0.producer.";
 

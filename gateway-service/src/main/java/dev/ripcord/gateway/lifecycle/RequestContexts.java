@@ -124,12 +124,22 @@ public final class RequestContexts {
      * @throws DuplicateRequestException if a request with this ID is already in flight here
      */
     public RequestContext open(String requestId, String owner, Duration deadline, String model, int promptTokens) {
+        return open(requestId, owner, deadline, model, promptTokens, false);
+    }
+
+    /**
+     * As {@link #open(String, String, Duration, String, int)}; a {@code warmUp} request's {@code ADMITTED} event
+     * carries {@link LifecycleEvent#WARM_UP}, so that the audit leaves it out of the user's counts.
+     */
+    public RequestContext open(String requestId, String owner, Duration deadline, String model, int promptTokens,
+                               boolean warmUp) {
         RequestContext ctx = new RequestContext(requestId, owner, model, promptTokens, clock.instant().getEpochSecond(),
                 liveLinks);
         if (live.putIfAbsent(requestId, ctx) != null) {
             throw new DuplicateRequestException(requestId);
         }
-        lifecycle.emit(LifecycleEvent.of(LifecycleEventType.ADMITTED, requestId));
+        LifecycleEvent admitted = LifecycleEvent.of(LifecycleEventType.ADMITTED, requestId);
+        lifecycle.emit(warmUp ? admitted.withDetail(LifecycleEvent.WARM_UP) : admitted);
         Duration effective = deadline == null || deadline.compareTo(maxDeadline) > 0 ? maxDeadline : deadline;
         Disposable timer = Mono.delay(effective).subscribe(t -> cancel(ctx, CancelReason.DEADLINE));
         ctx.cancelled().doFinally(s -> timer.dispose()).subscribe();

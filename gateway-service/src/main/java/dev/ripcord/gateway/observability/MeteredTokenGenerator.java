@@ -5,6 +5,7 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import dev.ripcord.gateway.generation.GeneratedToken;
 import dev.ripcord.gateway.generation.GenerationRequest;
+import dev.ripcord.gateway.generation.WarmUp;
 import dev.ripcord.gateway.generation.TokenGenerator;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -37,17 +38,28 @@ public final class MeteredTokenGenerator implements TokenGenerator {
         this.meters = meters;
     }
 
+    /** A warm-up request ({@link WarmUp}) is served unmeasured. */
     @Override
     public Flux<GeneratedToken> generate(GenerationRequest request) {
-        countUser(request);
-        return metered(request, delegate.generate(request));
+        return Flux.deferContextual(view -> {
+            if (WarmUp.marked(view)) {
+                return delegate.generate(request);
+            }
+            countUser(request);
+            return metered(request, delegate.generate(request));
+        });
     }
 
     /** Each choice is measured as a generation of its own (its own first token, its own tokens). */
     @Override
     public Flux<Flux<GeneratedToken>> generateChoices(GenerationRequest request) {
-        countUser(request);
-        return delegate.generateChoices(request).map(choice -> metered(request, choice));
+        return Flux.deferContextual(view -> {
+            if (WarmUp.marked(view)) {
+                return delegate.generateChoices(request);
+            }
+            countUser(request);
+            return delegate.generateChoices(request).map(choice -> metered(request, choice));
+        });
     }
 
     private void countUser(GenerationRequest request) {

@@ -1,6 +1,7 @@
 package dev.ripcord.gateway.observability;
 
 import dev.ripcord.gateway.generation.TextCodec;
+import dev.ripcord.gateway.generation.WarmUp;
 import dev.ripcord.gateway.serving.DisaggregatedGenerator;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -8,6 +9,7 @@ import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.config.MeterFilter;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanPostProcessor;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -34,6 +36,13 @@ public class ObservabilityConfiguration {
     @Bean
     ServingMetrics servingMetrics(MeterRegistry meters, TextCodec codec) {
         return new ServingMetrics(meters, codec.contextLength());
+    }
+
+    /** Warm-up traffic kept out of the user's figures, where the launcher that sends it asks for it. */
+    @Bean
+    @ConditionalOnProperty(name = WarmUp.ENABLED, havingValue = "true")
+    WarmUpFilter warmUpFilter() {
+        return new WarmUpFilter();
     }
 
     @Bean

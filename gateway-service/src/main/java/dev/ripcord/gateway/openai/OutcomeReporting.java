@@ -9,6 +9,7 @@ import dev.ripcord.gateway.generation.RequestCancelledException;
 import dev.ripcord.gateway.generation.RequestOutcome;
 import dev.ripcord.gateway.generation.RequestOutcome.FinishReason;
 import dev.ripcord.gateway.generation.TextDelta;
+import dev.ripcord.gateway.generation.WarmUp;
 import reactor.core.publisher.Flux;
 
 /**
@@ -16,7 +17,7 @@ import reactor.core.publisher.Flux;
  * delta's finish reason ({@code stop}, including a stop string the edge matched; {@code length}; {@code abort}), a
  * failure (a cancel or a passed deadline is {@code abort}, anything else {@code error}, each with the error code the
  * client is told), or the client going away ({@code abort}, no error code). The first of these wins; the listener
- * runs on the thread that delivered it and must not block.
+ * runs on the thread that delivered it and must not block. A warm-up request ({@link WarmUp}) is not reported.
  */
 final class OutcomeReporting {
 
@@ -27,7 +28,10 @@ final class OutcomeReporting {
         if (listener == RequestOutcome.Listener.NONE) {
             return deltas;
         }
-        return Flux.defer(() -> {
+        return Flux.deferContextual(view -> {
+            if (WarmUp.marked(view)) {
+                return deltas; // kept out of the user's figures
+            }
             long started = System.nanoTime();
             AtomicBoolean reported = new AtomicBoolean();
             AtomicInteger tokens = new AtomicInteger(); // a cancel may race with the last token

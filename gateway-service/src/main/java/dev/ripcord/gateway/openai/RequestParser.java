@@ -10,17 +10,20 @@ import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalDouble;
 import java.util.OptionalLong;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.regex.Pattern;
 
 import dev.ripcord.gateway.generation.GenerationRequest;
 import dev.ripcord.gateway.generation.SamplingOptions;
 import dev.ripcord.gateway.generation.TextCodec;
+import dev.ripcord.protocol.Suggestions;
 import org.jspecify.annotations.Nullable;
 import tools.jackson.core.JacksonException;
 import tools.jackson.core.TokenStreamLocation;
@@ -59,6 +62,8 @@ final class RequestParser {
             // accepted only with their neutral values, or ignored
             "response_format", "parallel_tool_calls", "metadata", "store");
     private static final Set<String> MESSAGE_FIELDS = Set.of("role", "content", "name");
+    /** Unknown names longer than this get no "did you mean": no field is within a typo of them. */
+    private static final int MAX_SUGGESTED_LENGTH = 64;
     /** {@code developer} is OpenAI's newer name for {@code system}; it is rendered as {@code system}. */
     private static final Set<String> CHAT_ROLES = Set.of("system", "developer", "user", "assistant");
     private static final Set<String> UNSUPPORTED_ROLES = Set.of("tool", "function");
@@ -175,10 +180,21 @@ final class RequestParser {
         Set<String> own = kind == Kind.CHAT ? CHAT_FIELDS : COMPLETION_FIELDS;
         for (String name : root.propertyNames()) {
             if (!COMMON_FIELDS.contains(name) && !own.contains(name)) {
+                Set<String> known = new TreeSet<>(COMMON_FIELDS); // sorted: the same suggestion on every run
+                known.addAll(own);
                 throw ApiException.of(ErrorCode.UNKNOWN_PARAMETER, name,
-                        "Unrecognized request argument supplied: %s", truncate(name, 100));
+                        "Unrecognized request argument supplied: %s%s", truncate(name, 100), didYouMean(name, known));
             }
         }
+    }
+
+    /**
+     * {@code "; did you mean 'max_tokens'?"} when {@code name} is a typo of a known field ({@link Suggestions}, the
+     * style of every Ripcord tool), else {@code ""}. A name longer than any field could be a typo of is not
+     * compared: the distance costs its length times the field's, and the name comes from the client.
+     */
+    static String didYouMean(String name, Collection<String> known) {
+        return name.length() > MAX_SUGGESTED_LENGTH ? "" : Suggestions.didYouMean(name, known, "");
     }
 
     // --- fields -------------------------------------------------------------------------------------------------
@@ -539,8 +555,11 @@ final class RequestParser {
             throw wrongType(param, "an object", node);
         }
         for (String name : node.propertyNames()) {
-            require(MESSAGE_FIELDS.contains(name), ErrorCode.UNKNOWN_PARAMETER, param + "." + name,
-                    "Unrecognized argument in '%s': %s", param, truncate(name, 100));
+            if (!MESSAGE_FIELDS.contains(name)) {
+                throw ApiException.of(ErrorCode.UNKNOWN_PARAMETER, param + "." + name,
+                        "Unrecognized argument in '%s': %s%s", param, truncate(name, 100),
+                        didYouMean(name, new TreeSet<>(MESSAGE_FIELDS)));
+            }
         }
         String role = string(node.get("role"), param + ".role");
         require(role != null, ErrorCode.MISSING_REQUIRED_PARAMETER, param + ".role",

@@ -4,6 +4,7 @@ import static org.springframework.web.reactive.function.server.RequestPredicates
 
 import java.util.Arrays;
 import java.util.Set;
+import java.util.TreeSet;
 
 import dev.ripcord.gateway.generation.GenerationRequest.Kind;
 import dev.ripcord.gateway.generation.TextCodec;
@@ -156,8 +157,9 @@ public class RootRoutes {
     private static void rejectUnknownFields(JsonNode root, Set<String> known) {
         for (String name : root.propertyNames()) {
             if (!known.contains(name)) {
-                throw ApiException.of(ErrorCode.UNKNOWN_PARAMETER, name, "Unrecognized request argument supplied: %s",
-                        name.length() > 100 ? name.substring(0, 100) + "..." : name);
+                throw ApiException.of(ErrorCode.UNKNOWN_PARAMETER, name, "Unrecognized request argument supplied: %s%s",
+                        name.length() > 100 ? name.substring(0, 100) + "..." : name,
+                        RequestParser.didYouMean(name, new TreeSet<>(known)));
             }
         }
     }

@@ -25,6 +25,7 @@ import dev.ripcord.gateway.generation.RequestCancelledException;
 import dev.ripcord.gateway.generation.RequestTimings;
 import dev.ripcord.gateway.generation.SamplingOptions;
 import dev.ripcord.gateway.generation.TokenGenerator;
+import dev.ripcord.gateway.generation.WarmUp;
 import dev.ripcord.gateway.generation.WorkerUnavailableException;
 import dev.ripcord.gateway.resilience.WorkerResilience;
 import dev.ripcord.gateway.routing.WorkerInstance;
@@ -225,7 +226,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
     private RequestContext open(GenerationRequest request, ContextView view) {
         try {
             return contexts.open(request.requestId(), ApiKeys.identity(view), request.timeout(), request.model(),
-                    request.promptTokens().length);
+                    request.promptTokens().length, WarmUp.marked(view));
         } catch (RequestContexts.DuplicateRequestException e) {
             throw new DuplicateRequestIdException(request.requestId());
         }

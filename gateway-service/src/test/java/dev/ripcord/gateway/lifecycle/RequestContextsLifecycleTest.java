@@ -122,6 +122,17 @@ class RequestContextsLifecycleTest {
     }
 
     @Test
+    void aWarmUpRequestIsAdmittedWithTheWarmUpMarkAndAUsersWithout() {
+        contexts.close(contexts.open("warm-1", "anonymous", Duration.ofMinutes(1), "m", 3, true), null, 1);
+        contexts.close(contexts.open("req-3", "anonymous", Duration.ofMinutes(1), "m", 3, false), null, 1);
+
+        List<LifecycleEvent> admitted = events().stream()
+                .filter(e -> e.type() == LifecycleEventType.ADMITTED).toList();
+        assertThat(admitted).extracting(LifecycleEvent::requestId).containsExactly("warm-1", "req-3");
+        assertThat(admitted).extracting(LifecycleEvent::detail).containsExactly(LifecycleEvent.WARM_UP, null);
+    }
+
+    @Test
     void aCancelledRequestFinishesCancelledWithTheCancelsReason() {
         RequestContext ctx = contexts.open("req-2", Duration.ofMinutes(1));
         contexts.cancel(ctx, CancelReason.CLIENT_CANCEL);

@@ -14,6 +14,7 @@ import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import dev.ripcord.gateway.GatewayApplication;
+import dev.ripcord.gateway.generation.WarmUp;
 import dev.ripcord.protocol.InternalApi;
 import dev.ripcord.protocol.RequestIds;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -58,6 +59,7 @@ import reactor.netty.http.server.HttpServer;
                 "spring.cloud.stream.function.autodetect=false",
                 "management.tracing.sampling.probability=1.0",
                 "logging.level.dev.ripcord=DEBUG",
+                "ripcord.gateway.warm-up-header=true", // as ./ripcord up runs it
         })
 class RequestObservabilityTest {
 
@@ -220,6 +222,26 @@ class RequestObservabilityTest {
                 && line.contains("finished_reason=\"length\"") && line.contains("error_code=\"none\""));
         assertThat(scrape.lines()).anyMatch(line -> line.startsWith("ripcord_time_to_first_token_seconds_bucket{")
                 && line.contains("le=\"0.001\""));
+    }
+
+    /** Regression: the 240 requests of {@code ./ripcord up}'s warm-up were counted as the user's. */
+    @Test
+    void aWarmUpRequestIsServedButNotMetered() {
+        double tokensBefore = count("ripcord.generation.tokens");
+        long ttftBefore = timerCount("ripcord.time.to.first.token");
+        long e2eBefore = timerCount("ripcord.e2e.request.latency");
+        double lengthBefore = outcomes("length", "none");
+        double usersBefore = count("ripcord.gateway.user.requests");
+
+        complete("obs-warm-1", Map.of(WarmUp.HEADER, "1"));
+        complete("obs-warm-2", Map.of(WarmUp.HEADER, "1"));
+        complete("obs-user-1", Map.of());
+
+        assertThat(count("ripcord.generation.tokens") - tokensBefore).as("the user's request only").isEqualTo(2.0);
+        assertThat(timerCount("ripcord.time.to.first.token") - ttftBefore).isEqualTo(1);
+        assertThat(timerCount("ripcord.e2e.request.latency") - e2eBefore).isEqualTo(1);
+        assertThat(outcomes("length", "none") - lengthBefore).isEqualTo(1);
+        assertThat(count("ripcord.gateway.user.requests") - usersBefore).isEqualTo(1);
     }
 
     private double count(String counter) {

@@ -179,6 +179,22 @@ class RequestValidationTest extends OpenAiEndpointTest {
         assertThat(generator.requests()).isEmpty();
     }
 
+    /** Regression: {@code max_token} was rejected without a word about {@code max_tokens}. */
+    @Test
+    void anUnknownFieldNamesTheNearestKnownFieldWhenItLooksLikeATypo() {
+        String typo = assertInvalid(post(COMPLETIONS, "{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"max_token\":3}"),
+                "unknown_parameter", "max_token").get("message").stringValue();
+        String message = assertInvalid(post(CHAT, "{\"model\":\"ripcord-small\",\"messages\":[{\"role\":\"user\","
+                + "\"contnet\":\"hi\"}]}"), "unknown_parameter", "messages[0].contnet").get("message").stringValue();
+        String far = assertInvalid(post(COMPLETIONS, "{\"model\":\"ripcord-small\",\"prompt\":\"p\",\"frobnicate\":1}"),
+                "unknown_parameter", "frobnicate").get("message").stringValue();
+
+        assertThat(typo).isEqualTo("Unrecognized request argument supplied: max_token; did you mean 'max_tokens'?");
+        assertThat(message).endsWith("contnet; did you mean 'content'?");
+        assertThat(far).isEqualTo("Unrecognized request argument supplied: frobnicate");
+        assertThat(generator.requests()).isEmpty();
+    }
+
     @Test
     void unknownModelIs404ModelNotFound() {
         assertError(post(COMPLETIONS, "{\"model\":\"gpt-4\",\"prompt\":\"p\"}"), 404, "invalid_request_error",

@@ -210,6 +210,8 @@ public final class ModelBench {
                 + " [--prompts=128,512] [--json]");
         System.err.println("       ./ripcord model-bench model.bin tokenizer.bin [--types=ckpt,f32,f16,q8_0,q4_0] [--dir=DIR]"
                 + " [options as above]");
+        System.err.println("       the default model's checkpoint: ${XDG_CACHE_HOME:-~/.cache}/ripcord/models/stories15M/"
+                + "{model.bin,tokenizer.bin} (./ripcord fetch-model fetches it and prints the paths)");
         System.exit(2);
     }
 

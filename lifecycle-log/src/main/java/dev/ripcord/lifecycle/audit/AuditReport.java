@@ -12,8 +12,8 @@ import java.util.Map;
  * @param from                 start of the audited range (the earliest event when none was given)
  * @param to                   end of the audited range (the latest event when none was given)
  * @param events               lifecycle events audited
- * @param requests             distinct requests seen
- * @param outcomes             requests by terminal outcome (COMPLETED, CANCELLED, FAILED)
+ * @param requests             distinct requests seen, warm-up requests ({@link dev.ripcord.lifecycle.LifecycleEvent#WARM_UP}) left out
+ * @param outcomes             requests by terminal outcome (COMPLETED, CANCELLED, FAILED), warm-up requests left out
  * @param inFlight             requests without a terminal outcome yet whose last event is within the in-flight grace
  *                             of the range's end, or that began before the range: not judged as missing anything
  * @param cancels              cancel events read from the cancellations topic

@@ -108,9 +108,14 @@ public final class Auditor {
 
         int requests = 0;
         for (Incarnation incarnation : incarnations(byRequest)) {
-            requests++;
             String id = incarnation.requestId();
             List<LifecycleEvent> all = incarnation.events();
+            // Warm-up traffic is checked like any other request, but not counted as the user's.
+            boolean warmUp = all.stream().anyMatch(e -> is(e, GATEWAY, LifecycleEventType.ADMITTED)
+                    && LifecycleEvent.WARM_UP.equals(e.detail()));
+            if (!warmUp) {
+                requests++;
+            }
             findings.note = incarnation.use() == 1 ? "" : " (use %d of this request ID)".formatted(incarnation.use());
             Instant first = all.getFirst().timestamp();
             Instant last = all.getLast().timestamp();
@@ -136,7 +141,7 @@ public final class Auditor {
                 }
             }
             LifecycleOutcome outcome = finished.isEmpty() ? null : finished.getFirst().outcome();
-            if (outcome != null) {
+            if (outcome != null && !warmUp) {
                 outcomes.merge(outcome.name(), 1L, Long::sum);
             }
 

@@ -48,6 +48,26 @@ class AuditorTest {
         assertThat(report.losses()).isEmpty();
     }
 
+    /** Regression: after {@code ./ripcord up}, the audit counted its 240 warm-up requests as the user's. */
+    @Test
+    void warmUpRequestsAreCheckedButNotCountedAsTheUsers() {
+        AuditLogs log = new AuditLogs();
+        log.completed("warm-1");
+        log.completed("warm-2");
+        log.completed("req-a");
+        List<LifecycleEvent> events = log.events().stream()
+                .map(e -> e.type() == ADMITTED && e.requestId().startsWith("warm-")
+                        ? e.withDetail(LifecycleEvent.WARM_UP) : e)
+                .toList();
+
+        AuditReport report = Auditor.audit(events, List.of(), WHOLE_LOG);
+
+        assertThat(report.passed()).isTrue();
+        assertThat(report.requests()).isEqualTo(1);
+        assertThat(report.outcomes()).containsExactly(java.util.Map.entry("COMPLETED", 1L));
+        assertThat(report.events()).isEqualTo(events.size()); // their events were read and checked all the same
+    }
+
     @Test
     void aPlantedDoubleAbortAChunkAfterCancelAndANeverReleasedSessionAreEachNamed() {
         AuditLogs log = new AuditLogs();

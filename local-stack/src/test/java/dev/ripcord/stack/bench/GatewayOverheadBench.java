@@ -62,19 +62,7 @@ import tools.jackson.databind.node.ObjectNode;
  */
 public final class GatewayOverheadBench {
 
-    static final String USAGE = """
-            usage: GatewayOverheadBench [options]
-              --gateway=URL --prefill=URL --decode=URL   a running stack (all three), else one is started
-              --preset=tiny|small      model of a started stack (default tiny)
-              --model=stories15M       a started stack serves stories15M instead (the per-user cache, as ./ripcord up)
-              --stack-property=k=v     extra Spring property for a started stack (repeatable)
-              --requests=N             requests per mode per round (default 32)
-              --rounds=R               measured rounds (default 6; modes alternate ABBA)
-              --warmup=W               unmeasured requests per mode first (default 8)
-              --concurrency=C          requests in flight at once (default 4)
-              --max-tokens=M           tokens generated per request, EOS ignored (default 128)
-              --prompt-bytes=P         prompt length in bytes; tokens = P + 1 (default 16)
-              --breakdown=B            requests one at a time whose TTFT is broken down per hop (default 20; 0: none)""";
+    static final String USAGE = BenchUsage.read(GatewayOverheadBench.class);
 
     private final GatewayClient gateway;
     private final WorkerClient workers;

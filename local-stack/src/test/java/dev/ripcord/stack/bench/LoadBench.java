@@ -50,17 +50,7 @@ import dev.ripcord.stack.cancel.StreamingClient.Outcome;
  */
 public final class LoadBench {
 
-    static final String USAGE = """
-            usage: LoadBench [options]
-              --gateway=URL --prefill=URL --decode=URL   a running stack (all three), else one is started
-              --preset=tiny|small      model of a started stack (default tiny)
-              --stack-property=k=v     extra Spring property for a started stack (repeatable)
-              --clients=N              concurrent streaming clients (default 200)
-              --requests-per-client=R  requests each client sends, one after another (default 3)
-              --disconnect-share=S     share of requests abandoned at a random moment, 0..1 (default 0.25)
-              --max-tokens=M           tokens per request, EOS ignored (default 32)
-              --prompt-bytes=P         prompt length in bytes (default 40)
-              --seed=X                 seed of the random choices (default 7)""";
+    static final String USAGE = BenchUsage.read(LoadBench.class);
 
     /** What a started stack needs to take 200+ streams at once on a laptop; each can be overridden. */
     static final Map<String, String> STACK_DEFAULTS = Map.of(

@@ -81,20 +81,7 @@ import tools.jackson.databind.json.JsonMapper;
  */
 public final class PrefillCancelBench {
 
-    static final String USAGE = """
-            usage: PrefillCancelBench [options]
-              --gateway=URL --prefill=URL --decode=URL   a running stack (default: ./ripcord up's ports)
-              --start-stacks           start one stack per mode instead (small model, max-running=1, 1 engine thread)
-              --modes=LIST             modes for --start-stacks (default both,in-band,kafka,none)
-              --stack-property=k=v     extra Spring property for started stacks (repeatable)
-              --n=N                    long prompts, one after the other (default 10)
-              --prompt-tokens=T        long prompt length in tokens, BOS included (default 8192)
-              --cancel-after-ms=MS     disconnect this long after sending the long prompt (default 1000)
-              --short-bytes=B          short prompt length in bytes (default 32)
-              --idle-samples=S         idle TTFT samples (default 5)
-              --poll-ms=MS             on every other long prompt, also poll the prefill journal every MS, as this
-                                       bench did before its times came from the journal's stamps, to see what the
-                                       polling costs (hops printed apart; default 0: never)""";
+    static final String USAGE = BenchUsage.read(PrefillCancelBench.class);
 
     private static final Duration IDLE_POLL = Duration.ofMillis(20);
     private static final String BURST_BYTES = "ripcord_prefill_kv_send_bytes";

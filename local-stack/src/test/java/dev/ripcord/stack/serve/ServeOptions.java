@@ -17,6 +17,8 @@ import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import dev.ripcord.stack.bench.BenchUsage;
+
 /**
  * The command line of {@code ./ripcord bench serve}, parsed and checked: every mistake is a {@link UsageException}
  * whose message is one line naming the option.
@@ -44,30 +46,7 @@ public record ServeOptions(List<Target> targets, Map<String, String> apiKeys, St
                            PromptWords promptWords, int maxTokens, double leaveShare, Duration leaveAfter, long seed,
                            int rounds, Duration timeout, Duration pause, int warmUp, boolean json) {
 
-    static final String USAGE = """
-            usage: ./ripcord bench serve --target=NAME=URL [--target=NAME=URL ...] [options]
-              --target=NAME=URL        an OpenAI-compatible server (base URL, e.g. http://127.0.0.1:18080); repeat
-                                       for side by side; --target=NAME alone is the gateway of ./ripcord up
-                                       (.ripcord/stack.json); the first target is the ratios' denominator
-              --api-key=KEY            Authorization: Bearer KEY to every target (default: $RIPCORD_API_KEY)
-              --api-key=NAME=KEY       the key of one target
-              --model=MODEL            the model to ask for (default: each target's first of GET /v1/models)
-              --model=NAME=MODEL       the model of one target
-              --concurrency=1,8,32     clients in flight, one phase per level (default 1,8,32)
-              --requests=N             requests per level (default max(20, 5 x concurrency))
-              --prompt-tokens=15-25    prompt length range, in words of about one token each (default 15-25)
-              --max-tokens=64          max_tokens of every request, EOS ignored (default 64)
-              --leave=SHARE@DELAY      e.g. 0.3@60ms: that share of each level's requests disconnect DELAY after
-                                       sending (default 0: none)
-              --seed=7                 seed of the prompts and of who leaves (default 7)
-              --rounds=1               sweeps of every level; targets alternate level by level (default 1)
-              --timeout=300s           a request still running then is a timeout failure (default 300s)
-              --pause=1s               idle time between phases (default 1s)
-              --warm-up=2              warm-up requests per target, at least 1: the first finds out whether
-                                       the target takes stream_options (default 2)
-              --json                   one JSON object per target and level, one per line, instead of tables
-              --help                   this text
-            exit status: 0 the run completed (failures are figures), 1 a target failed its warm-up, 2 bad arguments""";
+    static final String USAGE = BenchUsage.read(ServeBench.class);
 
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._:-]+");
     private static final Pattern RANGE = Pattern.compile("(\\d+)(?:-(\\d+))?");

@@ -18,6 +18,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import dev.ripcord.stack.TestStack;
 import dev.ripcord.stack.TestStacks;
+import dev.ripcord.stack.bench.BenchUsage;
 import dev.ripcord.stack.cancel.StreamingClient;
 import dev.ripcord.stack.cancel.StreamingClient.Outcome;
 import dev.ripcord.stack.storm.FaultSchedule.Fault;
@@ -48,16 +49,7 @@ import tools.jackson.databind.node.ObjectNode;
  */
 public final class FaultsBench {
 
-    static final String USAGE = """
-            usage: ./ripcord bench faults [options]
-              --requests=N          storm requests (default 2000)
-              --seed=S              seed of the storm and of the fault schedule (default 42)
-              --faults=a,b,...      faults to inject, in an order drawn from the seed (default: all of
-                                    broker_kill,worker_pause,worker_kill,gateway_restart,net_delay,net_reset,
-                                    net_partition,kv_net)
-              --concurrency=C       requests in flight at once (default 16)
-              --cancel-share=F      share of requests with a cancel aimed at them (default 0.7)
-              --json                print one JSON summary object on stdout""";
+    static final String USAGE = BenchUsage.read(FaultsBench.class);
 
     /** Samples per TTFT figure: their median is the figure. */
     private static final int TTFT_SAMPLES = 7;

@@ -7,6 +7,7 @@ import java.util.Map;
 
 import dev.ripcord.stack.TestStack;
 import dev.ripcord.stack.TestStacks;
+import dev.ripcord.stack.bench.BenchUsage;
 
 /**
  * {@code ./ripcord bench storm}: the 10,000-request random-phase cancel storm on a stack it starts
@@ -20,14 +21,7 @@ import dev.ripcord.stack.TestStacks;
  */
 public final class StormBench {
 
-    static final String USAGE = """
-            usage: ./ripcord bench storm [options]
-              --requests=N            requests (default 10000)
-              --seed=S                seed of every random choice (default 42)
-              --concurrency=C         requests in flight at once (default 32)
-              --cancel-share=F        share of requests with a cancel aimed at them, 0..1 (default 0.7)
-              --propagation=MODE      ripcord.cancel.propagation of the stack: both (default), kafka, in-band
-              --stack-property=k=v    extra Spring property for the stack (repeatable)""";
+    static final String USAGE = BenchUsage.read(StormBench.class);
 
     private StormBench() {
     }

@@ -10,6 +10,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
+import dev.ripcord.protocol.Suggestions;
+
 /**
  * The benches, read from {@code benches.txt} next to this class: one line per bench, so adding one is adding a line.
  * The {@code ripcord} script reads the same file for {@code ./ripcord bench --help}, without building anything.
@@ -62,39 +64,9 @@ public final class BenchCatalog {
         return Optional.ofNullable(benches.get(name));
     }
 
-    /** The bench name nearest to {@code typed} (at most 2 edits, or a third of its length), for "did you mean". */
-    public Optional<String> nearest(String typed) {
-        String best = null;
-        int bestDistance = Integer.MAX_VALUE;
-        for (String name : benches.keySet()) {
-            int d = distance(typed, name);
-            if (d < bestDistance) {
-                best = name;
-                bestDistance = d;
-            }
-        }
-        return bestDistance <= Math.max(2, typed.length() / 3) ? Optional.ofNullable(best) : Optional.empty();
-    }
-
-    /** Optimal string alignment distance (edits and adjacent transpositions), as the script's {@code suggest}. */
-    static int distance(String a, String b) {
-        int[][] d = new int[a.length() + 1][b.length() + 1];
-        for (int i = 0; i <= a.length(); i++) {
-            d[i][0] = i;
-        }
-        for (int j = 0; j <= b.length(); j++) {
-            d[0][j] = j;
-        }
-        for (int i = 1; i <= a.length(); i++) {
-            for (int j = 1; j <= b.length(); j++) {
-                int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
-                d[i][j] = Math.min(Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1), d[i - 1][j - 1] + cost);
-                if (i > 1 && j > 1 && a.charAt(i - 1) == b.charAt(j - 2) && a.charAt(i - 2) == b.charAt(j - 1)) {
-                    d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
-                }
-            }
-        }
-        return d[a.length()][b.length()];
+    /** {@code "; did you mean 'NAME'?"} for the bench nearest to {@code typed}, or {@code ""}. */
+    public String didYouMean(String typed) {
+        return Suggestions.didYouMean(typed, benches.keySet(), "");
     }
 
     List<String> names() {

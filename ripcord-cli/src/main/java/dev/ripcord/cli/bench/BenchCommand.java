@@ -57,7 +57,7 @@ public final class BenchCommand implements Callable<Integer> {
         Bench bench = catalog.byName(name).orElse(null);
         if (bench == null) {
             err.println("ripcord bench: unknown bench '" + name + "'"
-                    + catalog.nearest(name).map(n -> "; did you mean '" + n + "'?").orElse("")
+                    + catalog.didYouMean(name)
                     + " (benches: " + String.join(", ", catalog.names()) + ")");
             return 2;
         }

@@ -1,22 +1,26 @@
-package dev.ripcord.stack;
+package dev.ripcord.protocol;
 
 import java.util.Collection;
 import java.util.Optional;
 
 /**
- * "Did you mean" for a mistyped option: the nearest candidate by optimal-string-alignment distance (edits and
- * adjacent transpositions, so {@code modle} is one edit from {@code model}), if it is near enough to be a typo.
+ * "Did you mean" for a mistyped name: the nearest candidate by optimal-string-alignment distance (edits and adjacent
+ * transpositions, so {@code modle} is one edit from {@code model}), if it is near enough to be a typo. The one
+ * place Java code picks a suggestion: {@code ./ripcord up}'s options (local-stack), the operator CLI's options and
+ * bench names (ripcord-cli), and the API's {@code unknown_parameter} error (gateway-service). It lives here because
+ * this is the module all three depend on.
  *
- * <p>The {@code ripcord} script has an awk twin of this (its {@code suggest} function); both must suggest the same
- * thing, which {@code RipcordScriptIT} (local-stack) checks for the examples there.
+ * <p>Every tool words it the same way, {@code unknown option '--sinse'; did you mean '--since'?}: see
+ * {@link #didYouMean}. The {@code ripcord} script has an awk twin of {@link #nearest} (its {@code suggest}
+ * function); both must suggest the same thing, which {@code RipcordScriptIT} (local-stack) checks.
  */
-final class Suggestions {
+public final class Suggestions {
 
     private Suggestions() {
     }
 
     /** The candidate nearest to {@code typed}, if within {@code max(2, typed.length() / 3)} edits. */
-    static Optional<String> nearest(String typed, Collection<String> candidates) {
+    public static Optional<String> nearest(String typed, Collection<String> candidates) {
         String best = null;
         int bestDistance = Integer.MAX_VALUE;
         for (String candidate : candidates) {
@@ -29,8 +33,16 @@ final class Suggestions {
         return bestDistance <= Math.max(2, typed.length() / 3) ? Optional.ofNullable(best) : Optional.empty();
     }
 
+    /**
+     * {@code "; did you mean 'PREFIX<nearest>'?"}, or {@code ""} when no candidate is near: the tail of every
+     * unknown-name message ({@code prefix} is {@code "--"} for options, {@code ""} for names).
+     */
+    public static String didYouMean(String typed, Collection<String> candidates, String prefix) {
+        return nearest(typed, candidates).map(s -> "; did you mean '" + prefix + s + "'?").orElse("");
+    }
+
     /** Optimal string alignment distance: insertions, deletions, substitutions and adjacent transpositions. */
-    static int distance(String a, String b) {
+    public static int distance(String a, String b) {
         int[][] d = new int[a.length() + 1][b.length() + 1];
         for (int i = 0; i <= a.length(); i++) {
             d[i][0] = i;
