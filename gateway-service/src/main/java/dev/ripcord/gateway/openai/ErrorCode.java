@@ -25,6 +25,11 @@ public enum ErrorCode {
     INVALID_REQUEST_ID(HttpStatus.BAD_REQUEST, Type.INVALID_REQUEST, "invalid_request_id"),
     /** The prompt, or prompt plus {@code max_tokens}, does not fit in the context window. */
     CONTEXT_LENGTH_EXCEEDED(HttpStatus.BAD_REQUEST, Type.INVALID_REQUEST, "context_length_exceeded"),
+    /**
+     * Rendering {@code messages} with the model's chat template went past a render limit (output, string or list
+     * size, steps, time; {@code ripcord.openai.template-limits.*}).
+     */
+    CHAT_TEMPLATE_LIMIT_EXCEEDED(HttpStatus.BAD_REQUEST, Type.INVALID_REQUEST, "chat_template_limit_exceeded"),
     /** Any other 400 raised by the framework (e.g. an unreadable request). */
     BAD_REQUEST(HttpStatus.BAD_REQUEST, Type.INVALID_REQUEST, "bad_request"),
     /** The {@code model} is not the one this server serves. */

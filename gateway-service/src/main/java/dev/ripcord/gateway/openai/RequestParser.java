@@ -48,6 +48,13 @@ final class RequestParser {
     static final String TIMEOUT_HEADER = "X-Ripcord-Timeout";
 
     static final int MAX_STOP_STRINGS = 4;
+    /**
+     * Entries of {@code logit_bias}: each is a map entry on the request and a logit adjustment in every sampling
+     * step, so the count is capped like {@code stop}'s; a use that bans or boosts a few hundred tokens fits.
+     */
+    static final int MAX_LOGIT_BIAS_ENTRIES = 300;
+    /** Entries of {@code stop_token_ids}, checked against every sampled token. */
+    static final int MAX_STOP_TOKEN_IDS = 64;
 
     private static final Set<String> COMMON_FIELDS = Set.of("model", "stream", "stream_options", "max_tokens",
             "temperature", "top_p", "seed", "stop", "user", "n", "ignore_eos", "timeout",
@@ -325,6 +332,8 @@ final class RequestParser {
         if (!node.isObject()) {
             throw wrongType("logit_bias", "an object", node);
         }
+        require(node.size() <= MAX_LOGIT_BIAS_ENTRIES, ErrorCode.INVALID_VALUE, "logit_bias",
+                "'logit_bias' takes at most %d entries, got %d.", MAX_LOGIT_BIAS_ENTRIES, node.size());
         Map<Integer, Double> bias = new HashMap<>();
         for (Map.Entry<String, JsonNode> entry : node.properties()) {
             String key = entry.getKey();
@@ -361,6 +370,8 @@ final class RequestParser {
         if (!node.isArray()) {
             throw wrongType("stop_token_ids", "an array of token ids", node);
         }
+        require(node.size() <= MAX_STOP_TOKEN_IDS, ErrorCode.INVALID_VALUE, "stop_token_ids",
+                "'stop_token_ids' takes at most %d token ids, got %d.", MAX_STOP_TOKEN_IDS, node.size());
         List<Integer> ids = new ArrayList<>(node.size());
         int vocabulary = codec.vocabularySize();
         for (int i = 0; i < node.size(); i++) {
@@ -522,12 +533,18 @@ final class RequestParser {
         try {
             prompt = ChatTemplate.render(messages, template);
         } catch (ChatTemplateException e) {
-            if (!e.raisedByTemplate()) {
-                throw e; // the template failed on its own: a server-side problem (500), not the client's
-            }
-            // The model's template refuses this conversation (raise_exception): the client's to fix.
-            throw ApiException.of(ErrorCode.INVALID_VALUE, "messages", "The model's chat template rejected "
-                    + "'messages': %s", truncate(String.valueOf(e.getMessage()), 200));
+            throw switch (e.kind()) {
+                // The model's template refuses this conversation (raise_exception): the client's to fix.
+                case RAISED -> ApiException.of(ErrorCode.INVALID_VALUE, "messages", "The model's chat template "
+                        + "rejected 'messages': %s", truncate(String.valueOf(e.getMessage()), 200));
+                // Limits no sane template reaches on a conversation that fits the body cap, so the conversation is
+                // the likelier cause; the log line says which limit, for an operator whose template is to blame.
+                case LIMIT_EXCEEDED -> ApiException.of(ErrorCode.CHAT_TEMPLATE_LIMIT_EXCEEDED, "messages",
+                        "Rendering 'messages' with the model's chat template went past a render limit (%s).",
+                        truncate(String.valueOf(e.getMessage()), 200));
+                // the template failed on its own, or tried to leave the sandbox: a server-side problem (500)
+                case TEMPLATE_ERROR, FORBIDDEN -> e;
+            };
         }
         int[] tokens = codec.encodeTemplated(prompt);
         require(tokens.length > 0, ErrorCode.INVALID_VALUE, "messages", "'messages' must not be empty.");
