@@ -154,6 +154,28 @@ public final class EngineTextCodec implements TextCodec {
         return tokenizer.encode(text, true);
     }
 
+    /** With {@code parseSpecial}, special-token text becomes those tokens; BOS first as {@link #encode(String)}. */
+    @Override
+    public int[] encode(String text, boolean parseSpecial) {
+        if (!parseSpecial || tokenizer instanceof BpeTokenizer || tokenizer instanceof ByteTokenizer) {
+            return encode(text); // llama2.c's and the byte tokenizer have no special-token text to parse
+        }
+        int[] body = tokenizer.encode(text, false, true);
+        int bos = tokenizer.bos();
+        if (bos < 0) {
+            return body;
+        }
+        int[] tokens = new int[body.length + 1];
+        tokens[0] = bos;
+        System.arraycopy(body, 0, tokens, 1, body.length);
+        return tokens;
+    }
+
+    @Override
+    public String asPlainText(String content) {
+        return tokenizer.asPlainText(content);
+    }
+
     @Override
     public int bosToken() {
         return tokenizer.bos();

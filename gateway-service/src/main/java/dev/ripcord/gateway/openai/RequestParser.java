@@ -60,7 +60,9 @@ final class RequestParser {
             "temperature", "top_p", "seed", "stop", "user", "n", "ignore_eos", "timeout",
             "logprobs", "presence_penalty", "frequency_penalty", "logit_bias",
             // vLLM's sampling extensions
-            "top_k", "min_p", "repetition_penalty", "stop_token_ids");
+            "top_k", "min_p", "repetition_penalty", "stop_token_ids",
+            // Ripcord extension: special-token text in client text becomes special tokens (off by default)
+            "parse_special");
     private static final Set<String> COMPLETION_FIELDS = Set.of("prompt", "echo", "suffix", "best_of");
     private static final Set<String> CHAT_FIELDS = Set.of("messages", "max_completion_tokens", "top_logprobs",
             // accepted only with their neutral values, or ignored
@@ -123,7 +125,9 @@ final class RequestParser {
         checkNeutralFields(root, kind);
 
         String promptParam = kind == Kind.CHAT ? "messages" : "prompt";
-        int[] promptTokens = kind == Kind.CHAT ? chatPrompt(root.get("messages")) : completionPrompt(root.get("prompt"));
+        boolean parseSpecial = parseSpecial(root);
+        int[] promptTokens = kind == Kind.CHAT ? chatPrompt(root.get("messages"), parseSpecial)
+                : completionPrompt(root.get("prompt"), parseSpecial);
         int limit = checkContext(promptTokens.length, maxTokens, promptParam,
                 kind == Kind.COMPLETION ? COMPLETIONS_DEFAULT_MAX_TOKENS : Integer.MAX_VALUE);
         return new GenerationRequest(requestId, model, promptTokens, limit, temperature, topP, seed, stop,
@@ -484,10 +488,19 @@ final class RequestParser {
 
     // --- prompt -------------------------------------------------------------------------------------------------
 
-    private int[] completionPrompt(@Nullable JsonNode node) {
+    /**
+     * {@code parse_special}: whether special-token text the client wrote ({@code <|im_start|>} in a message or a
+     * prompt) becomes those special tokens. Off by default: client text is text, so a message cannot open a turn of
+     * another role; the special tokens of a chat prompt are those its template writes.
+     */
+    static boolean parseSpecial(JsonNode root) {
+        return bool(root.get("parse_special"), "parse_special", false);
+    }
+
+    private int[] completionPrompt(@Nullable JsonNode node, boolean parseSpecial) {
         require(present(node), ErrorCode.MISSING_REQUIRED_PARAMETER, "prompt", "Missing required parameter: 'prompt'.");
         if (node.isString()) {
-            return encode(node.stringValue(), "prompt");
+            return encode(node.stringValue(), "prompt", parseSpecial);
         }
         if (!node.isArray()) {
             throw wrongType("prompt", "a string, an array of token ids or an array of one string", node);
@@ -497,7 +510,7 @@ final class RequestParser {
         if (first.isString() || first.isArray()) {
             require(node.size() == 1 && first.isString(), ErrorCode.UNSUPPORTED_VALUE, "prompt",
                     "Batched prompts are not supported; send one prompt per request.");
-            return encode(first.stringValue(), "prompt[0]");
+            return encode(first.stringValue(), "prompt[0]", parseSpecial);
         }
         int vocabulary = codec.vocabularySize();
         int[] tokens = new int[node.size()];
@@ -514,7 +527,7 @@ final class RequestParser {
         return tokens;
     }
 
-    private int[] chatPrompt(@Nullable JsonNode node) {
+    private int[] chatPrompt(@Nullable JsonNode node, boolean parseSpecial) {
         require(present(node), ErrorCode.MISSING_REQUIRED_PARAMETER, "messages",
                 "Missing required parameter: 'messages'.");
         if (!node.isArray()) {
@@ -527,7 +540,13 @@ final class RequestParser {
         }
         JinjaChatTemplate template = codec.chatTemplate();
         if (template == null) {
-            return encode(ChatTemplate.render(messages), "messages");
+            return encode(ChatTemplate.render(messages), "messages", parseSpecial);
+        }
+        if (!parseSpecial) {
+            // The rendered prompt is encoded with special-token parsing, for the template's own markers; the
+            // content is marked so that the special-token text a client wrote in it stays text.
+            messages = messages.stream().map(m -> new ChatTemplate.Message(m.role(), codec.asPlainText(m.content())))
+                    .toList();
         }
         String prompt;
         try {
@@ -608,9 +627,9 @@ final class RequestParser {
         return String.join("\n", texts);
     }
 
-    private int[] encode(String text, String param) {
+    private int[] encode(String text, String param, boolean parseSpecial) {
         requireWellFormed(text, param);
-        int[] tokens = codec.encode(text);
+        int[] tokens = codec.encode(text, parseSpecial);
         require(tokens.length > 0, ErrorCode.INVALID_VALUE, param, "'%s' must not be empty.", param);
         return tokens;
     }
@@ -758,8 +777,8 @@ final class RequestParser {
     }
 
     /** The prompt's tokens exactly as {@code kind}'s endpoint would send them ({@code prompt} or {@code messages}). */
-    int[] promptTokens(Kind kind, @Nullable JsonNode node) {
-        return kind == Kind.CHAT ? chatPrompt(node) : completionPrompt(node);
+    int[] promptTokens(Kind kind, @Nullable JsonNode node, boolean parseSpecial) {
+        return kind == Kind.CHAT ? chatPrompt(node, parseSpecial) : completionPrompt(node, parseSpecial);
     }
 
     /** An optional boolean field, type-checked. */

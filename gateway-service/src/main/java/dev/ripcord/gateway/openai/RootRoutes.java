@@ -52,7 +52,8 @@ import tools.jackson.databind.node.ObjectNode;
 @Configuration(proxyBeanMethods = false)
 public class RootRoutes {
 
-    private static final Set<String> TOKENIZE_FIELDS = Set.of("model", "prompt", "messages", "add_special_tokens");
+    private static final Set<String> TOKENIZE_FIELDS = Set.of("model", "prompt", "messages", "add_special_tokens",
+            "parse_special");
     private static final Set<String> DETOKENIZE_FIELDS = Set.of("model", "tokens");
 
     @Bean
@@ -92,7 +93,8 @@ public class RootRoutes {
                     hasPrompt ? "messages" : "prompt", "Send exactly one of 'prompt' and 'messages'.");
         }
         Kind kind = hasMessages ? Kind.CHAT : Kind.COMPLETION;
-        int[] tokens = parser.promptTokens(kind, hasMessages ? root.get("messages") : root.get("prompt"));
+        int[] tokens = parser.promptTokens(kind, hasMessages ? root.get("messages") : root.get("prompt"),
+                RequestParser.parseSpecial(root));
         JsonNode special = root.get("add_special_tokens");
         if (present(special)) {
             tokens = withBos(tokens, codec.bosToken(),
