@@ -41,7 +41,8 @@ public interface TextCodec {
     /**
      * Encodes a prompt rendered by {@link #chatTemplate()}: special-token text (such as {@code <|eot_id|>}) becomes
      * those tokens and nothing is added, because the template writes BOS itself where the model wants it (as
-     * transformers' {@code apply_chat_template(tokenize=True)} does).
+     * transformers' {@code apply_chat_template(tokenize=True)} does); content that went through {@link #asPlainText}
+     * stays plain text.
      */
     default int[] encodeTemplated(String prompt) {
         return encode(prompt);

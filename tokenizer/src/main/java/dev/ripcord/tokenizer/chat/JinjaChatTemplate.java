@@ -10,6 +10,7 @@ import java.util.regex.Pattern;
 import com.hubspot.jinjava.Jinjava;
 import com.hubspot.jinjava.JinjavaConfig;
 import com.hubspot.jinjava.LegacyOverrides;
+import com.hubspot.jinjava.el.JinjavaProcessors;
 import com.hubspot.jinjava.interpret.CollectionTooBigException;
 import com.hubspot.jinjava.interpret.OutputTooBigException;
 import com.hubspot.jinjava.interpret.RenderResult;
@@ -121,7 +122,8 @@ public final class JinjaChatTemplate {
                 .withMaxStringLength(limits.maxStringChars())
                 .withMaxListSize(limits.maxListSize())
                 .withMaxMapSize(limits.maxListSize())
-                .withNodePreProcessor((node, interpreter) -> RenderBudget.charge())
+                .withProcessors(JinjavaProcessors.newBuilder()
+                        .withNodePreProcessor((node, interpreter) -> RenderBudget.charge()).build())
                 .build();
         Jinjava jinjava = new Jinjava(config);
         jinjava.setResourceLocator(NO_RESOURCES);
