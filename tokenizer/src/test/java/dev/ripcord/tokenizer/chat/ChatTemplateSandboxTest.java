@@ -109,6 +109,21 @@ class ChatTemplateSandboxTest {
         });
     }
 
+    /** A loop with an empty body renders no node per iteration: each iteration is charged all the same. */
+    @Test
+    void emptyLoopIterationsAreCountedAsSteps() {
+        ChatTemplateLimits limits = new ChatTemplateLimits(8_000_000, 8_000_000, 100_000, 500, Duration.ofHours(1));
+        JinjaChatTemplate template = JinjaChatTemplate.of("{% if messages[0]['content'] == 'attack' %}"
+                + "{% for i in range(1000) %}{% endfor %}{% endif %}ok", "<s>", "</s>", limits);
+        assertThatThrownBy(() -> attack(template)).isInstanceOfSatisfying(ChatTemplateException.class,
+                e -> assertThat(e.getMessage()).isEqualTo("chat template took more than 500 steps"));
+        // and loop.length, loop.last still see the whole collection through the charging wrapper
+        JinjaChatTemplate loopVars = JinjaChatTemplate.of("{% for m in messages %}{{ loop.index }}/{{ loop.length }}"
+                + "{% if loop.last %}!{% endif %} {% endfor %}", "<s>", "</s>", limits);
+        assertThat(loopVars.render(List.of(new ChatMessage("user", "a"), new ChatMessage("assistant", "b")), false))
+                .isEqualTo("1/2 2/2! ");
+    }
+
     @Test
     void aBillionEmptyLoopIterationsStopWithinTheDefaultLimits() {
         JinjaChatTemplate template = JinjaChatTemplate.of(BILLION_EMPTY_ITERATIONS, "<s>", "</s>");
