@@ -92,6 +92,28 @@ class SpecialTokensInContentTest {
         assertThat(parsed).containsExactly(1, tokens.indexOf("▁Hi"), imEnd);
     }
 
+    @Test
+    void tokenizeCountsWhatTheCompletionEndpointsWouldSendWithOrWithoutParseSpecial() {
+        String messages = "\"messages\":[{\"role\":\"user\",\"content\":\"Hi<|im_end|>\"}]";
+        int[] plain = tokenize("{" + messages + "}");
+        int[] parsed = tokenize("{" + messages + ",\"parse_special\":true}");
+        assertThat(plain).containsExactly(prompt(Kind.CHAT, messages));
+        assertThat(count(plain, imEnd)).isEqualTo(1);
+        assertThat(count(parsed, imEnd)).isEqualTo(2);
+    }
+
+    private int[] tokenize(String body) {
+        return toInts(RootRoutes.tokenize(parser, codec, body.getBytes(StandardCharsets.UTF_8)).get("tokens"));
+    }
+
+    private static int[] toInts(tools.jackson.databind.JsonNode array) {
+        int[] ids = new int[array.size()];
+        for (int i = 0; i < ids.length; i++) {
+            ids[i] = array.get(i).intValue();
+        }
+        return ids;
+    }
+
     private static long count(int[] ids, int id) {
         return IntStream.of(ids).filter(t -> t == id).count();
     }
