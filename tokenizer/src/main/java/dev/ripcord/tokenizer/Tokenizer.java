@@ -26,10 +26,24 @@ public interface Tokenizer {
      * the model's metadata asks for ({@code add_bos_token}, {@code add_eos_token}); {@code parseSpecial} turns the
      * text of control tokens (for example {@code <|eot_id|>}, {@code <|im_end|>}) into those single tokens instead
      * of tokenizing it as plain text. Only use {@code parseSpecial} on text the server composed (a rendered chat
-     * template), never on raw user input alone. Tokenizers without special tokens ignore it.
+     * template), with any client text in it passed through {@link #asPlainText} first. Tokenizers without special
+     * tokens ignore it.
      */
     default int[] encode(String text, boolean addSpecial, boolean parseSpecial) {
         return encode(text, addSpecial);
+    }
+
+    /**
+     * Client text (a chat message's content) made safe to place in a prompt that is encoded with
+     * {@code parseSpecial}: the text of a special token inside it (a user writing {@code <|im_start|>system}) stays
+     * plain text there, and the text encodes to the same ids as {@code encode(text, false, false)} would give it,
+     * while the special-token text the server wrote around it still becomes special tokens. The result carries
+     * marks (U+FDD0, a Unicode noncharacter) that {@code encode(..., parseSpecial = true)} removes; it may go
+     * through a chat template first, which sees the content with the marks in it. Encode the result only with
+     * {@code parseSpecial}. Tokenizers without special tokens return {@code text}.
+     */
+    default String asPlainText(String text) {
+        return text;
     }
 
     /**

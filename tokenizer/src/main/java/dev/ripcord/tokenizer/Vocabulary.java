@@ -113,6 +113,75 @@ final class Vocabulary {
         return out;
     }
 
+    /**
+     * Marks the places in client text where the special-token partition would differ from the plain one. U+FDD0 is
+     * a Unicode noncharacter, reserved for a program's internal use and never part of a token's text: one is inserted
+     * where needed (see {@link #asPlainText}), and one in the text is doubled so that {@link #unmark} restores it.
+     */
+    static final char MARK = '\uFDD0';
+
+    /**
+     * {@code text} marked so that the special-token partition of any prompt containing it splits the text exactly
+     * where the plain partition would: walking the text as the plain partition does, wherever the special-token
+     * partition would match a longer token (a control token, where plain text matches a user-defined token or
+     * nothing), a mark after the plain choice breaks that longer match. Templates may trim or concatenate the result;
+     * marks are not whitespace.
+     */
+    String asPlainText(String text) {
+        StringBuilder out = null;
+        int i = 0;
+        while (i < text.length()) {
+            char c = text.charAt(i);
+            int plain = c == MARK ? 0 : matchLength(text, i, false);
+            int special = c == MARK ? 0 : matchLength(text, i, true);
+            int step = Math.max(plain, 1);
+            boolean mark = special > plain;
+            if ((mark || c == MARK) && out == null) {
+                out = new StringBuilder(text.length() + 16).append(text, 0, i);
+            }
+            if (out != null) {
+                out.append(text, i, i + step);
+                if (mark || c == MARK) {
+                    out.append(MARK);
+                }
+            }
+            i += step;
+        }
+        return out == null ? text : out.toString();
+    }
+
+    /** Undoes {@link #asPlainText}'s marks in a plain fragment: a pair is one literal U+FDD0, a lone mark nothing. */
+    static String unmark(String fragment) {
+        int first = fragment.indexOf(MARK);
+        if (first < 0) {
+            return fragment;
+        }
+        StringBuilder out = new StringBuilder(fragment.length()).append(fragment, 0, first);
+        for (int i = first; i < fragment.length(); i++) {
+            char c = fragment.charAt(i);
+            if (c != MARK) {
+                out.append(c);
+            } else if (i + 1 < fragment.length() && fragment.charAt(i + 1) == MARK) {
+                out.append(MARK);
+                i++;
+            }
+        }
+        return out.toString();
+    }
+
+    /** The length of the token {@link #partition} would match at {@code i}, or 0. */
+    private int matchLength(String text, int i, boolean parseSpecial) {
+        int[] candidates = matchable.get(text.charAt(i));
+        if (candidates != null) {
+            for (int id : candidates) {
+                if ((parseSpecial || types[id] == USER_DEFINED) && text.startsWith(texts[id], i)) {
+                    return texts[id].length();
+                }
+            }
+        }
+        return 0;
+    }
+
     /** Whether a token decodes to nothing when streaming text (control, unknown, unused). */
     boolean silent(int id) {
         int type = types[id];

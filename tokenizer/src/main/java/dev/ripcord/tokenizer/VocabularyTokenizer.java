@@ -46,6 +46,11 @@ abstract sealed class VocabularyTokenizer implements Tokenizer
     }
 
     @Override
+    public final String asPlainText(String text) {
+        return vocabulary.asPlainText(text);
+    }
+
+    @Override
     public final int[] encode(String text, boolean addBos) {
         return encode(text, addBos, false, false);
     }
@@ -68,7 +73,7 @@ abstract sealed class VocabularyTokenizer implements Tokenizer
                 afterSpecial = true;
                 continue;
             }
-            encodeFragment(fragment.text(), afterSpecial, out);
+            encodeFragment(parseSpecial ? Vocabulary.unmark(fragment.text()) : fragment.text(), afterSpecial, out);
             afterSpecial = false;
         }
         if (eos && eos() >= 0) {

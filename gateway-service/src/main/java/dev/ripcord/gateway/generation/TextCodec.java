@@ -9,8 +9,26 @@ import org.jspecify.annotations.Nullable;
  */
 public interface TextCodec {
 
-    /** Prompt text to token ids; the codec decides about BOS and special tokens. */
+    /** Prompt text to token ids; the codec decides about BOS; special-token text is plain text. */
     int[] encode(String text);
+
+    /**
+     * As {@link #encode(String)}, but with {@code parseSpecial} the text of special tokens in {@code text} becomes
+     * those tokens (a client that writes its own chat format and asks for it with {@code parse_special}).
+     * Codecs without special tokens ignore it.
+     */
+    default int[] encode(String text, boolean parseSpecial) {
+        return encode(text);
+    }
+
+    /**
+     * A message's content made safe to render into a chat template whose output goes to {@link #encodeTemplated}:
+     * special-token text in it stays plain text there (see the tokenizer's {@code Tokenizer.asPlainText}). The
+     * identity for codecs that never parse special tokens.
+     */
+    default String asPlainText(String content) {
+        return content;
+    }
 
     /**
      * The chat template {@code /v1/chat/completions} renders messages with: an override file or the model's own; null
@@ -23,7 +41,8 @@ public interface TextCodec {
     /**
      * Encodes a prompt rendered by {@link #chatTemplate()}: special-token text (such as {@code <|eot_id|>}) becomes
      * those tokens and nothing is added, because the template writes BOS itself where the model wants it (as
-     * transformers' {@code apply_chat_template(tokenize=True)} does).
+     * transformers' {@code apply_chat_template(tokenize=True)} does); content that went through {@link #asPlainText}
+     * stays plain text.
      */
     default int[] encodeTemplated(String prompt) {
         return encode(prompt);

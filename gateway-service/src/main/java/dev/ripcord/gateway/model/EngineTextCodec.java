@@ -14,6 +14,7 @@ import dev.ripcord.tokenizer.IncrementalDetokenizer;
 import dev.ripcord.tokenizer.Tokenizer;
 import dev.ripcord.tokenizer.Tokenizers;
 import dev.ripcord.tokenizer.chat.ChatTemplateException;
+import dev.ripcord.tokenizer.chat.ChatTemplateLimits;
 import dev.ripcord.tokenizer.chat.JinjaChatTemplate;
 import org.jspecify.annotations.Nullable;
 
@@ -91,11 +92,11 @@ public final class EngineTextCodec implements TextCodec {
         }
         String name = properties.modelName() != null ? properties.modelName() : defaultName;
         return new EngineTextCodec(tokenizer, config, name, properties.maxTokens(),
-                chatTemplate(chat.chatTemplate(), modelTemplate, tokenizer));
+                chatTemplate(chat.chatTemplate(), modelTemplate, tokenizer, chat.templateLimits().toLimits()));
     }
 
     private static @Nullable JinjaChatTemplate chatTemplate(@Nullable Path overrideFile, @Nullable String modelTemplate,
-            Tokenizer tokenizer) {
+            Tokenizer tokenizer, ChatTemplateLimits limits) {
         String source = modelTemplate;
         String origin = "the model's tokenizer.chat_template";
         if (overrideFile != null) {
@@ -111,7 +112,7 @@ public final class EngineTextCodec implements TextCodec {
         }
         try {
             return JinjaChatTemplate.of(source, specialText(tokenizer, tokenizer.bos()),
-                    specialText(tokenizer, tokenizer.eos()));
+                    specialText(tokenizer, tokenizer.eos()), limits);
         } catch (ChatTemplateException e) {
             throw new IllegalStateException("chat template from %s does not render: %s".formatted(origin,
                     e.getMessage()), e);
@@ -151,6 +152,28 @@ public final class EngineTextCodec implements TextCodec {
     @Override
     public int[] encode(String text) {
         return tokenizer.encode(text, true);
+    }
+
+    /** With {@code parseSpecial}, special-token text becomes those tokens; BOS first as {@link #encode(String)}. */
+    @Override
+    public int[] encode(String text, boolean parseSpecial) {
+        if (!parseSpecial || tokenizer instanceof BpeTokenizer || tokenizer instanceof ByteTokenizer) {
+            return encode(text); // llama2.c's and the byte tokenizer have no special-token text to parse
+        }
+        int[] body = tokenizer.encode(text, false, true);
+        int bos = tokenizer.bos();
+        if (bos < 0) {
+            return body;
+        }
+        int[] tokens = new int[body.length + 1];
+        tokens[0] = bos;
+        System.arraycopy(body, 0, tokens, 1, body.length);
+        return tokens;
+    }
+
+    @Override
+    public String asPlainText(String content) {
+        return tokenizer.asPlainText(content);
     }
 
     @Override

@@ -27,6 +27,11 @@ public enum ErrorCode {
     CONTEXT_LENGTH_EXCEEDED(HttpStatus.BAD_REQUEST, Type.INVALID_REQUEST, "context_length_exceeded"),
     /** The path has more than one reading ({@code ;params}, an escaped letter or separator, a dot or empty segment). */
     INVALID_PATH(HttpStatus.BAD_REQUEST, Type.INVALID_REQUEST, "invalid_path"),
+    /**
+     * Rendering {@code messages} with the model's chat template went past a render limit (output, string or list
+     * size, steps, time; {@code ripcord.openai.template-limits.*}).
+     */
+    CHAT_TEMPLATE_LIMIT_EXCEEDED(HttpStatus.BAD_REQUEST, Type.INVALID_REQUEST, "chat_template_limit_exceeded"),
     /** Any other 400 raised by the framework (e.g. an unreadable request). */
     BAD_REQUEST(HttpStatus.BAD_REQUEST, Type.INVALID_REQUEST, "bad_request"),
     /** The {@code model} is not the one this server serves. */

@@ -8,9 +8,11 @@ import java.util.Set;
 import dev.ripcord.gateway.generation.RequestOutcome;
 import dev.ripcord.gateway.generation.TextCodec;
 import dev.ripcord.gateway.generation.TokenGenerator;
+import dev.ripcord.gateway.model.ChatTemplateProperties;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.netty.channel.ChannelOption;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.reactor.netty.NettyServerCustomizer;
 import org.springframework.context.annotation.Bean;
@@ -24,6 +26,8 @@ import org.springframework.web.reactive.function.server.ServerResponse;
 import org.springframework.web.server.MethodNotAllowedException;
 import org.springframework.web.server.WebExceptionHandler;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * Wires the OpenAI-compatible HTTP surface: the request-ID filter (first of all filters), the routes and the error
@@ -55,11 +59,22 @@ public class OpenAiConfiguration {
                 : server -> server.childOption(ChannelOption.SO_SNDBUF, (int) size.toBytes());
     }
 
+    /**
+     * The threads chat templates render on ({@code ripcord.openai.template-threads}), off the event loops: a
+     * template is code from the model file, and whatever it does within its budget occupies only these.
+     */
+    @Bean(destroyMethod = "dispose")
+    Scheduler chatTemplateScheduler(ObjectProvider<ChatTemplateProperties> properties) {
+        ChatTemplateProperties chat = properties.getIfUnique(() -> new ChatTemplateProperties(null));
+        return Schedulers.newBoundedElastic(chat.templateThreads(), chat.templateQueue(), "chat-template");
+    }
+
     @Bean
     RouterFunction<ServerResponse> openAiRoutes(TokenGenerator generator, TextCodec codec, OpenAiProperties properties,
-            ObjectProvider<Clock> clock, StreamGuard streamGuard, ObjectProvider<RequestOutcome.Listener> outcomes) {
+            ObjectProvider<Clock> clock, StreamGuard streamGuard, ObjectProvider<RequestOutcome.Listener> outcomes,
+            @Qualifier("chatTemplateScheduler") Scheduler chatTemplateScheduler) {
         OpenAiHandler handler = new OpenAiHandler(generator, codec, properties, clock.getIfUnique(Clock::systemUTC),
-                streamGuard, outcomes.getIfUnique(() -> RequestOutcome.Listener.NONE));
+                streamGuard, outcomes.getIfUnique(() -> RequestOutcome.Listener.NONE), chatTemplateScheduler);
         return RouterFunctions.route()
                 .POST("/v1/completions", handler::completions)
                 .POST("/v1/chat/completions", handler::chatCompletions)

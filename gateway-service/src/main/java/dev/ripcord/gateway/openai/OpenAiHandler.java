@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -40,6 +41,7 @@ import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.Connection;
 import reactor.util.context.Context;
@@ -83,6 +85,7 @@ final class OpenAiHandler {
     private final StreamGuard streamGuard;
     private final RequestOutcome.Listener outcomes;
     private final long startedAt;
+    private final Scheduler templateRender;
 
     /** Bodies up to this size are parsed on the thread that read them ({@link #parseOn}). */
     static final int INLINE_PARSE_BYTES = 512;
@@ -95,6 +98,18 @@ final class OpenAiHandler {
     /** @param outcomes hears how each generation ended (the metrics), once per generation */
     OpenAiHandler(TokenGenerator generator, TextCodec codec, OpenAiProperties properties, Clock clock,
             StreamGuard streamGuard, RequestOutcome.Listener outcomes) {
+        this(generator, codec, properties, clock, streamGuard, outcomes, Schedulers.boundedElastic());
+    }
+
+    /**
+     * @param outcomes       hears how each generation ended (the metrics), once per generation
+     * @param templateRender where chat requests are parsed when the model has a Jinja chat template: a bounded
+     *                       pool of its own, so that templates, which are code from the model file, never run on an
+     *                       event loop and can occupy only its threads
+     */
+    OpenAiHandler(TokenGenerator generator, TextCodec codec, OpenAiProperties properties, Clock clock,
+            StreamGuard streamGuard, RequestOutcome.Listener outcomes, Scheduler templateRender) {
+        this.templateRender = templateRender;
         this.outcomes = outcomes;
         this.generator = generator;
         this.codec = codec;
@@ -120,7 +135,7 @@ final class OpenAiHandler {
         timings.mark("gateway.received");
         return Mono.fromCallable(() -> checkHeaders(http))
                 .flatMap(headerTimeout -> readBody(http)
-                        .flatMap(OpenAiHandler::parseOn)
+                        .flatMap(body -> parseOn(kind, body))
                         .map(body -> parser.parse(kind, body, requestId, headerTimeout.orElse(null))))
                 .doOnNext(request -> {
                     timings.mark("gateway.parsed");
@@ -180,6 +195,17 @@ final class OpenAiHandler {
      * token the stack's own overhead dominates) is parsed right here, which spares it a thread hand-off, worth
      * milliseconds on a busy machine, for well under a millisecond of tokenizing.
      */
+    Mono<byte[]> parseOn(Kind kind, byte[] body) {
+        if (kind == Kind.CHAT && codec.chatTemplate() != null) {
+            // A Jinja template renders within its time and step budget, but that budget is far above the inline
+            // threshold's cost, so chat with a template always leaves the event loop, whatever the body's size.
+            return Mono.just(body).publishOn(templateRender)
+                    .onErrorMap(RejectedExecutionException.class, e -> ApiException.serviceUnavailable(
+                            Duration.ofSeconds(1), "Too many chat templates are being rendered; retry shortly."));
+        }
+        return parseOn(body);
+    }
+
     static Mono<byte[]> parseOn(byte[] body) {
         return body.length <= INLINE_PARSE_BYTES ? Mono.just(body) : Mono.just(body).publishOn(Schedulers.parallel());
     }

@@ -51,12 +51,21 @@ final class RequestParser {
     static final String TIMEOUT_HEADER = "X-Ripcord-Timeout";
 
     static final int MAX_STOP_STRINGS = 4;
+    /**
+     * Entries of {@code logit_bias}: each is a map entry on the request and a logit adjustment in every sampling
+     * step, so the count is capped like {@code stop}'s; a use that bans or boosts a few hundred tokens fits.
+     */
+    static final int MAX_LOGIT_BIAS_ENTRIES = 300;
+    /** Entries of {@code stop_token_ids}, checked against every sampled token. */
+    static final int MAX_STOP_TOKEN_IDS = 64;
 
     private static final Set<String> COMMON_FIELDS = Set.of("model", "stream", "stream_options", "max_tokens",
             "temperature", "top_p", "seed", "stop", "user", "n", "ignore_eos", "timeout",
             "logprobs", "presence_penalty", "frequency_penalty", "logit_bias",
             // vLLM's sampling extensions
-            "top_k", "min_p", "repetition_penalty", "stop_token_ids");
+            "top_k", "min_p", "repetition_penalty", "stop_token_ids",
+            // Ripcord extension: special-token text in client text becomes special tokens (off by default)
+            "parse_special");
     private static final Set<String> COMPLETION_FIELDS = Set.of("prompt", "echo", "suffix", "best_of");
     private static final Set<String> CHAT_FIELDS = Set.of("messages", "max_completion_tokens", "top_logprobs",
             // accepted only with their neutral values, or ignored
@@ -121,7 +130,9 @@ final class RequestParser {
         checkNeutralFields(root, kind);
 
         String promptParam = kind == Kind.CHAT ? "messages" : "prompt";
-        int[] promptTokens = kind == Kind.CHAT ? chatPrompt(root.get("messages")) : completionPrompt(root.get("prompt"));
+        boolean parseSpecial = parseSpecial(root);
+        int[] promptTokens = kind == Kind.CHAT ? chatPrompt(root.get("messages"), parseSpecial)
+                : completionPrompt(root.get("prompt"), parseSpecial);
         int limit = checkContext(promptTokens.length, maxTokens, promptParam,
                 kind == Kind.COMPLETION ? COMPLETIONS_DEFAULT_MAX_TOKENS : Integer.MAX_VALUE);
         return new GenerationRequest(requestId, model, promptTokens, limit, temperature, topP, seed, stop,
@@ -341,6 +352,8 @@ final class RequestParser {
         if (!node.isObject()) {
             throw wrongType("logit_bias", "an object", node);
         }
+        require(node.size() <= MAX_LOGIT_BIAS_ENTRIES, ErrorCode.INVALID_VALUE, "logit_bias",
+                "'logit_bias' takes at most %d entries, got %d.", MAX_LOGIT_BIAS_ENTRIES, node.size());
         Map<Integer, Double> bias = new HashMap<>();
         for (Map.Entry<String, JsonNode> entry : node.properties()) {
             String key = entry.getKey();
@@ -377,6 +390,8 @@ final class RequestParser {
         if (!node.isArray()) {
             throw wrongType("stop_token_ids", "an array of token ids", node);
         }
+        require(node.size() <= MAX_STOP_TOKEN_IDS, ErrorCode.INVALID_VALUE, "stop_token_ids",
+                "'stop_token_ids' takes at most %d token ids, got %d.", MAX_STOP_TOKEN_IDS, node.size());
         List<Integer> ids = new ArrayList<>(node.size());
         int vocabulary = codec.vocabularySize();
         for (int i = 0; i < node.size(); i++) {
@@ -489,10 +504,19 @@ final class RequestParser {
 
     // --- prompt -------------------------------------------------------------------------------------------------
 
-    private int[] completionPrompt(@Nullable JsonNode node) {
+    /**
+     * {@code parse_special}: whether special-token text the client wrote ({@code <|im_start|>} in a message or a
+     * prompt) becomes those special tokens. Off by default: client text is text, so a message cannot open a turn of
+     * another role; the special tokens of a chat prompt are those its template writes.
+     */
+    static boolean parseSpecial(JsonNode root) {
+        return bool(root.get("parse_special"), "parse_special", false);
+    }
+
+    private int[] completionPrompt(@Nullable JsonNode node, boolean parseSpecial) {
         require(present(node), ErrorCode.MISSING_REQUIRED_PARAMETER, "prompt", "Missing required parameter: 'prompt'.");
         if (node.isString()) {
-            return encode(node.stringValue(), "prompt");
+            return encode(node.stringValue(), "prompt", parseSpecial);
         }
         if (!node.isArray()) {
             throw wrongType("prompt", "a string, an array of token ids or an array of one string", node);
@@ -502,7 +526,7 @@ final class RequestParser {
         if (first.isString() || first.isArray()) {
             require(node.size() == 1 && first.isString(), ErrorCode.UNSUPPORTED_VALUE, "prompt",
                     "Batched prompts are not supported; send one prompt per request.");
-            return encode(first.stringValue(), "prompt[0]");
+            return encode(first.stringValue(), "prompt[0]", parseSpecial);
         }
         int vocabulary = codec.vocabularySize();
         int[] tokens = new int[node.size()];
@@ -519,7 +543,7 @@ final class RequestParser {
         return tokens;
     }
 
-    private int[] chatPrompt(@Nullable JsonNode node) {
+    private int[] chatPrompt(@Nullable JsonNode node, boolean parseSpecial) {
         require(present(node), ErrorCode.MISSING_REQUIRED_PARAMETER, "messages",
                 "Missing required parameter: 'messages'.");
         if (!node.isArray()) {
@@ -532,18 +556,30 @@ final class RequestParser {
         }
         JinjaChatTemplate template = codec.chatTemplate();
         if (template == null) {
-            return encode(ChatTemplate.render(messages), "messages");
+            return encode(ChatTemplate.render(messages), "messages", parseSpecial);
+        }
+        if (!parseSpecial) {
+            // The rendered prompt is encoded with special-token parsing, for the template's own markers; the
+            // content is marked so that the special-token text a client wrote in it stays text.
+            messages = messages.stream().map(m -> new ChatTemplate.Message(m.role(), codec.asPlainText(m.content())))
+                    .toList();
         }
         String prompt;
         try {
             prompt = ChatTemplate.render(messages, template);
         } catch (ChatTemplateException e) {
-            if (!e.raisedByTemplate()) {
-                throw e; // the template failed on its own: a server-side problem (500), not the client's
-            }
-            // The model's template refuses this conversation (raise_exception): the client's to fix.
-            throw ApiException.of(ErrorCode.INVALID_VALUE, "messages", "The model's chat template rejected "
-                    + "'messages': %s", truncate(String.valueOf(e.getMessage()), 200));
+            throw switch (e.kind()) {
+                // The model's template refuses this conversation (raise_exception): the client's to fix.
+                case RAISED -> ApiException.of(ErrorCode.INVALID_VALUE, "messages", "The model's chat template "
+                        + "rejected 'messages': %s", truncate(String.valueOf(e.getMessage()), 200));
+                // Limits no sane template reaches on a conversation that fits the body cap, so the conversation is
+                // the likelier cause; the log line says which limit, for an operator whose template is to blame.
+                case LIMIT_EXCEEDED -> ApiException.of(ErrorCode.CHAT_TEMPLATE_LIMIT_EXCEEDED, "messages",
+                        "Rendering 'messages' with the model's chat template went past a render limit (%s).",
+                        truncate(String.valueOf(e.getMessage()), 200));
+                // the template failed on its own, or tried to leave the sandbox: a server-side problem (500)
+                case TEMPLATE_ERROR, FORBIDDEN -> e;
+            };
         }
         int[] tokens = codec.encodeTemplated(prompt);
         require(tokens.length > 0, ErrorCode.INVALID_VALUE, "messages", "'messages' must not be empty.");
@@ -610,9 +646,9 @@ final class RequestParser {
         return String.join("\n", texts);
     }
 
-    private int[] encode(String text, String param) {
+    private int[] encode(String text, String param, boolean parseSpecial) {
         requireWellFormed(text, param);
-        int[] tokens = codec.encode(text);
+        int[] tokens = codec.encode(text, parseSpecial);
         require(tokens.length > 0, ErrorCode.INVALID_VALUE, param, "'%s' must not be empty.", param);
         return tokens;
     }
@@ -760,8 +796,8 @@ final class RequestParser {
     }
 
     /** The prompt's tokens exactly as {@code kind}'s endpoint would send them ({@code prompt} or {@code messages}). */
-    int[] promptTokens(Kind kind, @Nullable JsonNode node) {
-        return kind == Kind.CHAT ? chatPrompt(node) : completionPrompt(node);
+    int[] promptTokens(Kind kind, @Nullable JsonNode node, boolean parseSpecial) {
+        return kind == Kind.CHAT ? chatPrompt(node, parseSpecial) : completionPrompt(node, parseSpecial);
     }
 
     /** An optional boolean field, type-checked. */

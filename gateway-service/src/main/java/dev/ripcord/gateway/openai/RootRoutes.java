@@ -2,13 +2,16 @@ package dev.ripcord.gateway.openai;
 
 import static org.springframework.web.reactive.function.server.RequestPredicates.path;
 
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.RejectedExecutionException;
 
 import dev.ripcord.gateway.generation.GenerationRequest.Kind;
 import dev.ripcord.gateway.generation.TextCodec;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.availability.ApplicationAvailability;
 import org.springframework.boot.availability.ReadinessState;
 import org.springframework.boot.info.BuildProperties;
@@ -25,6 +28,7 @@ import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import org.springframework.web.server.MethodNotAllowedException;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.node.ObjectNode;
@@ -48,18 +52,24 @@ import tools.jackson.databind.node.ObjectNode;
  *
  * <p>Tokenizing is CPU work in proportion to the prompt (up to {@code max-body-size}): it runs on the parallel
  * scheduler, as the completion endpoints' parsing does, never on an event-loop thread. It is not blocking I/O, so it
- * does not belong on {@code boundedElastic}.
+ * does not belong on {@code boundedElastic}. When the model has a Jinja chat template, {@code /tokenize} runs on the
+ * chat-template threads instead, as chat does, so that a template's render budget is spent there and not on the
+ * parallel scheduler's few threads.
  */
 @Configuration(proxyBeanMethods = false)
 public class RootRoutes {
 
-    private static final Set<String> TOKENIZE_FIELDS = Set.of("model", "prompt", "messages", "add_special_tokens");
+    private static final Set<String> TOKENIZE_FIELDS = Set.of("model", "prompt", "messages", "add_special_tokens",
+            "parse_special");
     private static final Set<String> DETOKENIZE_FIELDS = Set.of("model", "tokens");
 
     @Bean
     RouterFunction<ServerResponse> rootRouter(TextCodec codec, OpenAiProperties properties,
-            ObjectProvider<ApplicationAvailability> availability, ObjectProvider<BuildProperties> build) {
+            ObjectProvider<ApplicationAvailability> availability, ObjectProvider<BuildProperties> build,
+            @Qualifier("chatTemplateScheduler") ObjectProvider<Scheduler> chatTemplateScheduler) {
         RequestParser parser = new RequestParser(codec, properties.maxTimeout());
+        Scheduler tokenizeOn = codec.chatTemplate() == null ? Schedulers.parallel()
+                : chatTemplateScheduler.getIfAvailable(Schedulers::parallel);
         String version = version(build.getIfAvailable());
         byte[] versionBody = OpenAiJson.bytes(OpenAiJson.MAPPER.createObjectNode().put("version", version));
         return RouterFunctions.route()
@@ -71,7 +81,9 @@ public class RootRoutes {
                 .GET("/version", request -> ServerResponse.ok().contentType(MediaType.APPLICATION_JSON)
                         .bodyValue(versionBody))
                 .POST("/tokenize", request -> body(request, properties.maxBodyBytes())
-                        .publishOn(Schedulers.parallel()) // tokenizing costs CPU in proportion to the prompt
+                        .publishOn(tokenizeOn) // tokenizing costs CPU in proportion to the prompt
+                        .onErrorMap(RejectedExecutionException.class, e -> ApiException.serviceUnavailable(
+                                Duration.ofSeconds(1), "Too many chat templates are being rendered; retry shortly."))
                         .map(body -> tokenize(parser, codec, body))
                         .flatMap(RootRoutes::ok))
                 .POST("/detokenize", request -> body(request, properties.maxBodyBytes())
@@ -93,7 +105,8 @@ public class RootRoutes {
                     hasPrompt ? "messages" : "prompt", "Send exactly one of 'prompt' and 'messages'.");
         }
         Kind kind = hasMessages ? Kind.CHAT : Kind.COMPLETION;
-        int[] tokens = parser.promptTokens(kind, hasMessages ? root.get("messages") : root.get("prompt"));
+        int[] tokens = parser.promptTokens(kind, hasMessages ? root.get("messages") : root.get("prompt"),
+                RequestParser.parseSpecial(root));
         JsonNode special = root.get("add_special_tokens");
         if (present(special)) {
             tokens = withBos(tokens, codec.bosToken(),

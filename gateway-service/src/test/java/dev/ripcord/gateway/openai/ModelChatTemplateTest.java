@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.charset.StandardCharsets;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 
@@ -11,8 +12,13 @@ import dev.ripcord.gateway.generation.ByteTextCodec;
 import dev.ripcord.gateway.generation.GenerationRequest;
 import dev.ripcord.gateway.generation.GenerationRequest.Kind;
 import dev.ripcord.gateway.generation.TextCodec;
+import dev.ripcord.gateway.generation.RequestOutcome;
+import dev.ripcord.tokenizer.chat.ChatTemplateException;
 import dev.ripcord.tokenizer.chat.JinjaChatTemplate;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 
 /** Chat requests rendered with the model's own template when the codec has one, the ChatML fallback otherwise. */
 class ModelChatTemplateTest {
@@ -113,5 +119,49 @@ class ModelChatTemplateTest {
                     assertThat(e.errorCode()).isEqualTo(ErrorCode.INVALID_VALUE);
                     assertThat(e.getReason()).contains("Conversations must start with a user message");
                 });
+    }
+
+    /** Loops a billion times for the message "attack"; any other conversation renders normally. */
+    static final String LOOPS_ON_ATTACK = "{% if messages[0]['content'] == 'attack' %}{% for i in range(1000) %}"
+            + "{% for j in range(1000) %}{% for k in range(1000) %}{% endfor %}{% endfor %}{% endfor %}{% endif %}"
+            + "{{ messages[0]['content'] }}";
+
+    @Test
+    void aTemplateThatGoesPastARenderLimitIsA400WithAStableCode() {
+        JinjaChatTemplate looping = JinjaChatTemplate.of(LOOPS_ON_ATTACK, null, null);
+        assertThatThrownBy(() -> chat(new TemplatedCodec(looping), "[{\"role\":\"user\",\"content\":\"attack\"}]"))
+                .isInstanceOfSatisfying(ApiException.class, e -> {
+                    assertThat(e.errorCode()).isEqualTo(ErrorCode.CHAT_TEMPLATE_LIMIT_EXCEEDED);
+                    assertThat(e.errorCode().code()).isEqualTo("chat_template_limit_exceeded");
+                    assertThat(e.errorCode().status().value()).isEqualTo(400);
+                    assertThat(e.getReason()).contains("render limit");
+                });
+    }
+
+    @Test
+    void aTemplateThatTriesToIncludeAFileIsAServerError() {
+        JinjaChatTemplate including = JinjaChatTemplate.of("{% if messages[0]['content'] == 'attack' %}"
+                + "{% include 'application.yml' %}{% endif %}x", null, null);
+        assertThatThrownBy(() -> chat(new TemplatedCodec(including), "[{\"role\":\"user\",\"content\":\"attack\"}]"))
+                .isInstanceOfSatisfying(ChatTemplateException.class,
+                        e -> assertThat(e.kind()).isEqualTo(ChatTemplateException.Kind.FORBIDDEN));
+    }
+
+    @Test
+    void chatWithATemplateIsParsedOnTheTemplateThreadsHoweverSmallItsBody() {
+        Scheduler renderers = Schedulers.newBoundedElastic(1, 1, "chat-template-test");
+        try {
+            OpenAiHandler handler = new OpenAiHandler(request -> Flux.empty(),
+                    new TemplatedCodec(JinjaChatTemplate.of(SMOLLM2, null, null)), OpenAiProperties.defaults(),
+                    Clock.systemUTC(), new StreamGuard(Duration.ofMinutes(1)), RequestOutcome.Listener.NONE, renderers);
+            byte[] small = new byte[8];
+            assertThat(handler.parseOn(Kind.CHAT, small).map(b -> Thread.currentThread().getName()).block())
+                    .startsWith("chat-template-test");
+            // completions have no template: a small body stays on the calling thread as before
+            assertThat(handler.parseOn(Kind.COMPLETION, small).map(b -> Thread.currentThread().getName()).block())
+                    .isEqualTo(Thread.currentThread().getName());
+        } finally {
+            renderers.dispose();
+        }
     }
 }

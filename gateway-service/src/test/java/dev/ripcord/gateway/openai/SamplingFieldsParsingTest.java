@@ -7,6 +7,8 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 
 import dev.ripcord.gateway.generation.ByteTextCodec;
 import dev.ripcord.gateway.generation.GenerationRequest;
@@ -143,6 +145,29 @@ class SamplingFieldsParsingTest {
             assertRefused(() -> completion(",\"" + field + "\":1"), ErrorCode.UNKNOWN_PARAMETER, field);
             assertRefused(() -> chat(",\"" + field + "\":1"), ErrorCode.UNKNOWN_PARAMETER, field);
         }
+    }
+
+    @Test
+    void logitBiasAndStopTokenIdsHaveCappedEntryCountsNamedInTheError() {
+        // ids repeat past the vocabulary (258): the count is refused before any entry is looked at
+        String bias = IntStream.range(0, RequestParser.MAX_LOGIT_BIAS_ENTRIES + 1)
+                .mapToObj(i -> "\"" + i + "\":1").collect(Collectors.joining(",", "{", "}"));
+        String ids = IntStream.range(0, RequestParser.MAX_STOP_TOKEN_IDS + 1)
+                .mapToObj(i -> String.valueOf(i % 258)).collect(Collectors.joining(",", "[", "]"));
+        assertRefused(() -> completion(",\"logit_bias\":" + bias), ErrorCode.INVALID_VALUE, "logit_bias");
+        assertRefused(() -> chat(",\"stop_token_ids\":" + ids), ErrorCode.INVALID_VALUE, "stop_token_ids");
+        assertThatThrownBy(() -> chat(",\"logit_bias\":" + bias)).hasMessageContaining("at most 300 entries, got 301");
+        assertThatThrownBy(() -> completion(",\"stop_token_ids\":" + ids))
+                .hasMessageContaining("at most 64 token ids, got 65");
+
+        // at the caps: accepted
+        String fullIds = IntStream.range(0, RequestParser.MAX_STOP_TOKEN_IDS)
+                .mapToObj(String::valueOf).collect(Collectors.joining(",", "[", "]"));
+        assertThat(chat(",\"stop_token_ids\":" + fullIds).sampling().stopTokenIds())
+                .hasSize(RequestParser.MAX_STOP_TOKEN_IDS);
+        String fullBias = IntStream.range(0, 258).mapToObj(i -> "\"" + i + "\":1")
+                .collect(Collectors.joining(",", "{", "}"));
+        assertThat(completion(",\"logit_bias\":" + fullBias).sampling().logitBias()).hasSize(258);
     }
 
     private static void assertRefused(Runnable call, ErrorCode code, String param) {

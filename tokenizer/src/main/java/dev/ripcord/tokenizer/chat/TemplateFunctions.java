@@ -14,7 +14,7 @@ public final class TemplateFunctions {
 
     /** {@code raise_exception(message)}: the template refuses the conversation. */
     public static String raiseException(String message) {
-        throw new ChatTemplateException(message, true);
+        throw new ChatTemplateException(message, ChatTemplateException.Kind.RAISED);
     }
 
     /**
