@@ -233,7 +233,7 @@ class RequestApiTest {
 
     @Test
     void aBadIdIs400AndAWrongMethodOnTheListIs405() {
-        get("/v1/requests/bad%20id", KEY_A).expectStatus().isBadRequest().expectBody()
+        get("/v1/requests/bad id", KEY_A).expectStatus().isBadRequest().expectBody()
                 .jsonPath("$.error.code").isEqualTo("invalid_request_id");
         http.delete().uri("/v1/requests").headers(h -> h.setBearerAuth(KEY_A)).exchange()
                 .expectStatus().isEqualTo(405).expectHeader().valueEquals("Allow", "GET");
