@@ -164,10 +164,13 @@ public final class RequestContext {
             finish = "abort";
         }
         return new RequestSummary(requestId, owner, model, created, now, phase.get(), promptTokens,
-                completionTokens.get(), finish, reason);
+                completionTokens.get(), finish, now == State.CANCELLED ? reason : null);
     }
 
-    /** Emits the reason once the context is cancelled; never emits if it completes. */
+    /**
+     * Emits the reason once the context is cancelled (or its answer completed early at the edge:
+     * {@link CancelReason#ANSWER_COMPLETE}); never emits if it completes otherwise.
+     */
     public Mono<CancelReason> cancelled() {
         return cancelled.asMono();
     }
@@ -185,6 +188,23 @@ public final class RequestContext {
             state.set(State.CANCELLED);
         }
         cancelled.tryEmitValue(why);
+        return true;
+    }
+
+    /**
+     * The answer is complete at the edge before the workers finished it (a stop string matched): the request
+     * completes, and its legs are ended with {@link CancelReason#ANSWER_COMPLETE}, which the workers are told, as
+     * for a cancel. Returns whether this call ended it (false: it had completed, or was cancelled, already).
+     */
+    boolean finishEarly() {
+        synchronized (this) {
+            if (state.get() != State.ACTIVE) {
+                return false;
+            }
+            reason = CancelReason.ANSWER_COMPLETE;
+            state.set(State.COMPLETED);
+        }
+        cancelled.tryEmitValue(CancelReason.ANSWER_COMPLETE);
         return true;
     }
 

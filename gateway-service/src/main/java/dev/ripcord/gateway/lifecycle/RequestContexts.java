@@ -191,6 +191,9 @@ public final class RequestContexts {
     private static LifecycleEvent finishedEvent(RequestContext ctx, Throwable failure, int tokens) {
         LifecycleEvent finished = LifecycleEvent.of(LifecycleEventType.FINISHED, ctx.internalId()).withTokens(tokens);
         CancelReason reason = ctx.cancelReason();
+        if (reason == CancelReason.ANSWER_COMPLETE) {
+            return finished.withOutcome(LifecycleOutcome.COMPLETED); // the edge had the whole answer
+        }
         if (reason == CancelReason.UPSTREAM_ERROR && failure != null) {
             // Part of the request failed and the rest was cancelled for it: the request failed.
             return finished.withOutcome(LifecycleOutcome.FAILED).withDetail(failure.getClass().getSimpleName());
@@ -310,6 +313,23 @@ public final class RequestContexts {
             publish(ctx.internalId(), reason);
         });
         return true;
+    }
+
+    /**
+     * The answer of {@code ctx} is complete at the edge (a stop string matched) before its workers finished it: the
+     * request completes (not cancelled: nothing the client did, no error), and its legs are ended with
+     * {@link CancelReason#ANSWER_COMPLETE}, in band and, with Kafka propagation, on the cancellations topic (a worker
+     * that does not take in-band cancels must still stop). Never blocks.
+     */
+    public void finishEarly(RequestContext ctx) {
+        if (!ctx.finishEarly()) {
+            return;
+        }
+        RequestMdc.with(ctx.requestId(), () -> {
+            log.debug("requestId={} internalId={} answer complete at the gateway; ending its legs", ctx.requestId(),
+                    ctx.internalId());
+            publish(ctx.internalId(), CancelReason.ANSWER_COMPLETE);
+        });
     }
 
     /**

@@ -146,9 +146,12 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                     .doOnCancel(() -> {
                         String finish = CancelCause.finishOf(view);
                         if (finish != null) {
-                            ctx.finishedAtTheEdge(finish); // a stop string matched: the answer was complete
+                            // A stop string matched: the answer is complete. Not a cancel, and no client left.
+                            ctx.finishedAtTheEdge(finish);
+                            contexts.finishEarly(ctx);
+                        } else {
+                            contexts.cancel(ctx, CancelCause.of(view));
                         }
-                        contexts.cancel(ctx, CancelCause.of(view));
                     })
                     .doOnNext(token -> sent.incrementAndGet())
                     .doOnError(failure::set)

@@ -15,6 +15,7 @@ import dev.ripcord.cancel.CancelPropagation;
 import dev.ripcord.cancel.CancelPublisher;
 import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.gateway.auth.ApiKeys;
+import dev.ripcord.gateway.generation.CancelCause;
 import dev.ripcord.gateway.generation.GenerationRequest;
 import dev.ripcord.gateway.generation.SamplingOptions;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
@@ -125,6 +126,33 @@ class InternalIdentityTest {
         assertThat(decode.requestIds()).hasSize(2).doesNotHaveDuplicates().last().isEqualTo(second);
         assertThat(published).extracting(CancelEvent::requestId).as("the first request's cancel names it only")
                 .containsExactly(decode.requestIds().getFirst()).doesNotContain(second, "reuse-1");
+    }
+
+    @Test
+    void aStopStringFinishCompletesTheRequestAndIsNeverPublishedAsAClientDisconnect() {
+        // Regression: the edge ending a generation because a stop string matched was published (and told to the
+        // workers) as CLIENT_DISCONNECT, and the request was recorded as cancelled.
+        FakeWorker decode = worker(FakeWorker.stream(Flux.concat(Flux.just(FakeWorker.reserved(),
+                FakeWorker.token(0, false)), Flux.never())));
+        FakeWorker prefill = worker(FakeWorker.prefillDone());
+        DisaggregatedGenerator generator = generator(prefill.uri(), decode.uri());
+        CancelCause cause = new CancelCause();
+
+        reactor.test.StepVerifier.create(generator.generate(request("stopped", 1))
+                        .contextWrite(Context.of(ApiKeys.ATTRIBUTE, KEY_A, CancelCause.CONTEXT_KEY, cause)))
+                .expectNextCount(1)
+                .then(() -> cause.recordFinish("stop")) // as the edge does when a stop string matches
+                .thenCancel()
+                .verify(WAIT);
+
+        await().atMost(WAIT).until(() -> decode.closedByGateway() == 1);
+        assertThat(published).extracting(CancelEvent::reason).containsExactly(CancelReason.ANSWER_COMPLETE);
+        assertThat(decode.cancels()).singleElement().satisfies(c -> assertThat(c).contains(" ANSWER_COMPLETE "));
+        assertThat(contexts.find("stopped", KEY_A)).get().satisfies(summary -> {
+            assertThat(summary.state()).isEqualTo(dev.ripcord.gateway.lifecycle.RequestContext.State.COMPLETED);
+            assertThat(summary.finishReason()).isEqualTo("stop");
+            assertThat(summary.cancelReason()).isNull();
+        });
     }
 
     private void start(DisaggregatedGenerator generator, GenerationRequest request, String key) {
