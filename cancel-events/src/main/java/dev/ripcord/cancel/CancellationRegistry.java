@@ -206,9 +206,12 @@ public final class CancellationRegistry {
     /**
      * {@link #cancel(String, CancelReason, CancelSource)} for a signal published at {@code publishedAt} (a Kafka
      * record's timestamp): a tombstone it leaves lives {@link Options#tombstoneTtl()} from then, not from now, and if
-     * that lifetime is already over when it arrives for an ID that is not registered, nothing is kept
-     * ({@link CancelOutcome#EXPIRED}). A <em>live</em> request is aborted whatever the cancel's age: it is addressed
-     * to exactly this request, which is still running. A publish time in the future (clock skew) counts as now.
+     * that lifetime is already over when it arrives, nothing is kept and nothing is aborted
+     * ({@link CancelOutcome#EXPIRED}), not even a <em>live</em> request of that ID: a cancel that old is a replay (a
+     * rebalance, a broker failover, {@code ripcord cancels replay}), and whatever it was meant for has been aborted
+     * by its first delivery or has ended long ago. (Gateways address cancels to internal IDs that are never reused,
+     * so a replay could only ever name the request it was for; this keeps a worker safe from any other producer.)
+     * A publish time in the future (clock skew) counts as now.
      *
      * @param publishedAt when the signal was published; null for now
      */
@@ -251,6 +254,11 @@ public final class CancellationRegistry {
                 log.debug("cancel requestId={} reason={} source={}: not registered, kept as tombstone",
                         requestId, reason, source);
                 yield CancelOutcome.TOMBSTONED;
+            }
+            case LiveRegistration live when expiredAtBirth -> {
+                log.debug("cancel requestId={} reason={} source={}: published longer than the tombstone TTL ago, "
+                        + "a replay; the live request is not aborted", requestId, reason, source);
+                yield CancelOutcome.EXPIRED;
             }
             case LiveRegistration live -> {
                 if (live.tryStartAbort(reason, source)) {

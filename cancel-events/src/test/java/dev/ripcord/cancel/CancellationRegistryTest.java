@@ -386,12 +386,30 @@ class CancellationRegistryTest {
     }
 
     @Test
-    void anOldCancelStillAbortsTheLiveRequestItNames() {
+    void aCancelOlderThanTheTtlIsAReplayAndAbortsNoLiveRequest() {
+        // Regression: a live request was aborted by a cancel of any age, so a replayed topic (rebalance, failover,
+        // `ripcord cancels replay`) killed live requests that reused an old ID.
         CancellationRegistry replaying = withWallClock();
         nanos.addAndGet(Duration.ofMinutes(30).toNanos());
         try (Registration registration = replaying.register("req-1", recorder)) {
             assertThat(replaying.cancel("req-1", CancelReason.CLIENT_CANCEL, CancelSource.KAFKA,
-                    wallNow().minus(Duration.ofMinutes(20)))).isEqualTo(CancelOutcome.ABORTED);
+                    wallNow().minus(Duration.ofMinutes(20)))).isEqualTo(CancelOutcome.EXPIRED);
+            assertThat(replaying.cancel("req-1", CancelReason.CLIENT_CANCEL, CancelSource.KAFKA,
+                    wallNow().minus(Duration.ofMinutes(10)))).isEqualTo(CancelOutcome.EXPIRED);
+            assertThat(registration.isCancelled()).isFalse();
+            assertThat(replaying.tombstones()).isZero();
+        }
+        assertThat(aborts).isEmpty();
+        replaying.assertNoLiveRegistrations();
+    }
+
+    @Test
+    void aCancelYoungerThanTheTtlAbortsTheLiveRequestItNames() {
+        CancellationRegistry replaying = withWallClock();
+        nanos.addAndGet(Duration.ofMinutes(30).toNanos());
+        try (Registration registration = replaying.register("req-1", recorder)) {
+            assertThat(replaying.cancel("req-1", CancelReason.CLIENT_CANCEL, CancelSource.KAFKA,
+                    wallNow().minus(Duration.ofMinutes(10)).plusNanos(1))).isEqualTo(CancelOutcome.ABORTED);
             assertThat(registration.isCancelled()).isTrue();
         }
         assertThat(aborts).containsExactly(new Abort("req-1", CancelReason.CLIENT_CANCEL, CancelSource.KAFKA));

@@ -55,7 +55,6 @@ public final class TestStacks {
             Map.entry("ripcord.kv.backend", "shm"),
             Map.entry("ripcord.gateway.auth.max-concurrent-streams", "2048"),
             Map.entry("ripcord.gateway.auth.rate-limit.limit-for-period", "100000"),
-            Map.entry("ripcord.gateway.auth.forward-unknown-cancels", "true"),
             Map.entry("ripcord.gateway.cancel-relay.answer-timeout", "100ms"),
             Map.entry("spring.reactor.netty.shutdown-quiet-period", "100ms"),
             Map.entry("ripcord.gateway.auth.api-key-hashes", StackCredentials.hash(SECOND_API_KEY)));

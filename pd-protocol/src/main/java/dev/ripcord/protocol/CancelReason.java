@@ -23,6 +23,11 @@ public enum CancelReason {
      */
     CLIENT_STALLED,
     /**
+     * The gateway has the whole answer before the workers finished it (a stop string matched in the text), so the
+     * rest of the generation is not wanted. Neither a failure nor the client's doing: the request completed.
+     */
+    ANSWER_COMPLETE,
+    /**
      * A worker's internal stream closed and nobody said why: the gateway vanished, the connection broke, or the
      * gateway closed a leg that was already over. Recorded as exactly that, never guessed to be a client's
      * disconnect. Only ever applied by the worker whose connection closed; never published.

@@ -1,6 +1,6 @@
 package dev.ripcord.protocol;
 
-import java.util.concurrent.ThreadLocalRandom;
+import java.security.SecureRandom;
 
 /**
  * The one set of rules for request IDs, applied by every Ripcord service.
@@ -12,8 +12,18 @@ import java.util.concurrent.ThreadLocalRandom;
  *       {@code req-12}.</li>
  *   <li><b>Generated</b> (when the client sent none): {@value #PREFIX} and {@value #RANDOM_LENGTH} random characters of
  *       {@code [A-Za-z0-9]} ({@link #GENERATED_PATTERN}), about 143 bits of output, so gateways need no coordination.
- *       Not a secret (a cancel by ID is checked against the caller's key), so it comes from
- *       {@link ThreadLocalRandom}: cheap, contention-free and never blocking on entropy, as the event loop needs.</li>
+ *       It comes from a {@link SecureRandom}: an ID must not be predictable from the ones a client has seen (the
+ *       default provider on Linux reads the kernel's non-blocking source, so the event loop never waits on entropy).</li>
+ *   <li><b>Internal</b> (what the workers, the cancellations topic, tombstones and the lifecycle log know a request
+ *       by): minted by the gateway at admission with {@link #internalId}: the client's ID (its first
+ *       {@value #INTERNAL_CLIENT_PART} characters), {@value #INTERNAL_SEPARATOR} and {@value #INTERNAL_RANDOM_LENGTH}
+ *       secure random characters of {@code [A-Za-z0-9]}. One per request, never reused: a cancel addressed to it
+ *       reaches that request and no other, however often a client reuses its own ID, and a client cannot name another
+ *       request's internal ID because it never sees one. The choices of an {@code n > 1} request are known by
+ *       {@link #choiceId}: the internal ID, {@value #CHOICE_SEPARATOR} and the choice's index. An internal ID ends in
+ *       its random part, which holds no {@value #CHOICE_SEPARATOR}; a choice's ID ends in
+ *       {@value #CHOICE_SEPARATOR} and digits: so no request's ID equals another's choice's, whatever the clients'
+ *       IDs are. Internal IDs obey the same alphabet and length as any ID, so every service handles them alike.</li>
  *   <li><b>Carried</b> in the {@value #HEADER} header, on the public API and on every internal call; in the Reactor
  *       context and the logging MDC under {@value #CONTEXT_KEY}; on a WebFlux exchange under
  *       {@value #EXCHANGE_ATTRIBUTE}.</li>
@@ -44,12 +54,26 @@ public final class RequestIds {
     /** The format of every generated ID, as a regular expression (for tests and documentation). */
     public static final String GENERATED_PATTERN = "req-[A-Za-z0-9]{24}";
 
+    /** How many characters of the client's ID an {@linkplain #internalId internal ID} starts with, at most. */
+    public static final int INTERNAL_CLIENT_PART = 96;
+
+    /** What separates the client's part of an {@linkplain #internalId internal ID} from its random part. */
+    public static final String INTERNAL_SEPARATOR = ":";
+
+    /** How many random characters end an {@linkplain #internalId internal ID} (about 131 bits). */
+    public static final int INTERNAL_RANDOM_LENGTH = 22;
+
+    /** What separates an internal ID from a choice's index in {@link #choiceId}. */
+    public static final String CHOICE_SEPARATOR = ".";
+
     /** The rule for a valid ID, in words, for error messages. */
     public static final String RULE = "1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'";
 
     private static final char[] ALPHANUMERIC =
             "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".toCharArray();
     private static final int SHOWN_IN_ERRORS = 64;
+    /** Thread-safe; shared, as its default Linux implementation reads a non-blocking kernel source. */
+    private static final SecureRandom RANDOM = new SecureRandom();
 
     private RequestIds() {
     }
@@ -76,13 +100,41 @@ public final class RequestIds {
 
     /** A new ID in the generated format: {@value #PREFIX} and {@value #RANDOM_LENGTH} characters of {@code [A-Za-z0-9]}. */
     public static String newId() {
-        ThreadLocalRandom random = ThreadLocalRandom.current();
-        char[] id = new char[PREFIX.length() + RANDOM_LENGTH];
-        PREFIX.getChars(0, PREFIX.length(), id, 0);
-        for (int i = PREFIX.length(); i < id.length; i++) {
-            id[i] = ALPHANUMERIC[random.nextInt(ALPHANUMERIC.length)];
+        return PREFIX + randomPart(RANDOM_LENGTH);
+    }
+
+    /**
+     * A new internal ID for a request the client calls {@code clientId} (valid): its first
+     * {@value #INTERNAL_CLIENT_PART} characters, {@value #INTERNAL_SEPARATOR} and {@value #INTERNAL_RANDOM_LENGTH}
+     * secure random characters of {@code [A-Za-z0-9]}. Valid, and at most {@value #MAX_LENGTH} characters even with
+     * a {@linkplain #choiceId choice suffix} of up to four digits.
+     */
+    public static String internalId(String clientId) {
+        require(clientId);
+        String clientPart = clientId.length() <= INTERNAL_CLIENT_PART
+                ? clientId : clientId.substring(0, INTERNAL_CLIENT_PART);
+        return clientPart + INTERNAL_SEPARATOR + randomPart(INTERNAL_RANDOM_LENGTH);
+    }
+
+    /**
+     * The ID the workers know choice {@code index} of request {@code internalId} by: the internal ID itself for
+     * choice 0, else the internal ID, {@value #CHOICE_SEPARATOR} and the index. Since an internal ID ends in its
+     * random, alphanumeric part, no choice's ID is any request's internal ID, and two choices' IDs are equal only
+     * when they are the same choice of the same request.
+     */
+    public static String choiceId(String internalId, int index) {
+        if (index < 0) {
+            throw new IllegalArgumentException("choice index must be >= 0, got " + index);
         }
-        return new String(id);
+        return index == 0 ? internalId : internalId + CHOICE_SEPARATOR + index;
+    }
+
+    private static String randomPart(int length) {
+        char[] part = new char[length];
+        for (int i = 0; i < length; i++) {
+            part[i] = ALPHANUMERIC[RANDOM.nextInt(ALPHANUMERIC.length)];
+        }
+        return new String(part);
     }
 
     private static boolean allowed(char c) {

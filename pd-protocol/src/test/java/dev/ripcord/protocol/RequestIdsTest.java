@@ -68,4 +68,46 @@ class RequestIdsTest {
         assertThat(RequestIds.HEADER).isEqualTo("X-Request-Id");
         assertThat(RequestIds.CONTEXT_KEY).isEqualTo("requestId");
     }
+
+    @Test
+    void generatedAndInternalIdsComeFromASecureRandomNotAPredictableOne() {
+        // Regression: IDs came from ThreadLocalRandom, whose output is predictable from a few IDs a client has seen.
+        java.util.List<Class<?>> randoms = java.util.Arrays.stream(RequestIds.class.getDeclaredFields())
+                .filter(f -> java.lang.reflect.Modifier.isStatic(f.getModifiers()))
+                .map(java.lang.reflect.Field::getType)
+                .filter(java.util.Random.class::isAssignableFrom)
+                .toList();
+        assertThat(randoms).containsExactly(java.security.SecureRandom.class);
+    }
+
+    @Test
+    void anInternalIdIsTheClientsIdAndAFreshRandomPartEveryTime() {
+        java.util.Set<String> seen = new java.util.HashSet<>();
+        for (int i = 0; i < 10_000; i++) {
+            String internal = RequestIds.internalId("reuse-1");
+            assertThat(internal).matches("reuse-1:[A-Za-z0-9]{22}");
+            assertThat(RequestIds.isValid(internal)).isTrue();
+            assertThat(seen.add(internal)).as("duplicate %s", internal).isTrue();
+        }
+    }
+
+    @Test
+    void theLongestClientIdStillGivesAValidInternalIdWithAFourDigitChoice() {
+        String internal = RequestIds.internalId("x".repeat(RequestIds.MAX_LENGTH));
+        assertThat(internal).startsWith("x".repeat(RequestIds.INTERNAL_CLIENT_PART) + ":");
+        assertThat(RequestIds.isValid(RequestIds.choiceId(internal, 9999))).isTrue();
+    }
+
+    @Test
+    void noClientIdCanMakeItsRequestsInternalIdEqualAnotherRequestsChoiceId() {
+        // Regression: choice IDs were ID + "." + i, and "." is legal in client IDs: one key's "x" with n=2 had a
+        // choice "x.1", the very ID another key's request "x.1" was known by.
+        String first = RequestIds.internalId("x");
+        String second = RequestIds.internalId(RequestIds.choiceId(first, 1));
+        assertThat(RequestIds.choiceId(first, 0)).isEqualTo(first);
+        assertThat(second).isNotEqualTo(RequestIds.choiceId(first, 1));
+        assertThat(RequestIds.choiceId(second, 1)).isNotEqualTo(RequestIds.choiceId(first, 1));
+        assertThat(RequestIds.internalId("x.1")).isNotEqualTo(RequestIds.choiceId(RequestIds.internalId("x"), 1))
+                .doesNotEndWith(".1");
+    }
 }

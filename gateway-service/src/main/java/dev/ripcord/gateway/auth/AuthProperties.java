@@ -15,19 +15,13 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *                              {@code RIPCORD_GATEWAY_AUTH_API_KEY_HASHES}, comma-separated); required when enabled
  * @param maxConcurrentStreams  completions in flight at once per key (streamed or not); one more gets 429
  * @param rateLimit             completions started per key and period; more get 429 with {@code Retry-After}
- * @param forwardUnknownCancels whether a cancel for an ID not in flight at this gateway is forwarded on the
- *                              cancellations topic (202) instead of answered 404 (default false). Ownership cannot
- *                              be checked for a request the gateway does not hold: with forwarding, a key that knows
- *                              or guesses another key's request ID could cancel it at another gateway, or before it
- *                              arrives (workers keep early cancels as tombstones)
  */
 @ConfigurationProperties("ripcord.gateway.auth")
 public record AuthProperties(
         @DefaultValue("true") boolean enabled,
         @DefaultValue List<String> apiKeyHashes,
         @DefaultValue("64") int maxConcurrentStreams,
-        @DefaultValue RateLimit rateLimit,
-        @DefaultValue("false") boolean forwardUnknownCancels) {
+        @DefaultValue RateLimit rateLimit) {
 
     static final String PREFIX = "ripcord.gateway.auth.";
 

@@ -32,6 +32,7 @@ public final class RequestContext {
     public enum State { ACTIVE, COMPLETED, CANCELLED }
 
     private final String requestId;
+    private final String internalId;
     private final String owner;
     private final String model;
     private final int promptTokens;
@@ -44,9 +45,10 @@ public final class RequestContext {
     private final AtomicInteger liveLinks;
     private volatile CancelReason reason;
 
-    RequestContext(String requestId, String owner, String model, int promptTokens, long created,
+    RequestContext(String requestId, String internalId, String owner, String model, int promptTokens, long created,
                    AtomicInteger liveLinks) {
         this.requestId = requestId;
+        this.internalId = internalId;
         this.owner = owner;
         this.model = model;
         this.promptTokens = promptTokens;
@@ -54,8 +56,18 @@ public final class RequestContext {
         this.liveLinks = liveLinks;
     }
 
+    /** The client's ID ({@code X-Request-Id}, its own or one generated for it): what the client sees and cancels by. */
     public String requestId() {
         return requestId;
+    }
+
+    /**
+     * The request's internal ID, minted at admission ({@link dev.ripcord.protocol.RequestIds#internalId}): what its
+     * workers, its cancel events, their tombstones and the lifecycle log know it by. Never reused, so a cancel
+     * addressed to it can reach this request only.
+     */
+    public String internalId() {
+        return internalId;
     }
 
     /**
@@ -152,30 +164,59 @@ public final class RequestContext {
             finish = "abort";
         }
         return new RequestSummary(requestId, owner, model, created, now, phase.get(), promptTokens,
-                completionTokens.get(), finish, reason);
+                completionTokens.get(), finish, now == State.CANCELLED ? reason : null);
     }
 
-    /** Emits the reason once the context is cancelled; never emits if it completes. */
+    /**
+     * Emits the reason once the context is cancelled (or its answer completed early at the edge:
+     * {@link CancelReason#ANSWER_COMPLETE}); never emits if it completes otherwise.
+     */
     public Mono<CancelReason> cancelled() {
         return cancelled.asMono();
     }
 
     /** Cancels the context and every linked leg; returns whether this call did it (the first cancel wins). */
     boolean cancel(CancelReason why) {
-        if (!state.compareAndSet(State.ACTIVE, State.CANCELLED)) {
-            return false;
+        // The reason is set before the state, so whoever sees CANCELLED sees its reason too (a close racing this
+        // cancel would otherwise read no reason and record the request as COMPLETED). The lock makes the check and
+        // the two writes one step against complete(); it is taken once or twice per request, never contended long.
+        synchronized (this) {
+            if (state.get() != State.ACTIVE) {
+                return false;
+            }
+            reason = why;
+            state.set(State.CANCELLED);
         }
-        reason = why;
         cancelled.tryEmitValue(why);
+        return true;
+    }
+
+    /**
+     * The answer is complete at the edge before the workers finished it (a stop string matched): the request
+     * completes, and its legs are ended with {@link CancelReason#ANSWER_COMPLETE}, which the workers are told, as
+     * for a cancel. Returns whether this call ended it (false: it had completed, or was cancelled, already).
+     */
+    boolean finishEarly() {
+        synchronized (this) {
+            if (state.get() != State.ACTIVE) {
+                return false;
+            }
+            reason = CancelReason.ANSWER_COMPLETE;
+            state.set(State.COMPLETED);
+        }
+        cancelled.tryEmitValue(CancelReason.ANSWER_COMPLETE);
         return true;
     }
 
     /** Marks the request finished; later cancels are no-ops. Returns whether this call did it. */
     boolean complete() {
-        if (state.compareAndSet(State.ACTIVE, State.COMPLETED)) {
-            cancelled.tryEmitEmpty();
-            return true;
+        synchronized (this) {
+            if (state.get() != State.ACTIVE) {
+                return false;
+            }
+            state.set(State.COMPLETED);
         }
-        return false;
+        cancelled.tryEmitEmpty();
+        return true;
     }
 }

@@ -26,6 +26,7 @@ import dev.ripcord.cancel.Origin;
 import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.cancel.logging.RequestMdc;
 import dev.ripcord.gateway.auth.ApiKeys;
+import dev.ripcord.protocol.RequestIds;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.slf4j.Logger;
@@ -34,10 +35,17 @@ import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 
 /**
- * Every live request at this gateway, by ID, and the one place a cancel starts from: client disconnect, explicit
- * cancel, deadline. A cancel cancels the request's context (the in-band path: its legs' internal exchanges are
- * disposed) and, when {@code ripcord.cancel.propagation} includes Kafka, publishes one {@link CancelEvent}
- * keyed by the request ID (the out-of-band path). Either path alone stops the workers.
+ * Every live request at this gateway, by owner and client ID, and the one place a cancel starts from: client
+ * disconnect, explicit cancel, deadline. A cancel cancels the request's context (the in-band path: its legs' internal
+ * exchanges are disposed) and, when {@code ripcord.cancel.propagation} includes Kafka, publishes one
+ * {@link CancelEvent} keyed by the request's <em>internal</em> ID (the out-of-band path). Either path alone stops the
+ * workers.
+ *
+ * <p><b>Identity.</b> {@link #open} mints the request's internal ID ({@link RequestIds#internalId}) before anything
+ * about the request is sent or published, so every cancel, tombstone, worker job and lifecycle event of it names that
+ * ID and no other request's. The client's ID is only ever resolved here, to the live request of the same owner (API
+ * key identity): two keys may use the same ID at once, and a client may reuse an ID as soon as its request has ended;
+ * a cancel of one never reaches the other.
  *
  * <p>It also answers the request API ({@code GET /v1/requests[/{id}]}): a caller's requests in flight here, and one
  * request by ID, live or among the last {@value #RECENTLY_ENDED} that ended here (so an owner can still read how a
@@ -50,12 +58,16 @@ public final class RequestContexts {
     /** How many ended requests {@link #find} still answers for (the oldest is forgotten first). */
     public static final int RECENTLY_ENDED = 1024;
 
-    private final ConcurrentHashMap<String, RequestContext> live = new ConcurrentHashMap<>();
+    /** A live or ended request as its owner names it: the owner's identity and the client's ID. */
+    private record Key(String owner, String requestId) {
+    }
+
+    private final ConcurrentHashMap<Key, RequestContext> live = new ConcurrentHashMap<>();
     private final AtomicInteger liveLinks = new AtomicInteger();
     /** The last {@link #RECENTLY_ENDED} requests that ended here, oldest first; guarded by itself. */
-    private final Map<String, RequestSummary> ended = new LinkedHashMap<>(64, 0.75f, false) {
+    private final Map<Key, RequestSummary> ended = new LinkedHashMap<>(64, 0.75f, false) {
         @Override
-        protected boolean removeEldestEntry(Map.Entry<String, RequestSummary> eldest) {
+        protected boolean removeEldestEntry(Map.Entry<Key, RequestSummary> eldest) {
             return size() > RECENTLY_ENDED;
         }
     };
@@ -121,7 +133,9 @@ public final class RequestContexts {
      * Opens the context of a new request owned by {@code owner} for {@code model} with a prompt of
      * {@code promptTokens} tokens (both reported by {@link #find}); otherwise as {@link #open(String, String, Duration)}.
      *
-     * @throws DuplicateRequestException if a request with this ID is already in flight here
+     * The context's {@linkplain RequestContext#internalId() internal ID} is minted here, fresh for every request.
+     *
+     * @throws DuplicateRequestException if a request of {@code owner} with this ID is already in flight here
      */
     public RequestContext open(String requestId, String owner, Duration deadline, String model, int promptTokens) {
         return open(requestId, owner, deadline, model, promptTokens, false);
@@ -133,12 +147,15 @@ public final class RequestContexts {
      */
     public RequestContext open(String requestId, String owner, Duration deadline, String model, int promptTokens,
                                boolean warmUp) {
-        RequestContext ctx = new RequestContext(requestId, owner, model, promptTokens, clock.instant().getEpochSecond(),
-                liveLinks);
-        if (live.putIfAbsent(requestId, ctx) != null) {
+        String internalId = RequestIds.internalId(requestId);
+        RequestContext ctx = new RequestContext(requestId, internalId, owner, model, promptTokens,
+                clock.instant().getEpochSecond(), liveLinks);
+        if (live.putIfAbsent(new Key(owner, requestId), ctx) != null) {
             throw new DuplicateRequestException(requestId);
         }
-        LifecycleEvent admitted = LifecycleEvent.of(LifecycleEventType.ADMITTED, requestId);
+        RequestMdc.with(requestId, () -> log.debug("requestId={} admitted as internalId={} owner={}", requestId,
+                internalId, owner));
+        LifecycleEvent admitted = LifecycleEvent.of(LifecycleEventType.ADMITTED, internalId);
         lifecycle.emit(warmUp ? admitted.withDetail(LifecycleEvent.WARM_UP) : admitted);
         Duration effective = deadline == null || deadline.compareTo(maxDeadline) > 0 ? maxDeadline : deadline;
         Disposable timer = Mono.delay(effective).subscribe(t -> cancel(ctx, CancelReason.DEADLINE));
@@ -164,15 +181,17 @@ public final class RequestContexts {
     public void close(RequestContext ctx, Throwable failure, int tokens) {
         ctx.complete();
         RequestSummary summary = ctx.summary();
+        Key key = new Key(ctx.owner(), ctx.requestId());
         synchronized (ended) {
-            ended.remove(summary.requestId()); // re-inserted last: the order is the order of ending
-            ended.put(summary.requestId(), summary);
+            ended.remove(key); // re-inserted last: the order is the order of ending
+            ended.put(key, summary);
         }
-        if (live.remove(ctx.requestId(), ctx)) {
+        if (live.remove(key, ctx)) {
             // One line per request, however it ended (a client that went away included): the record of what it got.
             RequestMdc.with(ctx.requestId(), () -> log.info(
-                    "requestId={} ended state={} phase={} finishReason={} cancelReason={} promptTokens={} "
-                            + "completionTokens={}", summary.requestId(), summary.stateName(), summary.phase().wireName(),
+                    "requestId={} internalId={} ended state={} phase={} finishReason={} cancelReason={} "
+                            + "promptTokens={} completionTokens={}", summary.requestId(), ctx.internalId(),
+                    summary.stateName(), summary.phase().wireName(),
                     summary.finishReason(), summary.cancelReasonName(), summary.promptTokens(),
                     summary.completionTokens()));
             lifecycle.emit(finishedEvent(ctx, failure, tokens)); // once: only the close that removed it
@@ -180,8 +199,11 @@ public final class RequestContexts {
     }
 
     private static LifecycleEvent finishedEvent(RequestContext ctx, Throwable failure, int tokens) {
-        LifecycleEvent finished = LifecycleEvent.of(LifecycleEventType.FINISHED, ctx.requestId()).withTokens(tokens);
+        LifecycleEvent finished = LifecycleEvent.of(LifecycleEventType.FINISHED, ctx.internalId()).withTokens(tokens);
         CancelReason reason = ctx.cancelReason();
+        if (reason == CancelReason.ANSWER_COMPLETE) {
+            return finished.withOutcome(LifecycleOutcome.COMPLETED); // the edge had the whole answer
+        }
         if (reason == CancelReason.UPSTREAM_ERROR && failure != null) {
             // Part of the request failed and the rest was cancelled for it: the request failed.
             return finished.withOutcome(LifecycleOutcome.FAILED).withDetail(failure.getClass().getSimpleName());
@@ -198,9 +220,12 @@ public final class RequestContexts {
         return finished.withOutcome(LifecycleOutcome.COMPLETED);
     }
 
-    /** A leg of the request was sent to a worker: {@code ROUTED} on the lifecycle log (one per attempt). */
-    public void routed(String requestId, String role, String instance) {
-        lifecycle.emit(LifecycleEvent.of(LifecycleEventType.ROUTED, requestId).withRoute(
+    /**
+     * A leg of the request was sent to a worker: {@code ROUTED} on the lifecycle log (one per attempt), under the
+     * ID the worker knows the leg by ({@code wireId}: the internal ID, or a choice's).
+     */
+    public void routed(String wireId, String role, String instance) {
+        lifecycle.emit(LifecycleEvent.of(LifecycleEventType.ROUTED, wireId).withRoute(
                 "prefill".equals(role) ? instance : null, "decode".equals(role) ? instance : null));
     }
 
@@ -222,26 +247,29 @@ public final class RequestContexts {
      * are deliberately indistinguishable.
      */
     public Optional<RequestSummary> find(String requestId, String caller) {
-        RequestContext ctx = live.get(requestId);
-        RequestSummary summary;
+        Key key = new Key(caller, requestId);
+        RequestContext ctx = live.get(key);
         if (ctx != null) {
-            summary = ctx.summary();
-        } else {
-            synchronized (ended) {
-                summary = ended.get(requestId);
-            }
+            return Optional.of(ctx.summary());
         }
-        return summary != null && summary.owner().equals(caller) ? Optional.of(summary) : Optional.empty();
+        synchronized (ended) {
+            return Optional.ofNullable(ended.get(key));
+        }
     }
 
-    /** Cancels a live request of this gateway; empty if it is not (or no longer) in flight here. */
+    /**
+     * Cancels every live request of this gateway with this client ID, whoever owns it: for the server's own cancels
+     * (tests, operators), never for a client's. Empty if none is (or is no longer) in flight here.
+     */
     public Optional<RequestContext> cancel(String requestId, CancelReason reason) {
-        RequestContext ctx = live.get(requestId);
-        if (ctx == null) {
-            return Optional.empty();
+        RequestContext first = null;
+        for (RequestContext ctx : live.values()) {
+            if (ctx.requestId().equals(requestId)) {
+                cancel(ctx, reason);
+                first = first == null ? ctx : first;
+            }
         }
-        cancel(ctx, reason);
-        return Optional.of(ctx);
+        return Optional.ofNullable(first);
     }
 
     /**
@@ -250,39 +278,74 @@ public final class RequestContexts {
      * caller learns nothing about other keys' requests.
      */
     public Optional<RequestContext> cancel(String requestId, String caller, CancelReason reason) {
-        RequestContext ctx = live.get(requestId);
+        RequestContext ctx = live.get(new Key(caller, requestId));
         if (ctx == null) {
-            return Optional.empty();
-        }
-        if (!ctx.owner().equals(caller)) {
-            log.info("requestId={} apiKey={} cancel refused: the request belongs to another key", requestId, caller);
+            if (isLive(requestId)) {
+                log.info("requestId={} apiKey={} cancel refused: no request of this key has this ID", requestId,
+                        caller);
+            }
             return Optional.empty();
         }
         cancel(ctx, reason);
         return Optional.of(ctx);
     }
 
-    /** Whether a request with this ID is in flight here, whoever owns it. */
-    public boolean isLive(String requestId) {
-        return live.containsKey(requestId);
+    /** {@code owner}'s live request with this client ID at this gateway, if any. */
+    public Optional<RequestContext> live(String requestId, String owner) {
+        return Optional.ofNullable(live.get(new Key(owner, requestId)));
     }
 
-    /** Cancels {@code ctx} (first cancel wins) and publishes the out-of-band event. Never blocks. */
-    public void cancel(RequestContext ctx, CancelReason reason) {
+    /** Whether a request with this client ID is in flight here, whoever owns it. */
+    public boolean isLive(String requestId) {
+        for (Key key : live.keySet()) {
+            if (key.requestId().equals(requestId)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Cancels {@code ctx} (first cancel wins) and publishes the out-of-band event for its internal ID. Never blocks.
+     * Returns whether this call cancelled it (false: it had completed, or was cancelled already).
+     */
+    public boolean cancel(RequestContext ctx, CancelReason reason) {
         if (!ctx.cancel(reason)) {
-            return;
+            return false;
         }
         meters.counter("ripcord.cancellations", "service", "gateway", "phase", "request",
                 "path", reason.name().toLowerCase(Locale.ROOT)).increment();
         // The caller may be outside the request's pipeline (the cancel route, the deadline timer): its MDC is set here.
         RequestMdc.with(ctx.requestId(), () -> {
-            log.info("requestId={} cancelled at the gateway: {} (in-band: {}, kafka: {})", ctx.requestId(), reason,
-                    cancelProperties.propagation().inBand(), cancelProperties.propagation().kafka());
-            publish(ctx.requestId(), reason);
+            log.info("requestId={} internalId={} cancelled at the gateway: {} (in-band: {}, kafka: {})",
+                    ctx.requestId(), ctx.internalId(), reason, cancelProperties.propagation().inBand(),
+                    cancelProperties.propagation().kafka());
+            publish(ctx.internalId(), reason);
+        });
+        return true;
+    }
+
+    /**
+     * The answer of {@code ctx} is complete at the edge (a stop string matched) before its workers finished it: the
+     * request completes (not cancelled: nothing the client did, no error), and its legs are ended with
+     * {@link CancelReason#ANSWER_COMPLETE}, in band and, with Kafka propagation, on the cancellations topic (a worker
+     * that does not take in-band cancels must still stop). Never blocks.
+     */
+    public void finishEarly(RequestContext ctx) {
+        if (!ctx.finishEarly()) {
+            return;
+        }
+        RequestMdc.with(ctx.requestId(), () -> {
+            log.debug("requestId={} internalId={} answer complete at the gateway; ending its legs", ctx.requestId(),
+                    ctx.internalId());
+            publish(ctx.internalId(), CancelReason.ANSWER_COMPLETE);
         });
     }
 
-    /** Publishes a cancel for a request that may live elsewhere (another gateway); no-op without Kafka. */
+    /**
+     * Publishes a cancel for a worker-facing ID ({@code requestId}: a request's internal ID, or one of its choices',
+     * never a client's ID); no-op without Kafka.
+     */
     public boolean publish(String requestId, CancelReason reason) {
         if (!cancelProperties.propagation().kafka()) {
             return false;

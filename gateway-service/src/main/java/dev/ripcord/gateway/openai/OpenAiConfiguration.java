@@ -10,7 +10,12 @@ import dev.ripcord.gateway.generation.TextCodec;
 import dev.ripcord.gateway.generation.TokenGenerator;
 import dev.ripcord.gateway.model.ChatTemplateProperties;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.socket.nio.NioChannelOption;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import jdk.net.ExtendedSocketOptions;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
@@ -28,6 +33,7 @@ import org.springframework.web.server.WebExceptionHandler;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
+import reactor.netty.http.server.HttpServer;
 
 /**
  * Wires the OpenAI-compatible HTTP surface: the request-ID filter (first of all filters), the routes and the error
@@ -49,14 +55,51 @@ public class OpenAiConfiguration {
     }
 
     /**
-     * Caps the kernel send buffer of client connections when {@code socket-send-buffer} is set, so that what a
-     * client that stops reading can pin in the kernel is bounded too, and its stall is seen sooner.
+     * Client connections: the kernel send buffer capped at {@code socket-send-buffer}, so what a client that stops
+     * reading can pin in the kernel is bounded and its stall is seen; TCP keepalive probing after {@code keep-alive}
+     * of silence (every third of it, three times); and, on the native transport, unacknowledged bytes given up on
+     * after twice {@code keep-alive} ({@code TCP_USER_TIMEOUT}). A connection the kernel gives up on closes, which
+     * ends its request ({@link OpenAiHandler}): that is how a half-open connection (a NAT or load balancer that
+     * dropped it) is found, streamed or not.
      */
     @Bean
-    NettyServerCustomizer openAiSocketSendBuffer(OpenAiProperties properties) {
+    NettyServerCustomizer openAiClientConnections(OpenAiProperties properties) {
         DataSize size = properties.socketSendBuffer();
-        return size == null ? server -> server
-                : server -> server.childOption(ChannelOption.SO_SNDBUF, (int) size.toBytes());
+        int idleSeconds = (int) Math.max(1, properties.keepAlive().toSeconds());
+        int intervalSeconds = Math.max(1, idleSeconds / 3);
+        int userTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, properties.keepAlive().toMillis() * 2);
+        return server -> {
+            HttpServer configured = server.childOption(ChannelOption.SO_KEEPALIVE, true)
+                    .doOnConnection(connection -> keepAliveTimings(connection.channel(), idleSeconds,
+                            intervalSeconds, userTimeoutMillis));
+            return size == null ? configured : configured.childOption(ChannelOption.SO_SNDBUF, (int) size.toBytes());
+        };
+    }
+
+    /**
+     * The keepalive timings, by transport: the native one's options, or the JDK's extended socket options. The epoll
+     * classes are on the runtime class path only (Reactor Netty brings them), so its options are found by their
+     * registered names, which are the very constants {@code EpollChannelOption} declares.
+     */
+    private static void keepAliveTimings(Channel channel, int idleSeconds, int intervalSeconds,
+                                         int userTimeoutMillis) {
+        ChannelConfig config = channel.config();
+        if (channel.getClass().getName().startsWith("io.netty.channel.epoll.")) {
+            config.setOption(epollOption("TCP_KEEPIDLE"), idleSeconds);
+            config.setOption(epollOption("TCP_KEEPINTVL"), intervalSeconds);
+            config.setOption(epollOption("TCP_KEEPCNT"), 3);
+            config.setOption(epollOption("TCP_USER_TIMEOUT"), userTimeoutMillis);
+        } else if (channel instanceof NioSocketChannel) {
+            config.setOption(NioChannelOption.of(ExtendedSocketOptions.TCP_KEEPIDLE), idleSeconds);
+            config.setOption(NioChannelOption.of(ExtendedSocketOptions.TCP_KEEPINTERVAL), intervalSeconds);
+            config.setOption(NioChannelOption.of(ExtendedSocketOptions.TCP_KEEPCOUNT), 3);
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static ChannelOption<Integer> epollOption(String name) {
+        return (ChannelOption<Integer>) (ChannelOption<?>) ChannelOption.valueOf(
+                "io.netty.channel.epoll.EpollChannelOption#" + name);
     }
 
     /**

@@ -9,7 +9,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ripcord.gateway.generation.Admission;
@@ -42,6 +44,7 @@ import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
+import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.Connection;
 import reactor.util.context.Context;
@@ -68,10 +71,17 @@ import dev.ripcord.gateway.generation.GenerationRequest.Kind;
  *
  * <p>Errors: anything raised before the first byte of the response (including a generator that fails before its
  * first token) reaches {@link OpenAiErrorHandler} and becomes a proper status with an OpenAI body. A stream that
- * fails after it started ends with an error event and {@code [DONE]}. If the client goes away, WebFlux cancels the
- * response, which cancels the generation. A stream holds at most {@link StreamGuard#CAPACITY} events for a slow
- * client; one that accepts nothing for {@code stream-stall-timeout} is cancelled ({@code CLIENT_STALLED}) and its
- * connection closed ({@link StreamGuard}).
+ * fails after it started ends with an error event and {@code [DONE]}. A stream holds at most
+ * {@link StreamGuard#CAPACITY} events for a slow client; one that accepts nothing for {@code stream-stall-timeout} is
+ * cancelled ({@code CLIENT_STALLED}) and its connection closed ({@link StreamGuard}).
+ *
+ * <p>Every departure is noticed. The client's connection closing (a client that left, or the kernel giving up on a
+ * half-open connection: TCP keepalive, unacknowledged bytes) cancels the generation at once, streamed or not, before
+ * the first token or after, whether or not anything is being written ({@link #whenClosed}); it is logged and counted
+ * as {@code closed}, or as {@code idle_close} when nothing had been sent on the connection for
+ * {@code idle-close-threshold} (a proxy's idle timeout, most likely). An admitted stream sends an SSE comment
+ * ({@value #HEARTBEAT_TEXT}) every {@code sse-heartbeat} whatever the generation is doing, so an idle proxy never cuts
+ * it and a client that stopped reading without closing backs its bytes up into a stall.
  */
 final class OpenAiHandler {
 
@@ -86,6 +96,10 @@ final class OpenAiHandler {
     private final RequestOutcome.Listener outcomes;
     private final long startedAt;
     private final Scheduler templateRender;
+
+    /** The SSE comment an admitted stream sends every {@code sse-heartbeat}; every SSE client skips it. */
+    static final String HEARTBEAT_TEXT = ": ping";
+    private static final byte[] HEARTBEAT = (HEARTBEAT_TEXT + "\n\n").getBytes(StandardCharsets.US_ASCII);
 
     /** Bodies up to this size are parsed on the thread that read them ({@link #parseOn}). */
     static final int INLINE_PARSE_BYTES = 512;
@@ -143,7 +157,7 @@ final class OpenAiHandler {
                             requestId, kind, request.promptTokens().length, request.maxTokens(), request.stream(),
                             request.n());
                 })
-                .flatMap(request -> request.stream() ? stream(request, http, timings) : complete(request));
+                .flatMap(request -> request.stream() ? stream(request, http, timings) : complete(request, http));
     }
 
     /** Validates the headers; returns the {@code X-Ripcord-Timeout} deadline if any. */
@@ -319,11 +333,56 @@ final class OpenAiHandler {
             headersSent.set(true);
             return NO_BYTES;
         }).flux();
+        // From then on a comment every sse-heartbeat, until the events end: through the stall watch like any event.
+        Sinks.Empty<Void> eventsEnded = Sinks.empty();
+        Flux<byte[]> heartbeats = admission.whenAdmitted()
+                .flatMapMany(admitted -> Flux.interval(properties.sseHeartbeat(), properties.sseHeartbeat()))
+                // a tick with no demand is dropped, not an overflow error: a client that does not read backs up
+                .onBackpressureDrop()
+                .map(tick -> HEARTBEAT)
+                .takeUntilOther(eventsEnded.asMono());
+        AtomicLong lastWrite = new AtomicLong(System.nanoTime());
         return ServerResponse.ok()
                 .contentType(MediaType.TEXT_EVENT_STREAM)
                 .header(HttpHeaders.CACHE_CONTROL, "no-cache")
-                .body(oneSend(Flux.merge(headersNow, events.doOnSubscribe(generation::set)), watch,
-                        request.requestId(), generation));
+                .body(oneSend(Flux.merge(headersNow, heartbeats, events.doOnSubscribe(generation::set)
+                                .doFinally(signal -> eventsEnded.tryEmitEmpty())), watch,
+                        request.requestId(), generation, lastWrite,
+                        whenClosed(http, request.requestId(), lastWrite,
+                                () -> cause.reason() == dev.ripcord.protocol.CancelReason.CLIENT_STALLED)));
+    }
+
+    /**
+     * Completes when the client's connection closes, however it closes; logs and counts the departure, telling a
+     * connection closed after {@code idle-close-threshold} without a byte from the gateway ({@code idle_close}) from
+     * one closed by a client that left ({@code closed}). Never completes without a network connection (an in-memory
+     * exchange). Subscribed only while the response is being produced: a close after the answer is no departure.
+     *
+     * @param lastWrite when the gateway last sent bytes on it ({@link System#nanoTime()})
+     * @param stalled   whether the gateway closed it itself, for a client that stopped reading (counted as that)
+     */
+    private Mono<Void> whenClosed(ServerRequest http, String requestId, AtomicLong lastWrite,
+                                  java.util.function.BooleanSupplier stalled) {
+        Object nativeResponse;
+        try {
+            nativeResponse = ServerHttpResponseDecorator.getNativeResponse(http.exchange().getResponse());
+        } catch (RuntimeException noNetwork) {
+            return Mono.never();
+        }
+        if (!(nativeResponse instanceof Connection connection)) {
+            return Mono.never();
+        }
+        return connection.onDispose().doOnSuccess(closed -> {
+            if (stalled.getAsBoolean()) {
+                return;
+            }
+            long idleNanos = System.nanoTime() - lastWrite.get();
+            boolean idle = idleNanos >= properties.idleCloseThreshold().toNanos();
+            streamGuard.stats().departed(idle);
+            log.info("requestId={} the client's connection closed ({}) {} ms after the gateway last sent on it; "
+                    + "cancelling the request", requestId, idle ? "idle_close: most likely a proxy's idle timeout"
+                    : "closed: the client left", TimeUnit.NANOSECONDS.toMillis(idleNanos));
+        });
     }
 
     private static final byte[] NO_BYTES = new byte[0];
@@ -352,9 +411,15 @@ final class OpenAiHandler {
         }
     }
 
-    private Mono<ServerResponse> complete(GenerationRequest request) {
+    private Mono<ServerResponse> complete(GenerationRequest request, ServerRequest http) {
         long created = clock.instant().getEpochSecond();
+        AtomicBoolean clientGone = new AtomicBoolean();
         return deltas(request)
+                // Nothing is written until the end: the connection closing is the only sign the client left. Its
+                // completion ends the deltas (cancelling the generation); an error from it would not cancel them.
+                .takeUntilOther(whenClosed(http, request.requestId(), new AtomicLong(System.nanoTime()), () -> false)
+                        .doOnSuccess(closed -> clientGone.set(true)))
+                .concatWith(Mono.defer(() -> clientGone.get() ? Mono.error(ClientGone.INSTANCE) : Mono.empty()))
                 .collectList()
                 .flatMap(deltas -> {
                     List<ResponseShapes.Ending> endings = new ArrayList<>(request.n());
@@ -375,6 +440,7 @@ final class OpenAiHandler {
                     ObjectNode body = new ResponseShapes(request, created, codec).body(endings);
                     return json(HttpStatus.OK, body);
                 })
+                .onErrorResume(ClientGone.class, gone -> Mono.empty()) // nobody left to answer
                 .doOnCancel(() -> log.debug("requestId={} cancelled by the client", request.requestId()))
                 // the serving core reads why it was cancelled, and whether a stop string had completed the answer
                 .contextWrite(Context.of(CancelCause.CONTEXT_KEY, new CancelCause()));
@@ -431,9 +497,16 @@ final class OpenAiHandler {
      * held if the client cancels in between.
      */
     private static BodyInserter<Flux<byte[]>, ReactiveHttpOutputMessage> oneSend(Flux<byte[]> events,
-            StreamGuard.Watch watch, String requestId, AtomicReference<Subscription> generation) {
+            StreamGuard.Watch watch, String requestId, AtomicReference<Subscription> generation, AtomicLong lastWrite,
+            Mono<Void> closed) {
         return (message, context) -> watch.write(message.writeWith(
-                watch.guard(events).map(event -> message.bufferFactory().wrap(event))))
+                watch.guard(events).map(event -> {
+                    lastWrite.set(System.nanoTime());
+                    return message.bufferFactory().wrap(event);
+                })))
+                // The connection closed (the client left, or the kernel gave up on it): stop at once, whether or not
+                // anything is being written (a silent generation would otherwise never learn it).
+                .takeUntilOther(closed)
                 // The write ended without the stream ending: the client is gone. Usually the writer has cancelled the
                 // generation already; but a write that fails (the connection closed just as the first event went
                 // out: AbortedException) ends with an error that does not always travel back up as a cancel, and the
@@ -448,6 +521,15 @@ final class OpenAiHandler {
         if (upstream != null) {
             log.debug("requestId={} response write ended ({}); cancelling the generation", requestId, why);
             upstream.cancel();
+        }
+    }
+
+    /** The client's connection closed before a non-streamed answer was ready. Stackless: expected, never logged. */
+    private static final class ClientGone extends RuntimeException {
+        static final ClientGone INSTANCE = new ClientGone();
+
+        private ClientGone() {
+            super("the client's connection closed", null, false, false);
         }
     }
 }

@@ -117,7 +117,7 @@ final class RequestParser {
         OptionalLong seed = integer(root.get("seed"), "seed");
         List<String> stop = stop(root.get("stop"));
         String user = string(root.get("user"), "user");
-        int n = choices(root.get("n"), requestId);
+        int n = choices(root.get("n"));
         boolean ignoreEos = bool(root.get("ignore_eos"), "ignore_eos", false);
         Duration timeout = shorter(timeout(root.get("timeout")), headerTimeout);
         SamplingOptions sampling = new SamplingOptions(topK(root.get("top_k")),
@@ -289,22 +289,17 @@ final class RequestParser {
     }
 
     /**
-     * {@code n}, {@code 1..max-n}. Choice {@code i > 0} is known to the workers as {@code ID.i}, which must still be a
-     * valid request ID: a client ID too long for that is refused with {@code n > 1}.
+     * {@code n}, {@code 1..max-n}. Each choice is known to the workers by its own suffix of the request's internal ID
+     * ({@link dev.ripcord.protocol.RequestIds#choiceId}), which fits whatever the client's ID.
      */
-    private int choices(@Nullable JsonNode node, String requestId) {
+    private int choices(@Nullable JsonNode node) {
         OptionalLong n = integer(node, "n");
         if (n.isEmpty()) {
             return 1;
         }
         require(n.getAsLong() >= 1 && n.getAsLong() <= maxN, ErrorCode.INVALID_VALUE, "n",
                 "'n' must be between 1 and %d, got %d.", maxN, n.getAsLong());
-        int value = (int) n.getAsLong();
-        int longest = requestId.length() + 1 + String.valueOf(value - 1).length();
-        require(value == 1 || longest <= dev.ripcord.protocol.RequestIds.MAX_LENGTH, ErrorCode.INVALID_VALUE, "n",
-                "'n' > 1 needs an X-Request-Id of at most %d characters (each choice's ID is ID.index).",
-                dev.ripcord.protocol.RequestIds.MAX_LENGTH - 1 - String.valueOf(value - 1).length());
-        return value;
+        return (int) n.getAsLong();
     }
 
     // --- sampling knobs (vLLM's names and ranges, OpenAI's where OpenAI has the field) ----------------------------

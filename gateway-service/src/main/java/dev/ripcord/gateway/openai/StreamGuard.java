@@ -207,6 +207,16 @@ final class StreamGuard {
         private final Set<Watch> live = ConcurrentHashMap.newKeySet();
         private final AtomicInteger peak = new AtomicInteger();
         private final AtomicLong stalled = new AtomicLong();
+        private final AtomicLong closed = new AtomicLong();
+        private final AtomicLong idleClosed = new AtomicLong();
+
+        /**
+         * A client connection closed while its request was being answered (streamed or not): {@code idle} when
+         * nothing had been sent on it for the idle-close threshold (a proxy's idle timeout, most likely).
+         */
+        void departed(boolean idle) {
+            (idle ? idleClosed : closed).incrementAndGet();
+        }
 
         /** Streams being written now. */
         int open() {
@@ -244,6 +254,18 @@ final class StreamGuard {
                     .description("events one stream's buffer holds at most").register(meters);
             FunctionCounter.builder("ripcord.gateway.stream.stalled", stalled, AtomicLong::get)
                     .description("streams cancelled because the client accepted no bytes for the stall timeout")
+                    .register(meters);
+            FunctionCounter.builder("ripcord.gateway.client.departures", closed, AtomicLong::get)
+                    .tag("kind", "closed")
+                    .description("requests whose client connection closed before the answer was complete")
+                    .register(meters);
+            FunctionCounter.builder("ripcord.gateway.client.departures", idleClosed, AtomicLong::get)
+                    .tag("kind", "idle_close")
+                    .description("requests whose client connection closed before the answer was complete")
+                    .register(meters);
+            FunctionCounter.builder("ripcord.gateway.client.departures", stalled, AtomicLong::get)
+                    .tag("kind", "stalled")
+                    .description("requests whose client connection closed before the answer was complete")
                     .register(meters);
         }
     }

@@ -44,9 +44,12 @@ import tools.jackson.databind.json.JsonMapper;
  * owner answers {@code CANCELLED} (it cancelled: the receiver answers 200), or {@code REFUSED} when it holds the
  * request for another key; a gateway that does not hold it stays silent. {@link #ask} completes at once on
  * {@code CANCELLED} and otherwise exactly at the answer timeout, with {@code REFUSED} or {@code NO_ANSWER}: the
- * refusal only keeps a receiver that forwards unknown cancels from forwarding this one, and changes neither the
- * status (404) nor the timing a non-owner observes. Requests older than the answer timeout are ignored (their asker
- * has answered already).
+ * refusal changes neither the status (404) nor the timing a non-owner observes. Requests older than the answer timeout are ignored (their asker
+ * has answered already). A request's age is measured without trusting the two gateways' clocks to agree: for each
+ * asking gateway, the smallest difference seen between this clock at receipt and the asker's at sending is its clock
+ * offset plus the shortest delivery; a request's age is how much longer than that its own difference is. Gateways
+ * whose clocks differ by any amount relay to each other; a request that waited in a lagging consumer is still
+ * recognised as late.
  *
  * <p>Threads: the HTTP route never touches a Kafka client. Sends go through a one-thread executor with a bounded
  * queue (a full queue is a request not sent: the asker waits out its timeout), and one consumer thread reads the
@@ -71,6 +74,8 @@ public final class CancelRelay implements AutoCloseable {
     private final ExecutorService sender;
     private final Thread poller;
     private final Map<String, Pending> pending = new ConcurrentHashMap<>();
+    /** Per asking gateway, the smallest (receipt here − sending there) seen, in ms; the poll thread's only. */
+    private final Map<String, Long> smallestDifference = new java.util.HashMap<>();
     private volatile boolean running = true;
 
     private static final class Pending {
@@ -213,7 +218,8 @@ public final class CancelRelay implements AutoCloseable {
         if (instanceId.equals(message.from())) {
             return; // our own: we checked our requests before asking
         }
-        long age = clock.millis() - message.timestampMs();
+        long difference = clock.millis() - message.timestampMs();
+        long age = difference - smallestDifference.merge(message.from(), difference, Math::min);
         if (age > properties.answerTimeout().toMillis()) {
             return; // its asker has answered already
         }

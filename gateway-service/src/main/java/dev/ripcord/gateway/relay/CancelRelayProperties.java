@@ -14,7 +14,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param topic         the topic the gateways share for it (default {@code ripcord.gateway.cancel-relay}; created at
  *                      startup when absent, {@code cleanup.policy=delete}, retention 10 minutes)
  * @param answerTimeout how long the receiving gateway waits for the owner's acknowledgement (default 2s). Every
- *                      answer other than "cancelled" (404, or 202 when forwarding unknown cancels) is given exactly
+ *                      answer other than "cancelled" (404) is given exactly
  *                      this long after the cancel arrived, so a caller cannot tell from the timing whether the ID
  *                      exists under another key
  */

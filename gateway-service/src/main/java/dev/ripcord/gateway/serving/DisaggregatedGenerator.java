@@ -133,11 +133,12 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             timings.mark("gateway.accepted");
             // One seed for both legs: prefill samples the first token, decode the rest.
             long seed = seedOf(request);
-            log.info("requestId={} accepted: promptTokens={} maxTokens={}", id, request.promptTokens().length,
-                    request.maxTokens());
+            log.info("requestId={} internalId={} accepted: promptTokens={} maxTokens={}", id, ctx.internalId(),
+                    request.promptTokens().length, request.maxTokens());
             AtomicInteger sent = new AtomicInteger();
             AtomicReference<Throwable> failure = new AtomicReference<>();
-            return choice(ctx, request, id, sampling(request, seed), timings)
+            // The workers know the request by its internal ID only: a cancel can never reach another request.
+            return choice(ctx, request, ctx.internalId(), sampling(request, seed), timings)
                     .doFinally(signal -> log.debug("requestId={} decode leg ended: {}", id, signal))
                     // The legs end early when the context is cancelled; the client then learns why.
                     .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.empty()
@@ -146,9 +147,12 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                     .doOnCancel(() -> {
                         String finish = CancelCause.finishOf(view);
                         if (finish != null) {
-                            ctx.finishedAtTheEdge(finish); // a stop string matched: the answer was complete
+                            // A stop string matched: the answer is complete. Not a cancel, and no client left.
+                            ctx.finishedAtTheEdge(finish);
+                            contexts.finishEarly(ctx);
+                        } else {
+                            contexts.cancel(ctx, CancelCause.of(view));
                         }
-                        contexts.cancel(ctx, CancelCause.of(view));
                     })
                     .doOnNext(token -> sent.incrementAndGet())
                     .doOnError(failure::set)
@@ -159,7 +163,8 @@ public final class DisaggregatedGenerator implements TokenGenerator {
     /**
      * {@code n > 1}: one context for the request (its ID, its owner, its deadline: a cancel by ID, the deadline or
      * the client going away stops every choice), and per choice its own pair of legs, as for {@code n = 1}, under
-     * the worker-facing ID {@link #choiceId} and the seed {@link Sampling#choiceSeed}. Cancelling one choice's
+     * the worker-facing ID {@link RequestIds#choiceId} of the request's internal ID, which no client ID can forge,
+     * and the seed {@link Sampling#choiceSeed}. Cancelling one choice's
      * Flux (a stop string matched in it) closes that choice's legs only. Out-of-band cancels are published for every
      * choice's ID, since each is registered under its own ID at the workers.
      *
@@ -179,11 +184,11 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             String id = request.requestId();
             RequestContext ctx = open(request, view); // thrown, it errors the Flux (deferContextual)
             long seed = seedOf(request);
-            log.info("requestId={} accepted: promptTokens={} maxTokens={} n={}", id, request.promptTokens().length,
-                    request.maxTokens(), request.n());
+            log.info("requestId={} internalId={} accepted: promptTokens={} maxTokens={} n={}", id, ctx.internalId(),
+                    request.promptTokens().length, request.maxTokens(), request.n());
             ctx.cancelled().subscribe(reason -> {
                 for (int i = 1; i < request.n(); i++) {
-                    contexts.publish(choiceId(id, i), reason);
+                    contexts.publish(RequestIds.choiceId(ctx.internalId(), i), reason);
                 }
             });
             Sinks.Empty<Void> allEnded = Sinks.empty();
@@ -191,7 +196,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             AtomicReference<Throwable> failure = new AtomicReference<>(); // the first choice that failed
             List<Flux<GeneratedToken>> choices = new ArrayList<>(request.n());
             for (int i = 0; i < request.n(); i++) {
-                String wireId = choiceId(id, i);
+                String wireId = RequestIds.choiceId(ctx.internalId(), i);
                 choices.add(choice(ctx, request, wireId, sampling(request, Sampling.choiceSeed(seed, i)),
                         RequestTimings.of(view))
                         .doFinally(signal -> log.debug("requestId={} choice {} ended: {}", id, wireId, signal))
@@ -232,14 +237,12 @@ public final class DisaggregatedGenerator implements TokenGenerator {
         }
     }
 
-    /** The request's seed, or a random one: one per request, shared by its legs (and choices derive theirs). */
+    /**
+     * The request's seed, or a random one: one per request, shared by its legs (and choices derive theirs). Not a
+     * secret (sampling, not identity), so the cheap, contention-free generator serves.
+     */
     private static long seedOf(GenerationRequest request) {
         return request.seed().orElseGet(() -> ThreadLocalRandom.current().nextLong());
-    }
-
-    /** The ID the workers know choice {@code index} by: the request's own for choice 0, else {@code ID.index}. */
-    public static String choiceId(String requestId, int index) {
-        return index == 0 ? requestId : requestId + "." + index;
     }
 
     /** What the workers sample with: the request's knobs, off ones left out, and the choice's seed. */
@@ -277,7 +280,8 @@ public final class DisaggregatedGenerator implements TokenGenerator {
         return decodeEvents
                 .switchOnFirst((first, events) -> {
                     if (!first.hasValue() || !(first.get() instanceof DecodeEvent.Reserved reserved)) {
-                        return events.flatMap(e -> Flux.<GeneratedToken>error(workerEnded(id, "decode", e)));
+                        return events.flatMap(e -> Flux.<GeneratedToken>error(
+                                workerEnded(ctx.requestId(), id, "decode", e)));
                     }
                     timings.mark("decode.reserved");
                     Sinks.One<Boolean> decodeEnded = Sinks.one();
@@ -292,36 +296,36 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                             sink.next(new GeneratedToken(t.index(), t.token(), t.finishReason(),
                                     t.logprobs()));
                         } else {
-                            sink.error(workerEnded(id, "decode", e));
+                            sink.error(workerEnded(ctx.requestId(), id, "decode", e));
                         }
                     })
                             // The first token is due a step after prefill's end (the KV is on its way then); after
                             // the final token the stream's end is due at once; between two tokens, a step.
                             .timeout(prefillDone.asMono().then(Mono.delay(TOKEN_GAP_LIMIT, timer))
                                     .then(Mono.error(() -> {
-                                        log.warn("requestId={} decode stream sent no token for {} after prefill "
+                                        log.warn("internalId={} decode stream sent no token for {} after prefill "
                                                 + "finished; ending the request with an error", id, TOKEN_GAP_LIMIT);
                                         return new GenerationFailedException("the decode worker sent no first token "
                                                 + TOKEN_GAP_LIMIT.toSeconds() + " s after prefill finished", null);
                                     })), token -> token.finishReason() == null
                                     ? Mono.delay(TOKEN_GAP_LIMIT, timer).then(Mono.error(() -> {
-                                        log.warn("requestId={} decode stream sent no token for {}; ending the "
+                                        log.warn("internalId={} decode stream sent no token for {}; ending the "
                                                 + "request with an error", id, TOKEN_GAP_LIMIT);
                                         return new GenerationFailedException("the decode worker stopped sending "
                                                 + "tokens for " + TOKEN_GAP_LIMIT.toSeconds() + " s", null);
                                     }))
                                     : Mono.delay(LEG_END_GRACE, timer), Flux.defer(() -> {
-                                        log.warn("requestId={} decode stream still open {} after its final "
+                                        log.warn("internalId={} decode stream still open {} after its final "
                                                 + "token; closing it", id, LEG_END_GRACE);
                                         return Flux.empty();
                                     }))
                             .doOnComplete(() -> decodeEnded.tryEmitValue(Boolean.TRUE));
                     Flux<GeneratedToken> prefill = prefill(ctx, id, request, sampling, reserved.transfer(), timings,
                             () -> prefillDone.tryEmitValue(Boolean.TRUE))
-                            .doOnComplete(() -> log.debug("requestId={} prefill leg ended", id))
+                            .doOnComplete(() -> log.debug("internalId={} prefill leg ended", id))
                             // Prefill's DONE precedes decode's first token: once decode is over, so is prefill.
                             .takeUntilOther(decodeEnded.asMono().delayElement(LEG_END_GRACE, timer)
-                                    .doOnNext(ended -> log.warn("requestId={} prefill stream still open {} after "
+                                    .doOnNext(ended -> log.warn("internalId={} prefill stream still open {} after "
                                             + "decode ended; closing it", id, LEG_END_GRACE)));
                     return Flux.merge(tokens, prefill);
                 });
@@ -349,26 +353,26 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                                 timings.mark("prefill.queued");
                                 Admission.admitted(view); // both legs hold it now: the edge may send its headers
                                 ctx.moveTo(RequestPhase.QUEUED);
-                                log.debug("requestId={} prefill queued at position {}", id, q.position());
+                                log.debug("internalId={} prefill queued at position {}", id, q.position());
                             }
                             case PrefillEvent.Started s -> {
                                 timings.mark("prefill.started");
                                 ctx.moveTo(RequestPhase.PREFILL);
-                                log.debug("requestId={} prefill started", id);
+                                log.debug("internalId={} prefill started", id);
                             }
                             case PrefillEvent.Chunk c -> {
                                 timings.mark("prefill.chunk");
                                 ctx.moveTo(RequestPhase.PREFILL);
-                                log.trace("requestId={} prefill chunk {} ({} tokens)", id, c.chunk(), c.tokensDone());
+                                log.trace("internalId={} prefill chunk {} ({} tokens)", id, c.chunk(), c.tokensDone());
                             }
                             case PrefillEvent.Done d -> {
                                 timings.mark("prefill.done");
                                 onDone.run();
                                 ctx.moveTo(RequestPhase.TRANSFER);
-                                log.debug("requestId={} prefill done, first token {}", id, d.firstToken());
+                                log.debug("internalId={} prefill done, first token {}", id, d.firstToken());
                             }
-                            case Cancelled c -> sink.error(workerEnded(id, "prefill", c));
-                            case Failed f -> sink.error(workerEnded(id, "prefill", f));
+                            case Cancelled c -> sink.error(workerEnded(ctx.requestId(), id, "prefill", c));
+                            case Failed f -> sink.error(workerEnded(ctx.requestId(), id, "prefill", f));
                         }
                     });
         });
@@ -426,9 +430,9 @@ public final class DisaggregatedGenerator implements TokenGenerator {
      * {@code SHUTDOWN}, which is the server's doing: unavailable, worth a retry; a {@link Failed}, or an event out of
      * place, is a worker fault.
      */
-    private GenerationException workerEnded(String id, String leg, Object event) {
+    private GenerationException workerEnded(String id, String wireId, String leg, Object event) {
         if (event instanceof Cancelled c) {
-            log.info("requestId={} {} leg cancelled by the worker: {} via {}", id, leg, c.reason(), c.source());
+            log.info("internalId={} {} leg cancelled by the worker: {} via {}", wireId, leg, c.reason(), c.source());
             if (c.reason() == CancelReason.SHUTDOWN) {
                 return new WorkerUnavailableException("request %s was interrupted: the %s worker shut down (shutdown); "
                         .formatted(id, leg) + "retry it", defaultRetryAfter, null);
@@ -436,9 +440,9 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             return RequestCancelledException.of(id, c.reason());
         }
         if (event instanceof Failed f) {
-            log.warn("requestId={} {} leg failed: {} ({})", id, leg, f.message(), f.code());
+            log.warn("internalId={} {} leg failed: {} ({})", wireId, leg, f.message(), f.code());
         } else {
-            log.warn("requestId={} {} leg sent {} out of place", id, leg, event);
+            log.warn("internalId={} {} leg sent {} out of place", wireId, leg, event);
         }
         return new GenerationFailedException("the " + leg + " worker failed this request", null);
     }

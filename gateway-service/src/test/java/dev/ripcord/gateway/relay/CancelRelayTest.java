@@ -107,4 +107,23 @@ class CancelRelayTest {
             contextsB.close(ctx);
         }
     }
+
+    @Test
+    void aGatewayWhoseClockIsFarBehindStillHasItsRelayAnswered() {
+        // Regression: the owner judged a relay's age by the asker's clock, so with clocks more than the answer timeout
+        // apart every relay from the slower gateway was ignored as stale.
+        String brokers = EmbeddedKafkaCondition.getBroker().getBrokersAsString();
+        Map<String, Object> client = Map.of("bootstrap.servers", brokers);
+        try (CancelRelay behind = new CancelRelay(new CancelRelayProperties(true, TOPIC, ANSWER_TIMEOUT), contexts("c"),
+                "gateway-c", client, client, Clock.offset(Clock.systemUTC(), ANSWER_TIMEOUT.multipliedBy(-6)))) {
+            RequestContext ctx = contextsA.open("req-relay-skewed", "key-aaaaaaaaaaaa", null);
+            try {
+                assertThat(behind.ask("req-relay-skewed", "key-aaaaaaaaaaaa").block())
+                        .isEqualTo(CancelRelay.Answer.CANCELLED);
+                assertThat(ctx.state()).isEqualTo(RequestContext.State.CANCELLED);
+            } finally {
+                contextsA.close(ctx);
+            }
+        }
+    }
 }

@@ -41,8 +41,7 @@ import tools.jackson.databind.json.JsonMapper;
         properties = {
                 "ripcord.cancel.propagation=in-band",
                 "spring.cloud.stream.function.autodetect=false",
-                "ripcord.gateway.auth.enabled=true",
-                "ripcord.gateway.auth.forward-unknown-cancels=false"})
+                "ripcord.gateway.auth.enabled=true"})
 class RequestApiTest {
 
     static final String KEY_A = "rk-test-key-a-0123456789";

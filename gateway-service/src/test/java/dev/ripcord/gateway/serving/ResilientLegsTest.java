@@ -210,8 +210,10 @@ class ResilientLegsTest {
         contexts.cancel(request.requestId(), CancelReason.CLIENT_STALLED);
 
         await().atMost(WAIT).until(() -> decode.closedByGateway() == 1 && prefill.closedByGateway() == 1);
-        assertThat(decode.cancels()).containsExactly(request.requestId() + " CLIENT_STALLED before close");
-        assertThat(prefill.cancels()).containsExactly(request.requestId() + " CLIENT_STALLED before close");
+        assertThat(decode.cancels()).extracting(ResilientLegsTest::asSent)
+                .containsExactly(request.requestId() + " CLIENT_STALLED before close");
+        assertThat(prefill.cancels()).extracting(ResilientLegsTest::asSent)
+                .containsExactly(request.requestId() + " CLIENT_STALLED before close");
         call.dispose();
     }
 
@@ -667,7 +669,7 @@ class ResilientLegsTest {
                         .hasMessageContaining("decode workers are at capacity"))
                 .verify(WAIT);
 
-        assertThat(decode.requestIds().stream().filter(r -> r.equals(id + ".2")))
+        assertThat(decode.requestIds().stream().filter(r -> asSent(r).equals(id + ".2")))
                 .as("choice 2: every attempt refused").hasSize(3);
         await().atMost(WAIT).until(() -> decode.closedByGateway() == 2 && prefill.closedByGateway() == 2);
         // The waiting siblings' workers learn why their streams close: not a client that went away.
@@ -772,9 +774,20 @@ class ResilientLegsTest {
         return pools.get(1);
     }
 
-    /** "ID REASON" of a fake's in-band cancel (with two streams on one fake, "before close" says little). */
+    /**
+     * "ID REASON" of a fake's in-band cancel (with two streams on one fake, "before close" says little), the ID as
+     * the test sent it ({@link #asSent}).
+     */
     private static String idAndReason(String cancel) {
-        return cancel.substring(0, cancel.lastIndexOf(' ', cancel.lastIndexOf(' ') - 1));
+        return asSent(cancel.substring(0, cancel.lastIndexOf(' ', cancel.lastIndexOf(' ') - 1)));
+    }
+
+    /**
+     * What a worker was sent, with the request's ID as the test sent it: the gateway's internal ID ({@code ID:} and
+     * 22 random characters, then {@code .i} for choice {@code i}) without its random part.
+     */
+    private static String asSent(String text) {
+        return text.replaceAll(":[A-Za-z0-9]{22}", "");
     }
 
     private static WorkerInstance instance(WorkerPool pool, URI uri) {

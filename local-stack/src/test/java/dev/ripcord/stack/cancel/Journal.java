@@ -84,7 +84,7 @@ public final class Journal {
 
     /** This request's entries, in order. */
     public List<JournalEntry> of(String requestId) {
-        return entries.stream().filter(e -> e.requestId().equals(requestId)).toList();
+        return entries.stream().filter(e -> clientId(e.requestId()).equals(requestId)).toList();
     }
 
     /** This request's event names, in order (for readable assertion messages). */
@@ -154,16 +154,29 @@ public final class Journal {
         return of(requestId).stream().filter(e -> e.event().equals("CHUNK") && e.seq() > after).count();
     }
 
-    /** Distinct request IDs that have an entry matching {@code event}. */
+    /**
+     * The ID a test sent, for an ID a worker knows a request by: the gateway's internal ID
+     * ({@code CLIENT:<22 random>}, and {@code .i} for choice {@code i}) without its random part, so tests ask about
+     * requests by the IDs they sent ({@code CLIENT}, {@code CLIENT.i}). An ID sent to a worker directly is itself.
+     */
+    public static String clientId(String workerId) {
+        return INTERNAL_PART.matcher(workerId).replaceFirst("");
+    }
+
+    private static final java.util.regex.Pattern INTERNAL_PART =
+            java.util.regex.Pattern.compile(":[A-Za-z0-9]{22}(?=(\\.[0-9]+)?$)");
+
+    /** Distinct request IDs (as the tests sent them: {@link #clientId}) with an entry matching {@code event}. */
     public Set<String> idsWith(Predicate<String> event) {
-        return entries.stream().filter(e -> event.test(e.event())).map(JournalEntry::requestId)
+        return entries.stream().filter(e -> event.test(e.event())).map(e -> clientId(e.requestId()))
                 .collect(Collectors.toCollection(LinkedHashSet::new));
     }
 
     /** For each request ID, how many of its entries match {@code event}; only IDs with at least one. */
     public Map<String, Long> countsBy(Predicate<String> event) {
         return entries.stream().filter(e -> event.test(e.event()))
-                .collect(Collectors.groupingBy(JournalEntry::requestId, LinkedHashMap::new, Collectors.counting()));
+                .collect(Collectors.groupingBy(e -> clientId(e.requestId()), LinkedHashMap::new,
+                        Collectors.counting()));
     }
 
     @Override

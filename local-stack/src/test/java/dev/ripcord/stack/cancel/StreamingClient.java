@@ -127,7 +127,7 @@ public final class StreamingClient {
         return call;
     }
 
-    /** {@code POST /v1/requests/{id}/cancel}; returns the status (200 cancelled, 202 forwarded, 404 unknown). */
+    /** {@code POST /v1/requests/{id}/cancel}; returns the status (200 cancelled or already ended, 404 unknown). */
     public int cancel(String requestId) {
         return cancel(requestId, "POST");
     }

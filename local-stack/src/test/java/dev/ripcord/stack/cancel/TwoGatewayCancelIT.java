@@ -27,8 +27,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * try again when the answer says it had finished (each try still checks everything it asserts).
  */
 @LocalStackTest(gateways = 2, prefills = 2, decodes = 2,
-        properties = {"ripcord.gateway.auth.forward-unknown-cancels=false",
-                "ripcord.gateway.cancel-relay.answer-timeout=10s"})
+        properties = {"ripcord.gateway.cancel-relay.answer-timeout=10s"})
 class TwoGatewayCancelIT {
 
     private static final int TRIES = 20;
@@ -79,9 +78,8 @@ class TwoGatewayCancelIT {
 
     @Test
     void anIdNoGatewayHoldsIsA404FromEitherGatewayWithoutForwarding(TestStack stack) throws Exception {
-        // This stack runs without forward-unknown-cancels (the production default): whether the ID is unknown, or
-        // another key's at a gateway that refuses late or in time, the answer is the same 404. (Forwarding, and the
-        // 202 it answers, are CancelBeforeRegistrationIT's, on one gateway.) Both at once, as above.
+        // Whether the ID is unknown, or another key's at a gateway that refuses late or in time, the answer is the
+        // same 404, and nothing is forwarded to the workers. Both at once, as above.
         String id = "two-gw-unknown-" + UUID.randomUUID();
         Future<Integer> cancel = atOnce(() -> new StreamingClient(stack.url(Role.GATEWAY, 1)).cancel(id));
         Future<Integer> delete = atOnce(() -> new StreamingClient(stack.url(Role.GATEWAY, 0)).delete(id + "-b"));

@@ -51,6 +51,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * And so that the rule cannot hold vacuously: each of the three services wrote at least one line carrying the ID of
  * each request that reached the workers (the rejected one never does, and the gateway writes no line for a 400).
  *
+ * <p>The workers know each request by its internal ID (the client's ID and a random part the gateway added at
+ * admission); a worker's line carries that, and counts as carrying the client's ID it was made from.
+ *
  * <p>The requests, all at once: completed streams, completed non-streamed answers, streams the client disconnects
  * after their first tokens, streams cancelled through {@code POST /v1/requests/{id}/cancel} after their first tokens
  * (in-band and Kafka paths both on), and one request the gateway rejects (too long for the context) before any
@@ -150,8 +153,10 @@ class RequestIdLoggingIT {
             for (String line : lines) {
                 Line parsed = Line.parse(line);
                 json += parsed.json() ? 1 : 0;
-                if (known.contains(parsed.requestId())) {
-                    counts.merge(parsed.requestId(), 1, Integer::sum);
+                // The workers' lines carry the request's internal ID: the client's and a random part.
+                String lineId = dev.ripcord.stack.cancel.Journal.clientId(parsed.requestId());
+                if (known.contains(lineId)) {
+                    counts.merge(lineId, 1, Integer::sum);
                 }
                 Set<String> named = new LinkedHashSet<>();
                 for (String id : known) {
@@ -164,7 +169,7 @@ class RequestIdLoggingIT {
                 }
                 if (parsed.requestId().isEmpty()) {
                     violations.add("%s: names %s without a requestId: %s".formatted(role.shortName(), named, line));
-                } else if (!named.equals(Set.of(parsed.requestId()))) {
+                } else if (!named.equals(Set.of(lineId))) {
                     violations.add("%s: carries requestId %s but names %s: %s".formatted(role.shortName(),
                             parsed.requestId(), named, line));
                 }

@@ -218,7 +218,6 @@ public final class FaultsBench {
     /** The stack's properties: the storm's (several gateways). */
     static Map<String, String> properties() {
         Map<String, String> p = new LinkedHashMap<>();
-        p.put("ripcord.gateway.auth.forward-unknown-cancels", "false");
         p.put("ripcord.gateway.cancel-relay.answer-timeout", "10s");
         return p;
     }

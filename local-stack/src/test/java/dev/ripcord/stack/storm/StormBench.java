@@ -52,8 +52,7 @@ public final class StormBench {
         int concurrency = Integer.parseInt(options.getOrDefault("concurrency", "32"));
         double cancelShare = Double.parseDouble(options.getOrDefault("cancel-share", "0.7"));
         properties.put("ripcord.cancel.propagation", options.getOrDefault("propagation", "both"));
-        // As StormIT's stack: several gateways, so the relay's production-like answer delay and no forwarding.
-        properties.putIfAbsent("ripcord.gateway.auth.forward-unknown-cancels", "false");
+        // As StormIT's stack: several gateways, so the relay's production-like answer delay.
         properties.putIfAbsent("ripcord.gateway.cancel-relay.answer-timeout", "10s");
         PrintStream out = System.out;
 

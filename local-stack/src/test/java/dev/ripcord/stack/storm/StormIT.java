@@ -12,8 +12,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * at a phase, by a source and at a gateway drawn from a fixed seed. Same stack as {@code TwoGatewayCancelIT}.
  */
 @LocalStackTest(gateways = 2, prefills = 2, decodes = 2,
-        properties = {"ripcord.gateway.auth.forward-unknown-cancels=false",
-                "ripcord.gateway.cancel-relay.answer-timeout=10s"})
+        properties = {"ripcord.gateway.cancel-relay.answer-timeout=10s"})
 class StormIT {
 
     static final int REQUESTS = 300;
