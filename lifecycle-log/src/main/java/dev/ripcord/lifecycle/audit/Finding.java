@@ -1,0 +1,39 @@
+package dev.ripcord.lifecycle.audit;
+
+import java.util.List;
+
+import dev.ripcord.lifecycle.LifecycleEvent;
+
+/**
+ * What one {@link InvariantCheck} found about one request: an invariant broken by events the log holds
+ * ({@link #missing} false), or an event that should be there and is not ({@link #missing} true). The auditor turns a
+ * missing event into a violation unless a loss or a crash of the log explains it ({@link Excuses}).
+ *
+ * @param requestId the request
+ * @param invariant which invariant
+ * @param message   what is wrong, in a sentence
+ * @param events    the events that break it, or the last ones seen when an event is missing
+ * @param missing   whether an expected event is absent (rather than a wrong one present)
+ * @param instance  the instance that should have emitted the missing event (null: the request's gateway)
+ * @param process   that instance's process (instance and incarnation), when known
+ */
+record Finding(String requestId, Invariant invariant, String message, List<LifecycleEvent> events, boolean missing,
+               String instance, String process) {
+
+    Finding {
+        events = List.copyOf(events);
+    }
+
+    static Finding broken(String requestId, Invariant invariant, String message, List<LifecycleEvent> events) {
+        return new Finding(requestId, invariant, message, events, false, null, null);
+    }
+
+    static Finding missing(String requestId, Invariant invariant, String message, List<LifecycleEvent> events,
+                           String instance, String process) {
+        return new Finding(requestId, invariant, message, events, true, instance, process);
+    }
+
+    Violation violation(String suffix) {
+        return new Violation(requestId, invariant, message + suffix, events);
+    }
+}
