@@ -79,7 +79,7 @@ public final class Auditor {
         return new AuditReport(history.from(), history.to(), history.log().size(), history.requests().size(),
                 s.outcomes(), s.inFlight(), history.cancels().size(), s.cancelsByReason(), s.abortsByPhase(),
                 s.latencies(), s.wastedPrefillTokens(), s.tokensAfterCancel(), violations, unverifiable,
-                history.losses());
+                history.losses(), Coverage.errors(history));
     }
 
     /** One request's events in log order (time, then instance and sequence number), duplicates removed. */

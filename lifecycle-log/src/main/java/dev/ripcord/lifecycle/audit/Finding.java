@@ -16,21 +16,30 @@ import dev.ripcord.lifecycle.LifecycleEvent;
  * @param missing   whether an expected event is absent (rather than a wrong one present)
  * @param instance  the instance that should have emitted the missing event (null: the request's gateway)
  * @param process   that instance's process (instance and incarnation), when known
+ * @param afterSeq  the sequence number on {@code process} after which the missing event would have been emitted (the
+ *                  job's first event, the request's ADMITTED): only a loss after it may explain the absence
  */
 record Finding(String requestId, Invariant invariant, String message, List<LifecycleEvent> events, boolean missing,
-               String instance, String process) {
+               String instance, String process, long afterSeq) {
 
     Finding {
         events = List.copyOf(events);
     }
 
     static Finding broken(String requestId, Invariant invariant, String message, List<LifecycleEvent> events) {
-        return new Finding(requestId, invariant, message, events, false, null, null);
+        return new Finding(requestId, invariant, message, events, false, null, null, 0);
     }
 
     static Finding missing(String requestId, Invariant invariant, String message, List<LifecycleEvent> events,
-                           String instance, String process) {
-        return new Finding(requestId, invariant, message, events, true, instance, process);
+                           String instance, String process, long afterSeq) {
+        return new Finding(requestId, invariant, message, events, true, instance, process, afterSeq);
+    }
+
+    /** An event {@code job} should have logged and did not. */
+    static Finding missing(RequestHistory request, Job job, Invariant invariant, String message,
+                           List<LifecycleEvent> events) {
+        return missing(request.requestId(), invariant, message + request.note(), events, job.instance(),
+                job.process(), job.firstSeq());
     }
 
     Violation violation(String suffix) {

@@ -48,49 +48,67 @@ record History(List<LifecycleEvent> log, Instant from, Instant to, List<RequestH
                 : log.stream().map(LifecycleEvent::timestamp).min(Comparator.naturalOrder()).orElse(Instant.EPOCH);
         Instant to = options.to() != null ? options.to()
                 : log.stream().map(LifecycleEvent::timestamp).max(Comparator.naturalOrder()).orElse(from);
+        Set<String> admitted = new HashSet<>();
+        log.stream().filter(e -> is(e, LifecycleEventType.ADMITTED)).forEach(e -> admitted.add(e.requestId()));
         List<RequestHistory> requests = new ArrayList<>();
-        for (List<LifecycleEvent> use : uses(log)) {
-            requests.add(request(use, requests.isEmpty() ? 1 : nextUse(requests, use), from, to, options));
+        for (List<LifecycleEvent> use : uses(log, admitted)) {
+            RequestHistory request = request(use, 1, from, to, options, admitted);
+            if (!requests.isEmpty() && requests.getLast().requestId().equals(request.requestId())) {
+                request = request(use, requests.getLast().use() + 1, from, to, options, admitted);
+            }
+            requests.add(request);
         }
         return new History(log, from, to, requests, losses(log), crashedProcesses(log), List.copyOf(cancels));
     }
 
-    private static int nextUse(List<RequestHistory> before, List<LifecycleEvent> use) {
-        RequestHistory last = before.getLast();
-        return last.requestId().equals(use.getFirst().requestId()) ? last.use() + 1 : 1;
+    /**
+     * The request an event's ID belongs to: itself, or, for {@code ID.k} when only {@code ID} was admitted by a
+     * gateway, the request {@code ID}: the worker-facing ID of choice {@code k} of an {@code n > 1} request.
+     */
+    static String requestOf(String id, Set<String> admittedIds) {
+        if (admittedIds.contains(id)) {
+            return id;
+        }
+        int dot = id.lastIndexOf('.');
+        if (dot > 0 && dot < id.length() - 1 && id.substring(dot + 1).chars().allMatch(Character::isDigit)
+                && admittedIds.contains(id.substring(0, dot))) {
+            return id.substring(0, dot);
+        }
+        return id;
     }
 
     private static RequestHistory request(List<LifecycleEvent> all, int use, Instant from, Instant to,
-                                          Auditor.Options options) {
+                                          Auditor.Options options, Set<String> admittedIds) {
         Instant first = all.getFirst().timestamp();
         Instant last = all.getLast().timestamp();
         boolean began = all.stream().anyMatch(e -> is(e, LifecycleEventType.ADMITTED));
         boolean partial = last.isAfter(to.minus(options.inFlightGrace()))
                 || (!began && first.isBefore(from.plus(options.inFlightGrace())));
+        // A job is one worker process's part under one worker-facing ID (each choice of an n > 1 request has its own).
         Map<String, List<LifecycleEvent>> byProcess = new TreeMap<>();
         for (LifecycleEvent e : all) {
             if (!GATEWAY.equals(e.service())) {
-                byProcess.computeIfAbsent(process(e), k -> new ArrayList<>()).add(e);
+                byProcess.computeIfAbsent(process(e) + " " + e.requestId(), k -> new ArrayList<>()).add(e);
             }
         }
         List<Job> jobs = new ArrayList<>();
-        byProcess.forEach((process, events) -> {
+        byProcess.forEach((key, events) -> {
             List<LifecycleEvent> sorted = events.stream().sorted(BY_SEQ).toList();
             LifecycleEvent head = sorted.getFirst();
-            jobs.add(new Job(head.requestId(), process, head.service(), head.instance(), sorted));
+            jobs.add(new Job(head.requestId(), process(head), head.service(), head.instance(), sorted));
         });
-        return new RequestHistory(all.getFirst().requestId(), use, all, partial, jobs);
+        return new RequestHistory(requestOf(all.getFirst().requestId(), admittedIds), use, all, partial, jobs);
     }
 
     /**
      * Each request's events in log order, split at every gateway ADMITTED after the first: a reused ID is a new
      * request. Across instances this goes by timestamps, which is exact enough for uses seconds apart.
      */
-    private static List<List<LifecycleEvent>> uses(List<LifecycleEvent> log) {
+    private static List<List<LifecycleEvent>> uses(List<LifecycleEvent> log, Set<String> admittedIds) {
         Map<String, List<LifecycleEvent>> byRequest = new LinkedHashMap<>();
         for (LifecycleEvent e : log) {
             if (e.requestId() != null) {
-                byRequest.computeIfAbsent(e.requestId(), id -> new ArrayList<>()).add(e);
+                byRequest.computeIfAbsent(requestOf(e.requestId(), admittedIds), id -> new ArrayList<>()).add(e);
             }
         }
         List<List<LifecycleEvent>> out = new ArrayList<>();
@@ -177,7 +195,7 @@ record History(List<LifecycleEvent> log, Instant from, Instant to, List<RequestH
             for (LifecycleEvent e : events) {
                 if (e.type() == LifecycleEventType.DROPPED && e.dropped() != null) {
                     losses.add(new EventLoss(e.service(), e.instance(), e.dropped(), e.droppedFromSeq(),
-                            e.droppedToSeq(), true));
+                            e.droppedToSeq(), true, e.incarnation()));
                     covered.add(new long[] {e.droppedFromSeq(), e.droppedToSeq()});
                 }
             }
@@ -187,7 +205,7 @@ record History(List<LifecycleEvent> log, Instant from, Instant to, List<RequestH
                 long missing = uncovered(a, b, covered);
                 if (missing > 0) {
                     LifecycleEvent e = events.get(i);
-                    losses.add(new EventLoss(e.service(), e.instance(), missing, a, b, false));
+                    losses.add(new EventLoss(e.service(), e.instance(), missing, a, b, false, e.incarnation()));
                 }
             }
         }

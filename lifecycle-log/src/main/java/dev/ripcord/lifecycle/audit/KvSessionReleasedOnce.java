@@ -30,9 +30,9 @@ final class KvSessionReleasedOnce extends JobCheck {
         if (!opened.isEmpty() && released.isEmpty() && !request.partial()) {
             List<LifecycleEvent> evidence = new ArrayList<>(opened);
             evidence.addAll(job.tail());
-            found.add(Finding.missing(id, Invariant.KV_SESSION_RELEASED_ONCE,
-                    "%s opened a KV session that was never released".formatted(job.who()) + request.note(),
-                    evidence.stream().distinct().sorted(History.BY_SEQ).toList(), job.instance(), job.process()));
+            found.add(Finding.missing(request, job, Invariant.KV_SESSION_RELEASED_ONCE,
+                    "%s opened a KV session that was never released".formatted(job.who()),
+                    evidence.stream().distinct().sorted(History.BY_SEQ).toList()));
         }
     }
 }

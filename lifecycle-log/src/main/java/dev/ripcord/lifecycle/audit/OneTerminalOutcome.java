@@ -19,10 +19,11 @@ final class OneTerminalOutcome implements InvariantCheck {
                         "the request reached %d terminal outcomes".formatted(finished.size()) + r.note(), finished));
             } else if (finished.isEmpty() && !r.partial()) {
                 // A gateway that died with the request open never logged its end.
-                String process = r.gateway(LifecycleEventType.ADMITTED).stream().map(History::process).findFirst()
-                        .orElse(null);
+                LifecycleEvent admitted = r.gateway(LifecycleEventType.ADMITTED).stream().findFirst().orElse(null);
                 found.add(Finding.missing(r.requestId(), Invariant.ONE_TERMINAL_OUTCOME,
-                        "the request never reached a terminal outcome" + r.note(), r.tail(), null, process));
+                        "the request never reached a terminal outcome" + r.note(), r.tail(),
+                        admitted == null ? null : admitted.instance(),
+                        admitted == null ? null : History.process(admitted), admitted == null ? 0 : admitted.seq()));
             }
         }
         return found;

@@ -23,9 +23,9 @@ final class PagesFreed extends JobCheck {
             List<LifecycleEvent> evidence = new ArrayList<>();
             evidence.add(reserved);
             evidence.addAll(job.tail());
-            found.add(Finding.missing(request.requestId(), Invariant.PAGES_FREED,
-                    "%s reserved pages that were never freed".formatted(job.who()) + request.note(),
-                    evidence.stream().distinct().sorted(History.BY_SEQ).toList(), job.instance(), job.process()));
+            found.add(Finding.missing(request, job, Invariant.PAGES_FREED,
+                    "%s reserved pages that were never freed".formatted(job.who()),
+                    evidence.stream().distinct().sorted(History.BY_SEQ).toList()));
         }
     }
 }
