@@ -7,25 +7,32 @@ import dev.ripcord.lifecycle.LifecycleEvent;
 import dev.ripcord.lifecycle.LifecycleEventType;
 
 /**
- * {@link Invariant#NO_CHUNK_AFTER_CANCEL}: prefill starts no chunk after it observed the cancel; the one chunk
- * computing when it arrived may finish.
+ * {@link Invariant#NO_CHUNK_AFTER_CANCEL}: prefill starts no chunk after it observed the cancel. Its CANCEL_OBSERVED
+ * names the chunk the engine was computing for the job then ({@code chunk}); that one chunk, and only it, may
+ * finish afterwards. A CANCEL_OBSERVED without a chunk allows none. Judged on every job with a CHUNK_DONE after its
+ * CANCEL_OBSERVED, whatever its service is called.
  */
 final class NoChunkAfterCancel extends JobCheck {
 
     @Override
     void check(RequestHistory request, Job job, List<Finding> found) {
         LifecycleEvent observed = job.first(LifecycleEventType.CANCEL_OBSERVED);
-        if (observed == null || !"prefill".equals(job.service())) {
+        if (observed == null) {
             return;
         }
         List<LifecycleEvent> later = chunksAfter(job, observed);
-        if (later.size() > 1) {
+        List<LifecycleEvent> unexpected = later.stream()
+                .filter(c -> observed.chunk() == null || !observed.chunk().equals(c.chunk()))
+                .toList();
+        if (later.size() > 1 || !unexpected.isEmpty()) {
             List<LifecycleEvent> evidence = new ArrayList<>();
             evidence.add(observed);
             evidence.addAll(later);
+            LifecycleEvent first = unexpected.isEmpty() ? later.get(1) : unexpected.getFirst();
             found.add(Finding.broken(request.requestId(), Invariant.NO_CHUNK_AFTER_CANCEL,
-                    "prefill %s started %d chunk(s) after it observed the cancel (chunk %s onwards)".formatted(
-                            job.instance(), later.size() - 1, later.get(1).chunk()) + request.note(), evidence));
+                    "%s finished chunk %s after it observed the cancel (computing then: %s)".formatted(job.who(),
+                            first.chunk(), observed.chunk() == null ? "none" : "chunk " + observed.chunk())
+                            + request.note(), evidence));
         }
     }
 

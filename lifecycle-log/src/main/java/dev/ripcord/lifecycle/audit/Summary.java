@@ -45,8 +45,8 @@ record Summary(Map<String, Long> outcomes, int inFlight, Map<String, Long> cance
             }
             for (Job job : r.jobs()) {
                 abort(job, cancelTime.get(r.requestId()), abortsByPhase, hops);
-                if (!"prefill".equals(job.service())) {
-                    continue;
+                if (!job.has(LifecycleEventType.CHUNK_DONE)) {
+                    continue; // wasted prompt work: the jobs that compute chunks
                 }
                 LifecycleEvent observed = job.first(LifecycleEventType.CANCEL_OBSERVED);
                 if (observed != null) {

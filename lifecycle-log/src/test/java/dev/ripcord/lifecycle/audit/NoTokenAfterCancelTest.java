@@ -36,4 +36,13 @@ class NoTokenAfterCancelTest {
         assertThat(Checks.run(check, log)).singleElement()
                 .satisfies(f -> assertThat(f.requestId()).isEqualTo("req-f"));
     }
+
+    @Test
+    void aCancelObservedWithoutItsStepIsNotSkippedWhenStepsFollow() {
+        AuditLogs log = new AuditLogs();
+        log.decode(LifecycleEvent.of(CANCEL_OBSERVED, "req-g"));
+        log.decode(LifecycleEvent.of(JOB_FINISHED, "req-g").withOutcome(LifecycleOutcome.COMPLETED).withStep(9));
+        assertThat(Checks.run(check, log)).singleElement()
+                .satisfies(f -> assertThat(f.message()).contains("without its step"));
+    }
 }

@@ -49,4 +49,24 @@ class PagesFreedTest {
             assertThat(f.instance()).isEqualTo("p1");
         });
     }
+
+    @Test
+    void aFreeThatKeepsOnePageBackIsBroken() {
+        AuditLogs log = new AuditLogs();
+        log.decode(LifecycleEvent.of(JOB_ADMITTED, "req-keep").withPages(4));
+        log.decode(LifecycleEvent.of(JOB_FINISHED, "req-keep").withOutcome(LifecycleOutcome.COMPLETED).withStep(3));
+        log.decode(LifecycleEvent.of(PAGES_FREED, "req-keep").withPages(3));
+        assertThat(Checks.run(check, log)).singleElement().satisfies(f -> {
+            assertThat(f.missing()).isFalse();
+            assertThat(f.message()).contains("reserved 4 pages but the pool took back 3");
+        });
+    }
+
+    @Test
+    void aJobThatGrewFreesMoreThanItReservedAndThatIsFine() {
+        AuditLogs log = new AuditLogs();
+        log.decode(LifecycleEvent.of(JOB_ADMITTED, "req-grew").withPages(4));
+        log.decode(LifecycleEvent.of(PAGES_FREED, "req-grew").withPages(6));
+        assertThat(Checks.run(check, log)).isEmpty();
+    }
 }
