@@ -22,13 +22,12 @@ final class Coverage {
         }
         List<RequestHistory> requests = history.requests();
         if (!requests.isEmpty() && requests.stream().allMatch(r -> r.jobs().isEmpty())) {
-            errors.add("%d request(s) but no worker event about any of them: the workers' lifecycle log is off or "
-                    + "was lost".formatted(requests.size()));
+            errors.add(("%d request(s) but no worker event about any of them: the workers' lifecycle log is off or "
+                    + "was lost").formatted(requests.size()));
         }
         if (!requests.isEmpty() && requests.stream().allMatch(RequestHistory::partial)) {
-            errors.add("all %d request(s) are in flight (they run into an edge of the range or the in-flight grace): "
-                    + "none was judged for what it misses; widen the range or lower --in-flight-grace"
-                    .formatted(requests.size()));
+            errors.add(("all %d request(s) run into an edge of the range or the in-flight grace: none was judged for "
+                    + "the events it misses; widen the range or lower --in-flight-grace").formatted(requests.size()));
         }
         return errors;
     }

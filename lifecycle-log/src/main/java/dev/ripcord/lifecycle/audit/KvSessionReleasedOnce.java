@@ -6,7 +6,11 @@ import java.util.List;
 import dev.ripcord.lifecycle.LifecycleEvent;
 import dev.ripcord.lifecycle.LifecycleEventType;
 
-/** {@link Invariant#KV_SESSION_RELEASED_ONCE}: every KV session opened is released exactly once, after it drained. */
+/**
+ * {@link Invariant#KV_SESSION_RELEASED_ONCE}: every KV session opened is released exactly once, after it drained. The
+ * session events carry no session ID (kv-transfer-lib's listener reports the request and side), so a job's sessions
+ * are counted: more releases than one, or fewer than its opens, break it.
+ */
 final class KvSessionReleasedOnce extends JobCheck {
 
     @Override
@@ -27,11 +31,14 @@ final class KvSessionReleasedOnce extends JobCheck {
             found.add(Finding.broken(id, Invariant.KV_SESSION_RELEASED_ONCE,
                     "%s released the KV session before it drained".formatted(job.who()) + request.note(), evidence));
         }
-        if (!opened.isEmpty() && released.isEmpty() && !request.partial()) {
+        if (opened.size() > released.size() && !request.partial()) {
             List<LifecycleEvent> evidence = new ArrayList<>(opened);
+            evidence.addAll(released);
             evidence.addAll(job.tail());
             found.add(Finding.missing(request, job, Invariant.KV_SESSION_RELEASED_ONCE,
-                    "%s opened a KV session that was never released".formatted(job.who()),
+                    (released.isEmpty() ? "%s opened a KV session that was never released".formatted(job.who())
+                            : "%s opened %d KV sessions and released %d".formatted(job.who(), opened.size(),
+                                    released.size())),
                     evidence.stream().distinct().sorted(History.BY_SEQ).toList()));
         }
     }

@@ -52,4 +52,17 @@ class KvSessionReleasedOnceTest {
             assertThat(f.events()).contains(opened);
         });
     }
+
+    @Test
+    void twoOpensAndOneReleaseAreMissingARelease() {
+        AuditLogs log = new AuditLogs();
+        log.decode(LifecycleEvent.of(KV_OPENED, "req-two").withDetail("RECEIVER"));
+        log.decode(LifecycleEvent.of(KV_OPENED, "req-two").withDetail("RECEIVER"));
+        log.decode(LifecycleEvent.of(KV_DRAINED, "req-two"));
+        log.decode(LifecycleEvent.of(KV_RELEASED, "req-two"));
+        assertThat(Checks.run(check, log)).singleElement().satisfies(f -> {
+            assertThat(f.missing()).isTrue();
+            assertThat(f.message()).contains("opened 2 KV sessions and released 1");
+        });
+    }
 }
