@@ -348,6 +348,20 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
      * session is RELEASED, or there was none); {@code freePages} then runs once, on the engine loop, and returns the
      * pages the engine's pool took back ({@code PAGES_FREED pages=N} on the lifecycle log).
      */
+    public void freeWhenReleased(J job, CompletableFuture<?> transferReleased, Runnable freePages) {
+        freeWhenReleased(job, transferReleased, () -> {
+            freePages.run();
+            return UNKNOWN_PAGES;
+        });
+    }
+
+    /** A free that does not say how many pages the pool took back: {@code PAGES_FREED} without {@code pages}. */
+    private static final int UNKNOWN_PAGES = -1;
+
+    /**
+     * {@link #freeWhenReleased(WorkerJob, CompletableFuture, Runnable)}, with {@code freePages} returning the pages
+     * the engine's pool took back ({@code InferenceEngine.free}), which {@code PAGES_FREED} carries for the audit.
+     */
     public void freeWhenReleased(J job, CompletableFuture<?> transferReleased, IntSupplier freePages) {
         job.transferReleased = transferReleased;
         job.freePages = freePages;
@@ -361,8 +375,9 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
             return;
         }
         int pages = free.getAsInt();
+        LifecycleEvent freed = LifecycleEvent.of(LifecycleEventType.PAGES_FREED, job.requestId());
         context.journal().record(job.requestId(), "FREED", "",
-                publishing(LifecycleEvent.of(LifecycleEventType.PAGES_FREED, job.requestId()).withPages(pages)));
+                publishing(pages == UNKNOWN_PAGES ? freed : freed.withPages(pages)));
     }
 
     private void onLoop(Runnable task) {
