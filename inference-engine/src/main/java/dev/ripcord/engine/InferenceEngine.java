@@ -448,12 +448,19 @@ public final class InferenceEngine implements AutoCloseable {
         }
     }
 
-    /** Returns the sequence's pages to the pool. Freeing twice throws. */
-    public void free(Sequence seq) {
+    /**
+     * Returns the sequence's pages to the pool. Freeing twice throws.
+     *
+     * @return the pages the pool took back (each one {@link KvPagePool#free} call): what a worker's lifecycle log
+     *         reports as freed, for the audit to reconcile with what the job reserved
+     */
+    public int free(Sequence seq) {
         requireOwned(seq);
         seq.state = seq.state.transitionTo(SequenceState.FREED, seq.id);
+        int returned = 0;
         for (int i = 0; i < seq.pageCount; i++) {
             pagePool.free(seq.pageTable[i]);
+            returned++;
         }
         seq.pageCount = 0;
         seq.pendingToken = -1;
@@ -470,6 +477,7 @@ public final class InferenceEngine implements AutoCloseable {
                 }
             }
         }
+        return returned;
     }
 
     /**

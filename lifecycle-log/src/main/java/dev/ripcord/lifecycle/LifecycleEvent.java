@@ -18,8 +18,8 @@ import dev.ripcord.protocol.CancelSource;
  * <p>The optional fields are null when they do not apply; which type fills which is listed on
  * {@link LifecycleEventType} and in docs/lifecycles.md.
  *
- * @param requestId       the request; null only for {@link LifecycleEventType#DROPPED} and
- *                        {@link LifecycleEventType#STOPPED}
+ * @param requestId       the request; null only for the publisher's own markers ({@link LifecycleEventType#DROPPED},
+ *                        {@link LifecycleEventType#STOPPED}, {@link LifecycleEventType#HEARTBEAT})
  * @param service         {@code gateway}, {@code prefill} or {@code decode}
  * @param instance        the emitting process's instance ID (as on its cancel events' origin)
  * @param seq             per-instance sequence number, from 1; 0 in a draft
@@ -64,7 +64,7 @@ public record LifecycleEvent(String requestId, String service, String instance, 
 
     public LifecycleEvent {
         Objects.requireNonNull(type, "type");
-        if (type != LifecycleEventType.DROPPED && type != LifecycleEventType.STOPPED) {
+        if (!type.isMarker()) {
             Objects.requireNonNull(requestId, "requestId");
         }
     }
@@ -89,7 +89,7 @@ public record LifecycleEvent(String requestId, String service, String instance, 
                 detail, incarnation);
     }
 
-    /** The record key on the topic: the request ID, or {@code instance:<id>} for a DROPPED or STOPPED marker. */
+    /** The record key on the topic: the request ID, or {@code instance:<id>} for a marker (DROPPED, STOPPED, HEARTBEAT). */
     public String key() {
         return requestId != null ? requestId : "instance:" + instance;
     }

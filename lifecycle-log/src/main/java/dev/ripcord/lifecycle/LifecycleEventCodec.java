@@ -118,7 +118,7 @@ public final class LifecycleEventCodec {
         }
         LifecycleEventType type = enumValue(LifecycleEventType.class, requireString(root, "type"), "type");
         String requestId = optString(root, "requestId");
-        if (requestId == null && type != LifecycleEventType.DROPPED && type != LifecycleEventType.STOPPED) {
+        if (requestId == null && !type.isMarker()) {
             throw new InvalidLifecycleEventException("missing required field 'requestId'");
         }
         String service = requireString(root, "service");

@@ -65,5 +65,16 @@ public enum LifecycleEventType {
      * died (a crash, SIGKILL): the audit counts what it left open as unverifiable, not as violations. Its
      * {@code requestId} is null.
      */
-    STOPPED
+    STOPPED,
+    /**
+     * Not about a request: this process's high-water mark. Every {@code ripcord.lifecycle.heartbeat} in which the
+     * process took a sequence number, its publisher emits one, with the next number: events lost after the last
+     * event a reader saw (a lost tail) then show as a sequence gap before it. Its {@code requestId} is null.
+     */
+    HEARTBEAT;
+
+    /** Whether this type is about the publisher, not a request (its {@code requestId} is null). */
+    public boolean isMarker() {
+        return this == DROPPED || this == STOPPED || this == HEARTBEAT;
+    }
 }

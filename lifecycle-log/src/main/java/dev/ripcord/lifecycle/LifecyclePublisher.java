@@ -8,6 +8,9 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.MeterBinder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,10 +30,17 @@ import org.slf4j.LoggerFactory;
  *       it cannot judge.</li>
  *   <li>Callers that need the log's order to match an order they hold (a journal, a monitor) call {@link #emit}
  *       while holding it: the sequence number is taken inside the call.</li>
+ *   <li>With a heartbeat interval, every interval in which it took a sequence number the publisher's thread emits
+ *       a {@link LifecycleEventType#HEARTBEAT} (the high-water mark), so that events lost after the last one a
+ *       reader saw show as a gap too.</li>
+ *   <li>Nothing is lost quietly: events dropped (queue full, or emitted after {@link #close}) and sends that failed
+ *       are counted ({@link #bindTo}: {@code ripcord.lifecycle.events.dropped{reason}},
+ *       {@code ripcord.lifecycle.send.failures}) and logged at WARN, at most once per {@link #WARN_EVERY} per
+ *       kind, with the totals.</li>
  *   <li>{@link #close} delivers what is queued, for at most the given time, then closes the sink.</li>
  * </ul>
  */
-public final class LifecyclePublisher implements AutoCloseable {
+public final class LifecyclePublisher implements AutoCloseable, MeterBinder {
 
     private static final Logger log = LoggerFactory.getLogger(LifecyclePublisher.class);
 
@@ -48,6 +58,15 @@ public final class LifecyclePublisher implements AutoCloseable {
     private final AtomicLong nextSeq = new AtomicLong(1);
     private final AtomicLong droppedTotal = new AtomicLong();
     private final AtomicLong emitted = new AtomicLong();
+    private final AtomicLong droppedAfterClose = new AtomicLong();
+    private final AtomicLong sinkFailures = new AtomicLong();
+    private final RateLimitedWarning dropWarning = new RateLimitedWarning();
+    private final RateLimitedWarning failureWarning = new RateLimitedWarning();
+    /** How often a heartbeat is due; zero: none. */
+    private final Duration heartbeat;
+    /** The clock's time of the last heartbeat, and the next sequence number then; the publisher's thread only. */
+    private java.time.Instant lastHeartbeat;
+    private long seqAtHeartbeat = 1;
     /** Drops not yet reported by a marker: count and seq range, guarded by {@code this}. */
     private long pendingDrops;
     private long pendingFrom;
@@ -61,6 +80,7 @@ public final class LifecyclePublisher implements AutoCloseable {
         this.queue = null;
         this.sink = null;
         this.thread = null;
+        this.heartbeat = Duration.ZERO;
     }
 
     /**
@@ -69,6 +89,18 @@ public final class LifecyclePublisher implements AutoCloseable {
      * @param capacity events the queue holds before it drops
      */
     public LifecyclePublisher(String service, String instance, int capacity, LifecycleSink sink, Clock clock) {
+        this(service, instance, capacity, sink, clock, Duration.ZERO);
+    }
+
+    /**
+     * @param service   {@code gateway}, {@code prefill} or {@code decode}
+     * @param instance  this process's instance ID
+     * @param capacity  events the queue holds before it drops
+     * @param heartbeat how often a {@link LifecycleEventType#HEARTBEAT} is due (when a sequence number was taken
+     *                  since the last); zero for none
+     */
+    public LifecyclePublisher(String service, String instance, int capacity, LifecycleSink sink, Clock clock,
+                              Duration heartbeat) {
         if (capacity < 1) {
             throw new IllegalArgumentException("capacity must be at least 1: " + capacity);
         }
@@ -77,6 +109,8 @@ public final class LifecyclePublisher implements AutoCloseable {
         this.clock = Objects.requireNonNull(clock, "clock");
         this.sink = Objects.requireNonNull(sink, "sink");
         this.queue = new ArrayBlockingQueue<>(capacity);
+        this.heartbeat = Objects.requireNonNull(heartbeat, "heartbeat");
+        this.lastHeartbeat = clock.instant();
         this.thread = Thread.ofPlatform().daemon().name("ripcord-lifecycle-" + service).unstarted(this::run);
         thread.start();
     }
@@ -105,14 +139,19 @@ public final class LifecyclePublisher implements AutoCloseable {
 
     /** Stamps and queues {@code draft}; drops (and counts) it when the queue is full. Never blocks, never throws. */
     public void emit(LifecycleEvent draft) {
-        if (queue == null || closed || draft == null) {
+        if (queue == null || draft == null) {
+            return;
+        }
+        if (closed) {
+            afterClose(draft);
             return;
         }
         LifecycleEvent event;
         boolean offered;
         synchronized (this) { // the seq and the offer together, so that the queue holds events in seq order
             if (closed) {
-                return; // after the STOPPED marker: nothing more from this incarnation
+                afterClose(draft); // after the STOPPED marker: nothing more from this incarnation
+                return;
             }
             long seq = nextSeq.getAndIncrement();
             event = draft.stamped(service, instance, incarnation, seq, clock.instant());
@@ -129,7 +168,47 @@ public final class LifecyclePublisher implements AutoCloseable {
             emitted.incrementAndGet();
         } else {
             droppedTotal.incrementAndGet();
+            dropWarning.warn("lifecycle log: dropped {} event(s) since start, the queue was full ({} after close)",
+                    droppedTotal.get(), droppedAfterClose.get());
         }
+    }
+
+    private void afterClose(LifecycleEvent draft) {
+        droppedAfterClose.incrementAndGet();
+        dropWarning.warn("lifecycle log: {} event(s) emitted after the publisher closed were not published (last: {} "
+                + "of {})", droppedAfterClose.get(), draft.type(), draft.requestId());
+    }
+
+    /** Events emitted after {@link #close}, not published. */
+    public long droppedAfterClose() {
+        return droppedAfterClose.get();
+    }
+
+    /** Sends the sink refused (threw) or failed afterwards ({@link LifecycleSink#failed}), since start. */
+    public long sendFailures() {
+        return sinkFailures.get() + (sink == null ? 0 : sink.failed());
+    }
+
+    /**
+     * {@code ripcord.lifecycle.events.emitted}, {@code ripcord.lifecycle.events.dropped} ({@code reason}
+     * {@code queue-full} or {@code after-close}) and {@code ripcord.lifecycle.send.failures}, tagged with the
+     * service. Spring binds it when the publisher is a bean.
+     */
+    @Override
+    public void bindTo(MeterRegistry registry) {
+        if (queue == null) {
+            return;
+        }
+        FunctionCounter.builder("ripcord.lifecycle.events.emitted", this, LifecyclePublisher::emitted)
+                .tag("service", service).description("lifecycle events queued for the sink").register(registry);
+        FunctionCounter.builder("ripcord.lifecycle.events.dropped", this, LifecyclePublisher::dropped)
+                .tag("service", service).tag("reason", "queue-full")
+                .description("lifecycle events dropped, and why").register(registry);
+        FunctionCounter.builder("ripcord.lifecycle.events.dropped", this, LifecyclePublisher::droppedAfterClose)
+                .tag("service", service).tag("reason", "after-close")
+                .description("lifecycle events dropped, and why").register(registry);
+        FunctionCounter.builder("ripcord.lifecycle.send.failures", this, LifecyclePublisher::sendFailures)
+                .tag("service", service).description("lifecycle events the sink failed to send").register(registry);
     }
 
     /** Events dropped because the queue was full, since start. */
@@ -166,6 +245,7 @@ public final class LifecyclePublisher implements AutoCloseable {
                 }
             }
             reportDrops();
+            heartbeat();
         }
         // Closed, and everything delivered: the incarnation's last event says it stopped cleanly. Not when the
         // close's grace ran out first (interrupted, events left): the log then ends as a crash's would.
@@ -216,11 +296,54 @@ public final class LifecyclePublisher implements AutoCloseable {
         }
     }
 
+    /**
+     * Queues a {@link LifecycleEventType#HEARTBEAT} when one is due: the interval has passed on the clock and a
+     * sequence number was taken since the last one (an idle process sends none).
+     */
+    private void heartbeat() {
+        if (heartbeat.isZero() || closed) {
+            return;
+        }
+        java.time.Instant now = clock.instant();
+        if (now.isBefore(lastHeartbeat.plus(heartbeat))) {
+            return;
+        }
+        synchronized (this) {
+            if (closed || nextSeq.get() == seqAtHeartbeat || queue.remainingCapacity() == 0) {
+                return;
+            }
+            // Room was checked under the lock that every offer takes, and only this thread takes from the queue:
+            // the offer succeeds, and the heartbeat's seq is never a gap of its own.
+            queue.offer(LifecycleEvent.of(LifecycleEventType.HEARTBEAT, null)
+                    .stamped(service, instance, incarnation, nextSeq.getAndIncrement(), now));
+            seqAtHeartbeat = nextSeq.get();
+            lastHeartbeat = now;
+        }
+    }
+
     private void deliver(LifecycleEvent event) {
         try {
             sink.send(event);
         } catch (RuntimeException e) {
-            log.debug("lifecycle log: the sink refused {}: {}", event, e.toString());
+            sinkFailures.incrementAndGet();
+            failureWarning.warn("lifecycle log: the sink refused {} event(s) since start (last: {}: {})",
+                    sendFailures(), event, e.toString());
+        }
+    }
+
+    /** How often each kind of loss is logged at WARN, at most. */
+    static final Duration WARN_EVERY = Duration.ofSeconds(10);
+
+    /** One WARN per {@link #WARN_EVERY}, the rest counted only (the metrics have them all). Thread-safe. */
+    static final class RateLimitedWarning {
+        private final AtomicLong next = new AtomicLong(Long.MIN_VALUE);
+
+        void warn(String format, Object... args) {
+            long now = System.nanoTime();
+            long due = next.get();
+            if ((due == Long.MIN_VALUE || now - due >= 0) && next.compareAndSet(due, now + WARN_EVERY.toNanos())) {
+                log.warn(format, args);
+            }
         }
     }
 

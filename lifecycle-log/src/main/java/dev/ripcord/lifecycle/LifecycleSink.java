@@ -11,6 +11,14 @@ public interface LifecycleSink extends AutoCloseable {
 
     void send(LifecycleEvent event);
 
+    /**
+     * Sends that failed after {@link #send} returned (a producer's callback reporting an error), since start: the
+     * publisher counts them with its own ({@code ripcord.lifecycle.send.failures}). The default has none.
+     */
+    default long failed() {
+        return 0;
+    }
+
     @Override
     default void close() {
     }

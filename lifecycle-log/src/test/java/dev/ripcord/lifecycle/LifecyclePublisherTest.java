@@ -7,6 +7,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -129,5 +130,85 @@ class LifecyclePublisherTest {
         off.emit(LifecycleEvent.of(LifecycleEventType.ADMITTED, "req-1"));
         assertThat(off.isEnabled()).isFalse();
         assertThat(off.emitted()).isZero();
+    }
+
+    /** A clock the test moves. */
+    private static final class TestClock extends Clock {
+        private volatile java.time.Instant now = java.time.Instant.parse("2026-12-01T12:00:00Z");
+
+        @Override
+        public java.time.ZoneId getZone() {
+            return java.time.ZoneOffset.UTC;
+        }
+
+        @Override
+        public Clock withZone(java.time.ZoneId zone) {
+            return this;
+        }
+
+        @Override
+        public java.time.Instant instant() {
+            return now;
+        }
+    }
+
+    @Test
+    void aHeartbeatFollowsEventsOnceTheIntervalPassedSoThatALostTailIsAGapAndAnIdleProcessSendsNone()
+            throws InterruptedException {
+        TestClock clock = new TestClock();
+        List<LifecycleEvent> sent = new CopyOnWriteArrayList<>();
+        CountDownLatch beat = new CountDownLatch(1);
+        LifecycleSink sink = event -> {
+            sent.add(event);
+            if (event.type() == LifecycleEventType.HEARTBEAT) {
+                beat.countDown();
+            }
+        };
+        LifecyclePublisher publisher = new LifecyclePublisher("decode", "d1", 16, sink, clock, Duration.ofSeconds(1));
+        publisher.emit(LifecycleEvent.of(LifecycleEventType.KV_LANDED, "req-1"));
+        clock.now = clock.now.plusSeconds(2);
+        assertThat(beat.await(10, TimeUnit.SECONDS)).isTrue();
+        clock.now = clock.now.plusSeconds(2); // nothing emitted since: no second heartbeat
+        publisher.close(Duration.ofSeconds(10));
+
+        assertThat(sent).extracting(LifecycleEvent::type).containsExactly(LifecycleEventType.KV_LANDED,
+                LifecycleEventType.HEARTBEAT, LifecycleEventType.STOPPED);
+        assertThat(sent).extracting(LifecycleEvent::seq).containsExactly(1L, 2L, 3L);
+        assertThat(sent.get(1).requestId()).isNull();
+        assertThat(sent.get(1).key()).isEqualTo("instance:d1");
+    }
+
+    @Test
+    void dropsEmitsAfterCloseAndSinkFailuresAreCountedAsMetrics() {
+        LifecycleSink refusing = new LifecycleSink() {
+            @Override
+            public void send(LifecycleEvent event) {
+                if (event.type() == LifecycleEventType.KV_LANDED) {
+                    throw new IllegalStateException("broker away");
+                }
+            }
+
+            @Override
+            public long failed() {
+                return 2; // failed in the producer's callbacks
+            }
+        };
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        LifecyclePublisher publisher = new LifecyclePublisher("prefill", "p1", 4, refusing, Clock.systemUTC());
+        publisher.bindTo(meters);
+        publisher.emit(LifecycleEvent.of(LifecycleEventType.KV_LANDED, "req-1"));
+        publisher.close(Duration.ofSeconds(10));
+        publisher.emit(LifecycleEvent.of(LifecycleEventType.KV_LANDED, "req-2"));
+        publisher.emit(LifecycleEvent.of(LifecycleEventType.KV_LANDED, "req-3"));
+
+        assertThat(publisher.droppedAfterClose()).isEqualTo(2);
+        assertThat(publisher.sendFailures()).isEqualTo(3);
+        assertThat(meters.get("ripcord.lifecycle.events.dropped").tag("reason", "after-close").functionCounter()
+                .count()).isEqualTo(2.0);
+        assertThat(meters.get("ripcord.lifecycle.events.dropped").tag("reason", "queue-full").functionCounter()
+                .count()).isZero();
+        assertThat(meters.get("ripcord.lifecycle.send.failures").tag("service", "prefill").functionCounter()
+                .count()).isEqualTo(3.0);
+        assertThat(meters.get("ripcord.lifecycle.events.emitted").functionCounter().count()).isEqualTo(1.0);
     }
 }

@@ -287,13 +287,14 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
                 })));
         // Pages go back only once no write can land in them: after the session is RELEASED.
         lifecycle.freeWhenReleased(job, CompletableFuture.allOf(session.released(), outcomeHandled), () -> {
-            engine.free(seq);
+            int freed = engine.free(seq);
             job.sequence = null;
             committedPages -= job.committedPages;
             admittedJobs--;
             // After this job's FREED is journalled (the lifecycle records it when this returns): the next one's
             // RESERVED then follows the release that made room for it.
             loop.execute(this::admitWaiting);
+            return freed;
         });
         lifecycle.record(job, "RESERVED", seq.pageCount() + " pages",
                 LifecycleEvent.of(LifecycleEventType.JOB_ADMITTED, job.requestId()).withPages(seq.pageCount()));

@@ -58,6 +58,9 @@ class CancelMatrixTest {
                 assertThat(report.losses()).isEmpty();
                 assertThat(events).filteredOn(e -> e.type() == LifecycleEventType.ABORTED).isNotEmpty();
                 assertThat(events).filteredOn(e -> e.type() == LifecycleEventType.KV_RELEASED).isNotEmpty();
+                // Every free says how many pages the pool took back.
+                assertThat(events).filteredOn(e -> e.type() == LifecycleEventType.PAGES_FREED).isNotEmpty()
+                        .allSatisfy(e -> assertThat(e.pages()).as("%s", e).isNotNull().isNotNegative());
             }
             // The shared-memory workers really moved their KV through shared memory, and nothing over TCP.
             TwoWorkers shm = workers.get(Backend.SHM);

@@ -23,14 +23,17 @@ import java.util.Map;
  * @param wastedPrefillTokens  prompt tokens prefill computed for requests that ended cancelled
  * @param tokensAfterCancel    of those, tokens in chunks that finished after prefill observed the cancel
  * @param violations           broken invariants; empty means the audit passes
- * @param unverifiable         missing events that could not be judged because the instance lost events
- * @param losses               events lost per instance (DROPPED markers, sequence gaps)
+ * @param unverifiable         missing events that a loss or a crash of the process that should have logged them
+ *                             explains (see {@code Excuses})
+ * @param losses               events lost per process (DROPPED markers, sequence gaps)
+ * @param errors               why the window cannot be judged at all (no events, no worker events, every request in
+ *                             flight); any makes the audit fail
  */
 public record AuditReport(Instant from, Instant to, long events, int requests, Map<String, Long> outcomes,
                           int inFlight, int cancels, Map<String, Long> cancelsByReason,
                           Map<String, Long> abortsByPhase, Map<String, LatencyStats> latencies,
                           long wastedPrefillTokens, long tokensAfterCancel, List<Violation> violations,
-                          List<Violation> unverifiable, List<EventLoss> losses) {
+                          List<Violation> unverifiable, List<EventLoss> losses, List<String> errors) {
 
     public AuditReport {
         outcomes = Collections.unmodifiableMap(new TreeMap<>(outcomes));
@@ -40,11 +43,16 @@ public record AuditReport(Instant from, Instant to, long events, int requests, M
         violations = List.copyOf(violations);
         unverifiable = List.copyOf(unverifiable);
         losses = List.copyOf(losses);
+        errors = List.copyOf(errors);
     }
 
-    /** Whether every invariant held. */
+    /**
+     * Whether the audit passes: the window held evidence to judge ({@link #errors} empty) and every invariant held
+     * on it. A missing event is a violation unless a loss or a crash of its own process explains it
+     * ({@link #unverifiable}, shown but not failing).
+     */
     public boolean passed() {
-        return violations.isEmpty();
+        return violations.isEmpty() && errors.isEmpty();
     }
 
     /** The violations of one invariant. */

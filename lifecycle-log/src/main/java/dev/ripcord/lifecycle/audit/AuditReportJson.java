@@ -51,7 +51,12 @@ public final class AuditReportJson {
             n.put("fromSeq", l.fromSeq());
             n.put("toSeq", l.toSeq());
             n.put("reported", l.reported());
+            if (l.incarnation() != null) {
+                n.put("incarnation", l.incarnation());
+            }
         }
+        ArrayNode errors = root.putArray("errors");
+        r.errors().forEach(errors::add);
         return root;
     }
 

@@ -1,9 +1,10 @@
 package dev.ripcord.lifecycle.audit;
 
 /**
- * Events an instance lost: reported by its publisher's DROPPED marker ({@code reported}), or a gap in its sequence
- * numbers that no marker explains. While an instance has losses, a missing event of one of its requests is reported as
- * unverifiable, not as a violation.
+ * Events one process lost: reported by its publisher's DROPPED marker ({@code reported}), or a gap in its sequence
+ * numbers that no marker explains (its heartbeats make a lost tail such a gap). A missing event of a job of that
+ * process is unverifiable, not a violation, only when the loss comes after the job's first event (see
+ * {@link Excuses}).
  *
  * @param service  the instance's service
  * @param instance the instance
@@ -11,8 +12,15 @@ package dev.ripcord.lifecycle.audit;
  * @param fromSeq  lowest lost sequence number
  * @param toSeq    highest lost sequence number
  * @param reported whether the publisher reported it (a DROPPED marker) rather than the audit inferring it
+ * @param incarnation the process of the instance that lost them (null for builds that did not write one)
  */
-public record EventLoss(String service, String instance, long count, long fromSeq, long toSeq, boolean reported) {
+public record EventLoss(String service, String instance, long count, long fromSeq, long toSeq, boolean reported,
+                        String incarnation) {
+
+    /** The process that lost the events, as {@link History#process} names it. */
+    String process() {
+        return incarnation == null ? instance : instance + "@" + incarnation;
+    }
 
     @Override
     public String toString() {

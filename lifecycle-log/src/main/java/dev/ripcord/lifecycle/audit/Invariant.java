@@ -1,6 +1,6 @@
 package dev.ripcord.lifecycle.audit;
 
-/** The cancellation invariants {@link Auditor} checks; each {@link Violation} names one. */
+/** The invariants {@link Auditor} checks (each one {@link InvariantCheck}); each {@link Violation} names one. */
 public enum Invariant {
     /** Every request reaches exactly one terminal outcome (the gateway's FINISHED). */
     ONE_TERMINAL_OUTCOME,
@@ -15,5 +15,9 @@ public enum Invariant {
     /** Every KV session opened is released exactly once, and never before it drained. */
     KV_SESSION_RELEASED_ONCE,
     /** Every page reserved is freed, once. */
-    PAGES_FREED
+    PAGES_FREED,
+    /** Every worker role a completed request was routed to (prefill, decode) logged a job for it. */
+    ROUTED_WORKERS_LOGGED,
+    /** Every worker job of a request whose cancel was published observed the cancel, or had ended. */
+    CANCEL_OBSERVED_OR_FINISHED
 }

@@ -20,8 +20,9 @@ import org.slf4j.LoggerFactory;
 /**
  * Sends lifecycle events to the lifecycle topic, keyed by {@link LifecycleEvent#key()} (the request ID), so that one
  * request's events stay on one partition, in order. Runs on the publisher's thread only: the producer may block
- * there (metadata, a full buffer) and never on an engine or event-loop thread. A failed send is counted and logged
- * at DEBUG; the audit sees it as a sequence gap.
+ * there (metadata, a full buffer) and never on an engine or event-loop thread. A failed send is counted
+ * ({@link #failed()}, which the publisher's {@code ripcord.lifecycle.send.failures} includes) and logged at WARN, at
+ * most once per ten seconds; the audit sees it as a sequence gap.
  */
 public final class KafkaLifecycleSink implements LifecycleSink {
 
@@ -30,6 +31,8 @@ public final class KafkaLifecycleSink implements LifecycleSink {
     private final Producer<String, byte[]> producer;
     private final String topic;
     private final AtomicLong failed = new AtomicLong();
+    private final AtomicLong nextWarning = new AtomicLong(Long.MIN_VALUE);
+    private static final long WARN_EVERY_NANOS = Duration.ofSeconds(10).toNanos();
 
     public KafkaLifecycleSink(Producer<String, byte[]> producer, String topic) {
         this.producer = producer;
@@ -57,17 +60,25 @@ public final class KafkaLifecycleSink implements LifecycleSink {
             producer.send(new ProducerRecord<>(topic, event.key(), LifecycleEventCodec.encode(event)),
                     (metadata, error) -> {
                         if (error != null) {
-                            failed.incrementAndGet();
-                            log.debug("lifecycle log: send of {} failed: {}", event, error.toString());
+                            failed(event, error);
                         }
                     });
         } catch (RuntimeException e) {
-            failed.incrementAndGet();
-            log.debug("lifecycle log: send of {} failed: {}", event, e.toString());
+            failed(event, e);
+        }
+    }
+
+    private void failed(LifecycleEvent event, Exception error) {
+        long total = failed.incrementAndGet();
+        long now = System.nanoTime();
+        long due = nextWarning.get();
+        if ((due == Long.MIN_VALUE || now - due >= 0) && nextWarning.compareAndSet(due, now + WARN_EVERY_NANOS)) {
+            log.warn("lifecycle log: {} send(s) failed since start (last: {}: {})", total, event, error.toString());
         }
     }
 
     /** Sends that failed (the broker was unreachable for longer than the producer waits, say). */
+    @Override
     public long failed() {
         return failed.get();
     }

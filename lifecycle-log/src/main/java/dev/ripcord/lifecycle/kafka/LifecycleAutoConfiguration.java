@@ -67,7 +67,7 @@ public final class LifecycleAutoConfiguration {
             KafkaLifecycleSink sink = KafkaLifecycleSink.create(producerConfig(kafkaProperties, environment),
                     properties.topic());
             return new LifecyclePublisher(environment.getProperty("spring.application.name", "ripcord"),
-                    cancel.instanceId(), properties.queueCapacity(), sink, Clock.systemUTC());
+                    cancel.instanceId(), properties.queueCapacity(), sink, Clock.systemUTC(), properties.heartbeat());
         }
     }
 

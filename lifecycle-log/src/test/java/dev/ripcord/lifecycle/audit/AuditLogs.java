@@ -84,13 +84,13 @@ final class AuditLogs {
         prefill(LifecycleEvent.of(KV_DRAINED, id));
         prefill(LifecycleEvent.of(KV_RELEASED, id).withBytes(4096));
         prefill(LifecycleEvent.of(JOB_FINISHED, id).withOutcome(LifecycleOutcome.COMPLETED));
-        prefill(LifecycleEvent.of(PAGES_FREED, id));
+        prefill(LifecycleEvent.of(PAGES_FREED, id).withPages(2));
         decode(LifecycleEvent.of(KV_DRAINED, id));
         decode(LifecycleEvent.of(KV_RELEASED, id).withBytes(4096));
         decode(LifecycleEvent.of(KV_LANDED, id));
         decode(LifecycleEvent.of(JOB_FINISHED, id).withOutcome(LifecycleOutcome.COMPLETED).withTokens(8).withStep(8));
         gateway(LifecycleEvent.of(FINISHED, id).withOutcome(LifecycleOutcome.COMPLETED).withTokens(8));
-        decode(LifecycleEvent.of(PAGES_FREED, id));
+        decode(LifecycleEvent.of(PAGES_FREED, id).withPages(4));
     }
 
     /** A request cancelled mid-prefill: one chunk in flight when the cancel arrived, then stopped. */
@@ -103,7 +103,9 @@ final class AuditLogs {
         prefill(LifecycleEvent.of(KV_OPENED, id));
         prefill(LifecycleEvent.of(STARTED, id).withTokens(256));
         prefill(LifecycleEvent.of(CHUNK_DONE, id).withChunk(0).withTokens(64));
-        prefill(LifecycleEvent.of(CANCEL_OBSERVED, id).withCancel(CancelReason.CLIENT_DISCONNECT, CancelSource.KAFKA));
+        prefill(LifecycleEvent.of(CANCEL_OBSERVED, id).withCancel(CancelReason.CLIENT_DISCONNECT, CancelSource.KAFKA)
+                .withChunk(1)); // chunk 1 was computing
+
         prefill(LifecycleEvent.of(CHUNK_DONE, id).withChunk(1).withTokens(64));
         prefill(LifecycleEvent.of(ABORTED, id).withCancel(CancelReason.CLIENT_DISCONNECT, CancelSource.KAFKA)
                 .withDetail("prefill"));

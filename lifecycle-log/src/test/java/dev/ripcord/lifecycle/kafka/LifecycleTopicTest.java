@@ -14,12 +14,12 @@ class LifecycleTopicTest {
     @Test
     void aThreeTimesReplicatedTopicRequiresTwoInSyncReplicasAndASingleCopyKeepsTheBrokersDefault() {
         NewTopic three = LifecycleAutoConfiguration.topic(new LifecycleProperties(true, "ripcord.lifecycle", 3, 3,
-                Duration.ofDays(7), 10_000));
+                Duration.ofDays(7), 10_000, Duration.ofSeconds(1)));
         assertThat(three.replicationFactor()).isEqualTo((short) 3);
         assertThat(three.configs()).containsEntry(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG, "2")
                 .containsEntry(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_DELETE);
         NewTopic one = LifecycleAutoConfiguration.topic(new LifecycleProperties(true, "ripcord.lifecycle", 3, 1,
-                Duration.ofDays(7), 10_000));
+                Duration.ofDays(7), 10_000, Duration.ofSeconds(1)));
         assertThat(one.configs()).doesNotContainKey(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG);
     }
 }

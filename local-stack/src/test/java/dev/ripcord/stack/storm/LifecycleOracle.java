@@ -24,9 +24,10 @@ final class LifecycleOracle {
      *
      * @param ran        whether an audit ran and produced a report
      * @param requests   requests it rebuilt
-     * @param violations invariant violations it reported (must be 0)
-     * @param unverifiable missing events it could not judge because their instance lost events (shown, not 0 by
-     *                     rule: a killed process's last events, say)
+     * @param violations invariant violations it reported, plus its errors (a window without evidence to judge: no
+ *                   events, no worker events, every request in flight); must be 0
+     * @param unverifiable missing events a loss or a crash of the process that should have logged them explains
+     *                     (shown, not 0 by rule: a killed process's last events, say)
      * @param summary    its summary (outcomes, cancels, aborts by phase, event losses, the first violations), or why
      *                   it did not run
      */
@@ -60,6 +61,8 @@ final class LifecycleOracle {
             return new Verdict(false, 0, 0, 0, "ripcord audit exited " + status + ": " + out + err);
         }
         List<String> first = new ArrayList<>();
+        List<String> errors = new ArrayList<>();
+        report.path("errors").forEach(e -> errors.add(e.asString()));
         for (JsonNode v : report.get("violations")) {
             if (first.size() < 5) {
                 first.add(v.path("invariant").asString() + " " + v.path("requestId").asString() + ": "
@@ -67,12 +70,13 @@ final class LifecycleOracle {
             }
         }
         String summary = ("exit %d; %d events; outcomes %s; cancels %d by reason %s; aborts by phase %s; "
-                + "in flight at the end %d; unverifiable %d; event losses %s; wasted prefill tokens %d; dump %s%s").formatted(status,
+                + "in flight at the end %d; unverifiable %d; event losses %s; wasted prefill tokens %d; dump %s%s%s")
+                .formatted(status,
                 report.path("events").asLong(), report.path("outcomes"), report.path("cancels").asLong(),
                 report.path("cancelsByReason"), report.path("abortsByPhase"), report.path("inFlight").asLong(),
                 report.path("unverifiable").size(), report.path("losses"), report.path("wastedPrefillTokens").asLong(), dump,
-                first.isEmpty() ? "" : "; first violations: " + first);
-        return new Verdict(true, report.path("requests").asLong(), report.get("violations").size(),
+                first.isEmpty() ? "" : "; first violations: " + first, errors.isEmpty() ? "" : "; errors: " + errors);
+        return new Verdict(true, report.path("requests").asLong(), report.get("violations").size() + errors.size(),
                 report.path("unverifiable").size(), summary);
     }
 }

@@ -87,6 +87,8 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     private volatile int runningCount;
     /** The job whose chunk the engine is computing, or null: the one a cancel's safe-point position refers to. */
     private volatile PrefillJob computing;
+    /** The index of the chunk {@link #computing} computes; written before it, read after it. */
+    private volatile int computingChunk;
 
     private final AtomicLong chunksComputed = new AtomicLong();
     private final AtomicLong chunksAfterCancel = new AtomicLong();
@@ -120,6 +122,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         this.transferThroughput = new TransferThroughput(meters);
         this.sendBursts = new KvSendBursts(meters, System::nanoTime);
         lifecycle.observedAt(this::forwardPosition);
+        lifecycle.observedChunk(job -> computing == job ? computingChunk : null);
         startLoop();
     }
 
@@ -289,23 +292,29 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     private void computeChunk(PrefillJob job) {
         int from = job.tokensDone;
         int to = Math.min(from + properties.chunkTokens(), job.tokens.length);
+        computingChunk = job.chunks;
         computing = job;
         try {
             engine.prefill(job.sequence, job.tokens, from, to);
         } catch (ComputeStoppedException stopped) {
+            computing = null;
             // ── SAFE POINT: the cancel stopped the chunk between two layers; nothing of it is sent. ──
             stopCancelled(job, stopped);
             return;
         } catch (RuntimeException e) {
+            computing = null;
             fail(job, "prefill failed: " + e.getMessage(), e);
             return;
-        } finally {
-            computing = null;
         }
         job.tokensDone = to;
         job.chunks++;
         lifecycle.record(job, "CHUNK", job.chunks - 1, LifecycleEvent.of(LifecycleEventType.CHUNK_DONE,
                 job.requestId()).withChunk(job.chunks - 1).withTokens(to - from));
+        // Only now: a cancel observed before this line names this chunk as computing (CANCEL_OBSERVED chunk=C), one
+        // observed after it follows the chunk's CHUNK_DONE in the log. Cleared earlier, a cancel could come between
+        // the two and see a chunk that finishes after it without having been named (the audit's
+        // NO_CHUNK_AFTER_CANCEL).
+        computing = null;
         chunksComputed.incrementAndGet();
         chunks.increment();
         if (job.isCancelRequested()) {

@@ -39,8 +39,8 @@ import tools.jackson.databind.node.ObjectNode;
 /**
  * {@code ripcord audit}: reads the lifecycle log and the cancellations topic for a time range (or a saved dump),
  * checks the cancellation invariants with {@link Auditor}, and prints what it found. Exit status: 0 every invariant
- * held, 1 at least one violation, 2 a usage error or nothing could be read. Corrupt or foreign records are reported
- * and skipped. See docs/operations.md ("Auditing cancellations").
+ * held, 1 at least one violation or a window without evidence to judge, 2 a usage error or nothing could be read.
+ * Corrupt or foreign records are reported and skipped. See docs/operations.md ("Auditing cancellations").
  */
 @Command(name = "audit", mixinStandardHelpOptions = true, sortOptions = false,
     description = {
@@ -48,7 +48,7 @@ import tools.jackson.databind.node.ObjectNode;
         "one terminal outcome per request; at most one abort per worker and none after a normal finish;",
         "no prefill chunk and no decode token after the cancel was observed; every KV session released",
         "exactly once and after it drained; every page reserved freed.",
-        "Exit status: 0 all held, 1 a violation, 2 usage error or unreadable input."})
+        "Exit status: 0 all held, 1 a violation or a window without evidence, 2 usage error or unreadable input."})
 public final class AuditCommand implements Callable<Integer> {
 
   /** The local stack's embedded broker ({@code ./ripcord up}, docs/getting-started.md), unless RIPCORD_KAFKA says. */
@@ -260,7 +260,11 @@ public final class AuditCommand implements Callable<Integer> {
     for (Violation v : r.violations()) {
       printViolation(out, v);
     }
-    out.println(r.passed() ? "OK: every invariant held" : "FAILED: " + r.violations().size() + " violation(s)");
+    for (String error : r.errors()) {
+      out.println("ERROR: " + error);
+    }
+    out.println(r.passed() ? "OK: every invariant held" : "FAILED: " + r.violations().size() + " violation(s)"
+        + (r.errors().isEmpty() ? "" : ", " + r.errors().size() + " error(s)"));
   }
 
   private static void printViolation(PrintWriter out, Violation v) {

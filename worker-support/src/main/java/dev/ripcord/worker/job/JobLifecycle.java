@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
+import java.util.function.IntSupplier;
 import java.util.function.ToLongFunction;
 import java.util.function.UnaryOperator;
 
@@ -84,6 +85,7 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
     private final AtomicLong aborts = new AtomicLong();
     private volatile boolean drained;
     private volatile Function<J, String> observedAt = job -> "";
+    private volatile Function<J, Integer> observedChunk = job -> null;
     private volatile ToLongFunction<J> observedStep;
     private final LifecyclePublisher lifecycleLog;
     private final Set<J> freeFailed = new LinkedHashSet<>(); // engine loop only
@@ -124,6 +126,15 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
      */
     public void observedStep(ToLongFunction<J> step) {
         this.observedStep = step;
+    }
+
+    /**
+     * The chunk the lifecycle log's {@code CANCEL_OBSERVED} carries (prefill: the chunk the engine was computing for
+     * the job when the cancel was observed, the one chunk that may still finish; null when none was); evaluated
+     * right after {@link #observedAt}'s function, under the same monitor.
+     */
+    public void observedChunk(Function<J, Integer> chunk) {
+        this.observedChunk = chunk;
     }
 
     /**
@@ -179,8 +190,12 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
             cancel = job.cancelRequest();
             String where = observedAt.apply(job);
             ToLongFunction<J> step = observedStep;
+            Integer chunk = observedChunk.apply(job);
             LifecycleEvent observed = LifecycleEvent.of(LifecycleEventType.CANCEL_OBSERVED, job.requestId())
                     .withCancel(reason, source);
+            if (chunk != null) {
+                observed = observed.withChunk(chunk);
+            }
             context.journal().record(job.requestId(), "CANCEL_OBSERVED", reason + " via " + source + where,
                     publishing(step == null ? observed : observed.withStep(step.applyAsLong(job))));
         }
@@ -334,9 +349,24 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
 
     /**
      * The job's pages may go back once it is terminal and {@code transferReleased} has completed (its transfer
-     * session is RELEASED, or there was none); {@code freePages} then runs once, on the engine loop.
+     * session is RELEASED, or there was none); {@code freePages} then runs once, on the engine loop, and returns the
+     * pages the engine's pool took back ({@code PAGES_FREED pages=N} on the lifecycle log).
      */
     public void freeWhenReleased(J job, CompletableFuture<?> transferReleased, Runnable freePages) {
+        freeWhenReleased(job, transferReleased, () -> {
+            freePages.run();
+            return UNKNOWN_PAGES;
+        });
+    }
+
+    /** A free that does not say how many pages the pool took back: {@code PAGES_FREED} without {@code pages}. */
+    private static final int UNKNOWN_PAGES = -1;
+
+    /**
+     * {@link #freeWhenReleased(WorkerJob, CompletableFuture, Runnable)}, with {@code freePages} returning the pages
+     * the engine's pool took back ({@code InferenceEngine.free}), which {@code PAGES_FREED} carries for the audit.
+     */
+    public void freeWhenReleased(J job, CompletableFuture<?> transferReleased, IntSupplier freePages) {
         job.transferReleased = transferReleased;
         job.freePages = freePages;
         transferReleased.whenComplete((v, e) -> onLoop(() -> tryFree(job)));
@@ -344,12 +374,13 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
 
     private void tryFree(J job) {
         CompletableFuture<?> released = job.transferReleased;
-        Runnable free = job.freePages;
+        IntSupplier free = job.freePages;
         if (free == null || !job.state().isTerminal() || !released.isDone() || !job.claimFree()) {
             return;
         }
+        int pages;
         try {
-            free.run();
+            pages = free.getAsInt();
         } catch (RuntimeException e) {
             // Not freed: the claim goes back, and the free is tried again when another job's pages go back or the
             // worker drains (the pool may refuse for a moment; it must never be forgotten).
@@ -359,8 +390,9 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
             return;
         }
         freeFailed.remove(job);
+        LifecycleEvent freed = LifecycleEvent.of(LifecycleEventType.PAGES_FREED, job.requestId());
         context.journal().record(job.requestId(), "FREED", "",
-                publishing(LifecycleEvent.of(LifecycleEventType.PAGES_FREED, job.requestId())));
+                publishing(pages == UNKNOWN_PAGES ? freed : freed.withPages(pages)));
         retryFailedFrees();
     }
 

@@ -3,6 +3,7 @@ package dev.ripcord.worker.job;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.IntSupplier;
 
 import dev.ripcord.cancel.Registration;
 import dev.ripcord.worker.JobCancel;
@@ -28,7 +29,7 @@ public abstract class WorkerJob<E> {
     private final AtomicBoolean freed = new AtomicBoolean();
     /** The transfer whose release lets the pages go, and how to let them go; set by the worker once it has both. */
     volatile CompletableFuture<?> transferReleased;
-    volatile Runnable freePages;
+    volatile IntSupplier freePages;
     /** {@link System#nanoTime()} when the worker admitted the job: the start of its queue time. */
     private final long admittedNanos = System.nanoTime();
 
