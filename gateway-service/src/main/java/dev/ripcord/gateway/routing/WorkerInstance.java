@@ -20,6 +20,8 @@ public final class WorkerInstance {
     private final Bulkhead bulkhead;
     private final AtomicInteger outstanding = new AtomicInteger();
     private final AtomicInteger routed = new AtomicInteger();
+    /** {@code System.nanoTime()} until which the instance is not routed to; 0: not draining. */
+    private volatile long drainingUntil;
 
     WorkerInstance(String role, URI uri, CircuitBreaker circuitBreaker, Bulkhead bulkhead) {
         this.role = role;
@@ -66,6 +68,28 @@ public final class WorkerInstance {
     /** Legs ever routed here (a lease was handed out), for tests and diagnostics. */
     public int routed() {
         return routed.get();
+    }
+
+    /**
+     * The worker said it is draining (a {@code 503} whose code is {@code draining}): no new leg goes to it for
+     * {@link #DRAIN_MARK}, or until it leaves the pool and comes back. Legs already on it are not touched. The mark
+     * expires so that a statically listed worker that restarts at the same address is used again.
+     */
+    public void markDraining() {
+        drainingUntil = Math.max(1, System.nanoTime() + DRAIN_MARK.toNanos());
+    }
+
+    /** How long a {@link #markDraining()} keeps the instance out of routing when nothing else clears it. */
+    public static final java.time.Duration DRAIN_MARK = java.time.Duration.ofMinutes(1);
+
+    /** Whether routing skips this instance because it said it is draining. */
+    public boolean draining() {
+        long until = drainingUntil;
+        return until != 0 && System.nanoTime() - until < 0;
+    }
+
+    void clearDraining() {
+        drainingUntil = 0;
     }
 
     AtomicInteger counter() {

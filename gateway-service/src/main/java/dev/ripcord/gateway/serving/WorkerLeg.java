@@ -55,7 +55,7 @@ import reactor.core.scheduler.Scheduler;
  *
  * <p>Breaker outcomes per attempt: admitted → success; no connection, 5xx other than 503, no answer in time, or a
  * connection lost before the first event → failure; 503/429 (busy: alive and saying so) and 4xx → ignored (the
- * permission is given back); the client going away before admission → ignored. A stream that breaks after
+ * permission is given back), and a 503 whose code is {@code draining} also takes the instance out of routing at once; the client going away before admission → ignored. A stream that breaks after
  * admission is recorded as a further failure. The bulkhead slot is held from routing until the attempt ends.
  *
  * <p>Cancellation: the caller links the whole leg (all attempts and the backoffs between them) to the request's
@@ -220,6 +220,9 @@ final class WorkerLeg {
                 int status = refused.status();
                 if (status == 503 || status == 429) {
                     kind = LegFailure.Kind.BUSY;
+                    if (refused.draining()) {
+                        lease.instance().markDraining(); // no new leg goes there; its legs in flight finish
+                    }
                     workerRetryAfter = refused.retryAfter();
                     lease.ignored();
                 } else if (status >= 500) {
