@@ -396,6 +396,33 @@ class KubernetesManifestsTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"k8s/overlays/prod", "k8s/overlays/strimzi"})
+    void productionAutoscalesPrefillAndDecodeOnMetricsTheWorkersExport(String dir) {
+        List<Map<String, Object>> resources = rendered(dir);
+        String workerMetrics = Repo.read("worker-support/src/main/java/dev/ripcord/worker/job/WorkerScheduler.java")
+                + Repo.read("worker-support/src/main/java/dev/ripcord/worker/WorkerAutoConfiguration.java");
+        for (String role : WORKERS) {
+            Map<String, Object> hpa = find(resources, "HorizontalPodAutoscaler", role);
+            assertThat(hpa).as("%s: an autoscaler for %s", dir, role).isNotNull();
+            assertThat(Yaml.at(hpa, "spec.scaleTargetRef.kind")).isEqualTo("StatefulSet");
+            assertThat(Yaml.at(hpa, "spec.scaleTargetRef.name")).isEqualTo(role);
+            int min = (Integer) Yaml.at(hpa, "spec.minReplicas");
+            assertThat(min).as("%s: %s never below two", dir, role).isGreaterThanOrEqualTo(2);
+            assertThat((Integer) Yaml.at(hpa, "spec.maxReplicas")).isGreaterThan(min);
+            List<Object> metrics = Yaml.list(Yaml.at(hpa, "spec.metrics"));
+            assertThat(metrics).as("%s: %s metrics", dir, role).isNotEmpty();
+            for (Object metric : metrics) {
+                assertThat(Yaml.at(metric, "type")).as("%s: %s scales on per-pod metrics", dir, role).isEqualTo("Pods");
+                String name = String.valueOf(Yaml.at(metric, "pods.metric.name"));
+                // The Prometheus name of a gauge every worker registers (Micrometer's dots become underscores).
+                assertThat(workerMetrics).as("%s: %s is a metric the workers export", dir, name)
+                        .contains("\"" + name.replace('_', '.') + "\"");
+                assertThat(Yaml.at(metric, "pods.target.type")).isEqualTo("AverageValue");
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"k8s/overlays/prod", "k8s/overlays/strimzi"})
     void productionRunsSeveralOfEverythingSpreadOverNodes(String dir) {
         List<Map<String, Object>> resources = rendered(dir);
         assertThat(ripcordWorkloads(resources)).extracting(KubernetesManifestsTest::component)
