@@ -95,7 +95,8 @@ public final class WorkerPool {
             WorkerInstance instance = known.get(uri);
             if (instance == null) {
                 String name = WorkerInstance.nameOf(role, uri);
-                instance = new WorkerInstance(role, uri, resilience.circuitBreaker(name), resilience.bulkhead(name));
+                instance = new WorkerInstance(role, uri, resilience.circuitBreaker(name), resilience.bulkhead(name),
+                        resilience.clock());
                 known.put(uri, instance);
             }
             if (!before.contains(instance)) {

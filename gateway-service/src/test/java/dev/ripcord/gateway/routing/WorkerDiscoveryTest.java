@@ -191,6 +191,41 @@ class WorkerDiscoveryTest {
     }
 
     @Test
+    void aDrainMarkExpiresSoAStaticWorkerRestartedAtItsAddressIsUsedAgain() {
+        java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong(1_000_000);
+        java.time.Clock clock = new java.time.Clock() {
+            @Override
+            public java.time.ZoneId getZone() {
+                return java.time.ZoneOffset.UTC;
+            }
+
+            @Override
+            public java.time.Clock withZone(java.time.ZoneId zone) {
+                return this;
+            }
+
+            @Override
+            public java.time.Instant instant() {
+                return java.time.Instant.ofEpochMilli(now.get());
+            }
+        };
+        WorkerPool fixed = new WorkerPool("prefill", List.of(URI.create("http://localhost:8081")),
+                new WorkerResilience(ResilienceProperties.defaults(), clock));
+        WorkerInstance only = fixed.instances().getFirst();
+        only.markDraining();
+
+        now.addAndGet(WorkerInstance.DRAIN_MARK.toMillis() - 1);
+        assertThat(only.draining()).isTrue();
+        assertThatThrownBy(fixed::acquire).isInstanceOf(NoWorkerAvailableException.class);
+
+        now.addAndGet(1);
+        assertThat(only.draining()).isFalse();
+        try (WorkerPool.Lease lease = fixed.acquire()) {
+            assertThat(lease.instance()).isSameAs(only);
+        }
+    }
+
+    @Test
     void aFileListsWorkersAndIsReadAgainOnEveryRefresh(@TempDir Path dir) throws IOException {
         Path file = dir.resolve("decode-workers");
         Files.writeString(file, "# the local stack's decode workers\nhttp://127.0.0.1:18082\n");
