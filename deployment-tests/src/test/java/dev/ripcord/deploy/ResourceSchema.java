@@ -40,7 +40,8 @@ final class ResourceSchema {
             "Deployment", "apps/v1",
             "StatefulSet", "apps/v1",
             "NetworkPolicy", "networking.k8s.io/v1",
-            "PodDisruptionBudget", "policy/v1");
+            "PodDisruptionBudget", "policy/v1",
+            "HorizontalPodAutoscaler", "autoscaling/v2");
 
     private static final Map<String, String> STRIMZI_KINDS = Map.of(
             "Kafka", "io.strimzi.api.kafka.model.kafka.Kafka",
@@ -78,7 +79,9 @@ final class ResourceSchema {
     private static List<String> kubernetes(String kind, Map<String, Object> resource) {
         JsonElement json = GSON.toJsonTree(resource);
         try {
-            Class<?> model = Class.forName("io.kubernetes.client.openapi.models.V1" + kind);
+            String version = String.valueOf(resource.get("apiVersion"));
+            Class<?> model = Class.forName("io.kubernetes.client.openapi.models."
+                    + version.substring(version.lastIndexOf('/') + 1).toUpperCase(java.util.Locale.ROOT) + kind);
             model.getMethod("validateJsonElement", JsonElement.class).invoke(null, json);
             return List.of();
         } catch (InvocationTargetException e) {

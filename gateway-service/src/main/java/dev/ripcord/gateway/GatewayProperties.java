@@ -12,14 +12,19 @@ import org.springframework.validation.annotation.Validated;
 /**
  * {@code ripcord.gateway.*}: where the workers are and how the gateway talks to them.
  *
- * @param prefillWorkers base URLs of the prefill workers (default: the local stack's)
- * @param decodeWorkers  base URLs of the decode workers (default: the local stack's)
- * @param connectTimeout TCP connect timeout of internal calls
+ * @param prefillWorkers    the prefill workers (default: the local stack's): base URLs ({@code http://host:port}),
+ *                          DNS names whose every address is a worker ({@code dns+http://headless-service:port}), or
+ *                          files listing either ({@code file:/path}); see
+ *                          {@link dev.ripcord.gateway.routing.WorkerDiscovery}
+ * @param decodeWorkers     the decode workers, as for {@code prefillWorkers}
+ * @param connectTimeout    TCP connect timeout of internal calls
+ * @param discoveryInterval how often DNS names and files among the worker entries are resolved again
  */
 @Validated
 @ConfigurationProperties("ripcord.gateway")
 public record GatewayProperties(
         @DefaultValue("http://localhost:8081") @NotEmpty List<URI> prefillWorkers,
         @DefaultValue("http://localhost:8082") @NotEmpty List<URI> decodeWorkers,
-        @DefaultValue("10s") Duration connectTimeout) {
+        @DefaultValue("10s") Duration connectTimeout,
+        @DefaultValue("5s") Duration discoveryInterval) {
 }

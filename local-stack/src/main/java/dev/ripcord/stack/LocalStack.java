@@ -57,15 +57,37 @@ public final class LocalStack implements AutoCloseable {
     private final KraftBroker broker;
     private final String bootstrapServers;
     private final Map<Role, List<ServiceProcess>> services;
+    /** How a worker of this stack is started: used again by {@link #addWorker}. */
+    private final Spawner spawner;
+    /** The files the gateways read their workers from ({@code file:} entries), by role; none when overridden. */
+    private final Map<Role, Path> workerFiles;
     private final StackCredentials credentials;
     private volatile boolean closed;
 
     private LocalStack(KraftBroker broker, String bootstrapServers, Map<Role, List<ServiceProcess>> services,
-                       StackCredentials credentials) {
+                       StackCredentials credentials, Spawner spawner, Map<Role, Path> workerFiles) {
         this.broker = broker;
         this.bootstrapServers = bootstrapServers;
         this.services = services;
         this.credentials = credentials;
+        this.spawner = spawner;
+        this.workerFiles = workerFiles;
+    }
+
+    /** The arguments every instance of a role is started with, kept to start more of them later. */
+    private record Spawner(StackOptions options, List<String> common, Map<Role, List<String>> jvmFlags,
+                           StackCredentials credentials, String suffix, boolean instanceIdGiven, PrintStream console,
+                           boolean verbose) {
+        ServiceProcess start(Role role, String id, int port, int managementPort) {
+            List<String> args = new ArrayList<>(common);
+            args.addAll(HostBudget.workerArguments(role, options, Runtime.getRuntime().availableProcessors()));
+            args.addAll(HostBudget.weightCacheArguments(role, options));
+            if (!instanceIdGiven) {
+                args.add("--" + CANCEL_INSTANCE_ID + "=" + id + suffix);
+            }
+            return ServiceProcess.start(role, id, jar(options.root(), role), port, managementPort, jvmFlags.get(role),
+                    args, environment(credentials, role), options.logDir(), console, verbose);
+        }
     }
 
     /**
@@ -141,12 +163,20 @@ public final class LocalStack implements AutoCloseable {
             // The warm-up's requests are marked (StackWarmUp.WARM_UP_HEADER): the gateways keep them out of the
             // user's figures.
             common.add("--ripcord.gateway.warm-up-header=true");
-            // Unless given (a bench routes the gateways through fault-injecting proxies): every worker, directly.
-            if (!options.properties().containsKey(PREFILL_WORKERS)) {
-                common.add("--" + PREFILL_WORKERS + "=" + urls(options.ports(Role.PREFILL)));
+            // Unless given (a bench routes the gateways through fault-injecting proxies): every worker, directly, as
+            // a file the gateways read again every second, which addWorker and drainWorker rewrite.
+            Map<Role, Path> workerFiles = new EnumMap<>(Role.class);
+            for (Role role : List.of(Role.PREFILL, Role.DECODE)) {
+                String property = role == Role.PREFILL ? PREFILL_WORKERS : DECODE_WORKERS;
+                if (!options.properties().containsKey(property)) {
+                    Path file = options.logDir().toAbsolutePath().resolve("workers-" + role.shortName() + ".txt");
+                    writeWorkerFile(file, options.ports(role).stream().map(p -> "http://localhost:" + p).toList());
+                    workerFiles.put(role, file);
+                    common.add("--" + property + "=" + file.toUri());
+                }
             }
-            if (!options.properties().containsKey(DECODE_WORKERS)) {
-                common.add("--" + DECODE_WORKERS + "=" + urls(options.ports(Role.DECODE)));
+            if (!workerFiles.isEmpty() && !options.properties().containsKey(DISCOVERY_INTERVAL)) {
+                common.add("--" + DISCOVERY_INTERVAL + "=1s");
             }
             // A fresh API key and internal token at every start; they travel by environment, not as arguments.
             StackCredentials credentials = StackCredentials.generate(options.properties());
@@ -190,22 +220,16 @@ public final class LocalStack implements AutoCloseable {
             }
             List<Integer> managementPorts = managementPorts(options);
             int nextManagementPort = 0;
+            Spawner spawner = new Spawner(options, List.copyOf(common), jvmFlags, credentials, suffix,
+                    instanceIdGiven, console, verbose);
 
             for (Role role : Role.values()) {
-                List<ServiceProcess> instances = new ArrayList<>();
+                List<ServiceProcess> instances = new java.util.concurrent.CopyOnWriteArrayList<>();
                 services.put(role, instances);
                 List<Integer> ports = options.ports(role);
                 for (int i = 0; i < ports.size(); i++) {
                     String id = ports.size() == 1 ? role.shortName() : role.shortName() + "-" + (i + 1);
-                    List<String> args = new ArrayList<>(common);
-                    args.addAll(HostBudget.workerArguments(role, options, Runtime.getRuntime().availableProcessors()));
-                    args.addAll(HostBudget.weightCacheArguments(role, options));
-                    if (!instanceIdGiven) {
-                        args.add("--" + CANCEL_INSTANCE_ID + "=" + id + suffix);
-                    }
-                    instances.add(ServiceProcess.start(role, id, jar(options.root(), role), ports.get(i),
-                            managementPorts.get(nextManagementPort++), jvmFlags.get(role), args,
-                            environment(credentials, role), options.logDir(), console, verbose));
+                    instances.add(spawner.start(role, id, ports.get(i), managementPorts.get(nextManagementPort++)));
                 }
             }
             // The services start in parallel; their health is awaited one after another, each with the whole
@@ -221,7 +245,7 @@ public final class LocalStack implements AutoCloseable {
                 phase(phases, String.format("%-9s up at %s (%.1f s)", service.name(), service.url(),
                         (System.nanoTime() - servicesStart) / 1e9));
             }
-            LocalStack stack = new LocalStack(broker, bootstrap, services, credentials);
+            LocalStack stack = new LocalStack(broker, bootstrap, services, credentials, spawner, workerFiles);
             for (ServiceProcess service : all(services)) {
                 RUNNING.put(authority(service.url()), stack);
             }
@@ -255,6 +279,20 @@ public final class LocalStack implements AutoCloseable {
      * One free port per instance for its actuator, none of them a service's or the broker's port. Every socket is
      * held until all are chosen (ports chosen one after another can repeat); free when chosen, not reserved.
      */
+    /** A free loopback port for an added worker's actuator, other than its service port {@code avoid}. */
+    private static int freeLoopbackPort(int avoid) {
+        while (true) {
+            try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1,
+                    java.net.InetAddress.getLoopbackAddress())) {
+                if (socket.getLocalPort() != avoid) {
+                    return socket.getLocalPort();
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot choose a management port", e);
+            }
+        }
+    }
+
     static List<Integer> managementPorts(StackOptions options) {
         java.util.Set<Integer> taken = new java.util.HashSet<>();
         int instances = 0;
@@ -314,8 +352,96 @@ public final class LocalStack implements AutoCloseable {
         return environment;
     }
 
-    private static String urls(List<Integer> ports) {
-        return String.join(",", ports.stream().map(p -> "http://localhost:" + p).toList());
+    private static final String DISCOVERY_INTERVAL = "ripcord.gateway.discovery-interval";
+
+    /**
+     * Writes a gateway's worker file in one step (a temporary file moved over it), so a gateway reading it meanwhile
+     * sees the old list or the new one, never half of one.
+     */
+    private static void writeWorkerFile(Path file, List<String> urls) {
+        try {
+            Files.createDirectories(file.getParent());
+            Path next = file.resolveSibling(file.getFileName() + ".next");
+            Files.writeString(next, "# written by the local stack's launcher; the gateways read it every second\n"
+                    + String.join("\n", urls) + "\n");
+            Files.move(next, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+                    java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write the worker file " + file, e);
+        }
+    }
+
+    /** Rewrites {@code role}'s worker file with the instances that run and are not draining. */
+    private void publishWorkers(Role role, ServiceProcess without) {
+        Path file = workerFiles.get(role);
+        if (file == null) {
+            throw new IllegalStateException("the gateways' " + role.shortName() + " workers were given as a property,"
+                    + " so the stack cannot change them");
+        }
+        writeWorkerFile(file, services.get(role).stream()
+                .filter(s -> s != without && !draining.contains(s))
+                .map(ServiceProcess::url).toList());
+    }
+
+    private final java.util.Set<ServiceProcess> draining = ConcurrentHashMap.newKeySet();
+
+    /**
+     * Starts one more {@code role} worker on {@code port} with the arguments of the others, waits until it is healthy,
+     * and adds it to the gateways' worker file: they route to it within a second, without a restart. Named
+     * {@code <role>-<n>}, n one more than the instances so far.
+     */
+    public synchronized Instance addWorker(Role role, int port) {
+        if (role == Role.GATEWAY) {
+            throw new IllegalArgumentException("only workers are added to a running stack");
+        }
+        List<ServiceProcess> instances = services.get(role);
+        ServiceProcess added = spawner.start(role, role.shortName() + "-" + (instances.size() + 1), port,
+                freeLoopbackPort(port));
+        try {
+            added.awaitHealthy(STARTUP_TIMEOUT);
+        } catch (RuntimeException e) {
+            added.close();
+            throw e;
+        }
+        instances.add(added);
+        RUNNING.put(authority(added.url()), this);
+        publishWorkers(role, null);
+        return new Instance(added.name(), role, added.url(), added.managementUrl(), added.pid());
+    }
+
+    /**
+     * Drains worker {@code index} (from 0) of {@code role} as a Kubernetes rollout does: the gateways' worker file
+     * drops it, its drain endpoint stops admission and readiness at once (a job sent meanwhile gets 503 draining and
+     * the gateway sends it elsewhere), then SIGTERM, whose graceful drain lets the work in flight finish. Returns
+     * once the process is gone, with whether it exited on its own. The instance stays listed (not alive).
+     */
+    public boolean drainWorker(Role role, int index) {
+        ServiceProcess target;
+        synchronized (this) {
+            target = services.get(role).get(index);
+            draining.add(target);
+            publishWorkers(role, target);
+        }
+        try {
+            java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+            java.net.http.HttpRequest.Builder request = java.net.http.HttpRequest.newBuilder(
+                            URI.create(target.url() + "/internal/v1/drain"))
+                    .timeout(Duration.ofSeconds(30))
+                    .POST(java.net.http.HttpRequest.BodyPublishers.noBody());
+            if (internalToken() != null) {
+                request.header("X-Ripcord-Internal-Token", internalToken());
+            }
+            int status = http.send(request.build(), java.net.http.HttpResponse.BodyHandlers.discarding()).statusCode();
+            if (status != 200) {
+                throw new IllegalStateException(target.name() + " answered " + status + " to its drain request");
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot ask " + target.name() + " to drain", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while draining " + target.name(), e);
+        }
+        return target.terminate();
     }
 
     private static List<ServiceProcess> all(Map<Role, List<ServiceProcess>> services) {

@@ -16,8 +16,13 @@ public record Failed(String code, String message) implements PrefillEvent, Decod
 
     /** The request is malformed (400). */
     public static final String INVALID_REQUEST = "invalid_request";
-    /** The worker is full or draining (503 with {@code Retry-After}). */
+    /** The worker is full (503 with {@code Retry-After}). */
     public static final String BUSY = "busy";
+    /**
+     * The worker is draining (503 with {@code Retry-After}): it admits nothing more and finishes what it holds. The
+     * gateway stops routing to it at once.
+     */
+    public static final String DRAINING = "draining";
     /** The ID is already in flight on this worker (409). */
     public static final String DUPLICATE = "duplicate_request";
     /** The KV transfer failed for a reason other than a cancel. */

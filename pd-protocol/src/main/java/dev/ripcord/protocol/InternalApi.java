@@ -17,6 +17,12 @@ public final class InternalApi {
      * {@code POST} with {@code ?reason=<CancelReason>}; the path variable is the request ID.
      */
     public static final String CANCEL = "/internal/v1/requests/{requestId}/cancel";
+    /**
+     * Start draining now: readiness drops and every new job is refused with 503 {@link Failed#DRAINING}; jobs in
+     * flight go on. {@code POST}, or {@code GET} for a Kubernetes {@code preStop} {@code httpGet} hook (the only
+     * method a hook has). Idempotent; the process keeps running until it is told to stop.
+     */
+    public static final String DRAIN = "/internal/v1/drain";
     /** A worker's live state: {@link WorkerStatus}. */
     public static final String STATUS = "/internal/v1/status";
     /**

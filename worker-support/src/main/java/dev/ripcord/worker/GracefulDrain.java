@@ -37,15 +37,26 @@ final class GracefulDrain implements ApplicationListener<ContextClosedEvent>, Ap
     private final Duration grace;
     private final Supplier<String> holdings;
     private final AtomicBoolean drained = new AtomicBoolean();
+    private final DrainSwitch drainSwitch;
     private ApplicationContext owner;
 
     /**
      * @param holdings what the worker still holds, as {@code key=value} pairs, for the drain's last log line
      */
     GracefulDrain(ObjectProvider<Drainable> drainables, Duration grace, Supplier<String> holdings) {
+        this(drainables, grace, holdings, null);
+    }
+
+    /**
+     * @param drainSwitch the worker's switch, turned on first (the HTTP edge then refuses new jobs with 503
+     *                    draining); null: readiness is published directly
+     */
+    GracefulDrain(ObjectProvider<Drainable> drainables, Duration grace, Supplier<String> holdings,
+                  DrainSwitch drainSwitch) {
         this.drainables = drainables;
         this.grace = grace;
         this.holdings = holdings;
+        this.drainSwitch = drainSwitch;
     }
 
     @Override
@@ -59,7 +70,11 @@ final class GracefulDrain implements ApplicationListener<ContextClosedEvent>, Ap
         if (context != owner || !drained.compareAndSet(false, true)) {
             return;
         }
-        AvailabilityChangeEvent.publish(context, ReadinessState.REFUSING_TRAFFIC);
+        if (drainSwitch != null) {
+            drainSwitch.begin("shutdown");
+        } else {
+            AvailabilityChangeEvent.publish(context, ReadinessState.REFUSING_TRAFFIC);
+        }
         log.info("draining, grace period {}", grace);
         drainables.orderedStream().forEach(d -> d.drain(grace));
         log.info("drained; closing engine and transfer agent ({})", holdings.get());

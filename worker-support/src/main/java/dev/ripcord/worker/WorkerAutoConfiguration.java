@@ -183,22 +183,28 @@ public class WorkerAutoConfiguration {
     GracefulDrain gracefulDrain(ObjectProvider<Drainable> drainables,
                                 @Value("${ripcord.worker.drain-timeout:10s}") java.time.Duration grace,
                                 InferenceEngine engine, TransferAgent agent,
-                                ObjectProvider<CancellationRegistry> registries) {
+                                ObjectProvider<CancellationRegistry> registries, DrainSwitch drainSwitch) {
         return new GracefulDrain(drainables, grace, () -> {
             CancellationRegistry registry = registries.getIfAvailable();
             return "livePages=" + engine.pagePool().pagesLive()
                     + " liveSessions=" + agent.stats().liveSessions()
                     + " liveRegistrations=" + (registry == null ? 0 : registry.liveRegistrations())
                     + " liveRegions=" + agent.stats().liveRegions();
-        });
+        }, drainSwitch);
+    }
+
+    /** Whether the worker drains: the drain endpoint or the shutdown turns it on; the HTTP edge reads it. */
+    @Bean
+    DrainSwitch drainSwitch(org.springframework.context.ApplicationEventPublisher publisher) {
+        return new DrainSwitch(publisher);
     }
 
     /** The worker's internal HTTP API around its one {@link dev.ripcord.worker.http.WorkerEndpoint}. */
     @Bean
     @ConditionalOnBean(WorkerEndpoint.class)
     RouterFunction<ServerResponse> workerRouter(WorkerEndpoint<?> endpoint, WorkerContext context,
-                                                CancelProperties cancel) {
-        return new WorkerRoutes(context, cancel, endpoint.retryAfter()).router(endpoint);
+                                                CancelProperties cancel, DrainSwitch drainSwitch) {
+        return new WorkerRoutes(context, cancel, endpoint.retryAfter(), drainSwitch).router(endpoint);
     }
 
     /** What both schedulers work with; they close before any of it (they depend on it). */

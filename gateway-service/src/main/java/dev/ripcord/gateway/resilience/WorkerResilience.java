@@ -43,6 +43,7 @@ public final class WorkerResilience implements MeterBinder {
     private final BulkheadRegistry bulkheads;
     private final RetryRegistry retries;
     private final ResilienceProperties properties;
+    private final Clock clock;
 
     public WorkerResilience(ResilienceProperties properties) {
         this(properties, Clock.systemUTC());
@@ -51,6 +52,7 @@ public final class WorkerResilience implements MeterBinder {
     /** @param clock the breakers' clock (how long an open breaker has waited); tests pass a settable one */
     public WorkerResilience(ResilienceProperties properties, Clock clock) {
         this.properties = properties;
+        this.clock = clock;
         ResilienceProperties.CircuitBreaker cb = properties.circuitBreaker();
         this.circuitBreakers = CircuitBreakerRegistry.of(CircuitBreakerConfig.custom()
                 .slidingWindowType(CircuitBreakerConfig.SlidingWindowType.COUNT_BASED)
@@ -96,6 +98,11 @@ public final class WorkerResilience implements MeterBinder {
                 .failAfterMaxAttempts(false)
                 .writableStackTraceEnabled(false)
                 .build());
+    }
+
+    /** The breakers' clock, which also times how long a draining worker stays out of routing. */
+    public Clock clock() {
+        return clock;
     }
 
     public ResilienceProperties properties() {

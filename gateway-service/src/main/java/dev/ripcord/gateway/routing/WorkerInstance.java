@@ -20,8 +20,12 @@ public final class WorkerInstance {
     private final Bulkhead bulkhead;
     private final AtomicInteger outstanding = new AtomicInteger();
     private final AtomicInteger routed = new AtomicInteger();
+    private final java.time.Clock clock;
+    /** Epoch millisecond (of {@link #clock}) until which the instance is not routed to; 0: not draining. */
+    private volatile long drainingUntil;
 
-    WorkerInstance(String role, URI uri, CircuitBreaker circuitBreaker, Bulkhead bulkhead) {
+    WorkerInstance(String role, URI uri, CircuitBreaker circuitBreaker, Bulkhead bulkhead, java.time.Clock clock) {
+        this.clock = clock;
         this.role = role;
         this.uri = uri;
         this.name = nameOf(role, uri);
@@ -66,6 +70,31 @@ public final class WorkerInstance {
     /** Legs ever routed here (a lease was handed out), for tests and diagnostics. */
     public int routed() {
         return routed.get();
+    }
+
+    /**
+     * The worker said it is draining (a {@code 503} whose code is {@code draining}): no new leg goes to it for
+     * {@link #DRAIN_MARK}, or until it leaves the pool and comes back. Legs already on it are not touched. The mark
+     * expires so that a statically listed worker that restarts at the same address is used again soon; one that
+     * still drains then refuses one more attempt (which the gateway retries elsewhere) and is marked again. Long
+     * enough to cover a Kubernetes pod leaving its headless Service's answer (readiness probe, then the gateway's
+     * next DNS refresh).
+     */
+    public void markDraining() {
+        drainingUntil = Math.max(1, clock.millis() + DRAIN_MARK.toMillis());
+    }
+
+    /** How long a {@link #markDraining()} keeps the instance out of routing when nothing else clears it. */
+    public static final java.time.Duration DRAIN_MARK = java.time.Duration.ofSeconds(15);
+
+    /** Whether routing skips this instance because it said it is draining. */
+    public boolean draining() {
+        long until = drainingUntil;
+        return until != 0 && clock.millis() < until;
+    }
+
+    void clearDraining() {
+        drainingUntil = 0;
     }
 
     AtomicInteger counter() {

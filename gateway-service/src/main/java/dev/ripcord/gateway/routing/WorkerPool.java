@@ -4,7 +4,10 @@ import java.net.URI;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -30,32 +33,90 @@ import io.github.resilience4j.circuitbreaker.CircuitBreaker;
  * <p>{@link #acquire} returns a {@link Lease}; the caller reports the call's outcome to the instance's breaker
  * through it ({@link Lease#admitted()}, {@link Lease#failed}, {@link Lease#ignored()}) and closes it when the leg
  * ends, which gives the bulkhead slot back (exactly once).
+ *
+ * <p>Membership changes while the pool serves ({@link #update}, called by {@link WorkerDiscovery} as pods come and
+ * go): an address new to the pool is routed to from the next {@link #acquire}; an address that left is routed to no
+ * more, and the legs already on it keep their leases and finish. An instance that leaves and comes back (a pod that
+ * dropped out of DNS for a moment) is the same {@link WorkerInstance}: its breaker, bulkhead and counts carry over,
+ * and a breaker is per address, so a breaker's state is never lost to a refresh. An instance that answered
+ * {@code 503 draining} ({@link WorkerInstance#markDraining()}) is skipped at once, until it leaves the pool and comes
+ * back, or its mark expires.
  */
 public final class WorkerPool {
 
     private final String role;
-    private final List<WorkerInstance> instances;
+    private final WorkerResilience resilience;
+    /** Every instance this pool has known, routable or retired: one per address, for breaker continuity. */
+    private final Map<URI, WorkerInstance> known = new LinkedHashMap<>();
+    private volatile List<WorkerInstance> instances = List.of();
     private final AtomicInteger next = new AtomicInteger();
 
+    /** A pool with a fixed list of addresses (it may still be {@link #update}d). */
     public WorkerPool(String role, List<URI> uris, WorkerResilience resilience) {
+        this(role, resilience);
         if (uris == null || uris.isEmpty()) {
             throw new IllegalArgumentException("no " + role + " workers configured (ripcord.gateway." + role
                     + "-workers)");
         }
+        update(uris);
+    }
+
+    /** An empty pool, filled by {@link #update} (discovery); until then {@link #acquire} finds no worker. */
+    public WorkerPool(String role, WorkerResilience resilience) {
         this.role = role;
-        // One instance per address: the same worker listed twice would share its breaker and bulkhead anyway.
-        this.instances = uris.stream().distinct().map(u -> {
-            String name = WorkerInstance.nameOf(role, u);
-            return new WorkerInstance(role, u, resilience.circuitBreaker(name), resilience.bulkhead(name));
-        }).toList();
+        this.resilience = resilience;
     }
 
     public String role() {
         return role;
     }
 
+    /** The instances routed to now, in the order of the last {@link #update}. */
     public List<WorkerInstance> instances() {
         return instances;
+    }
+
+    /**
+     * Sets the pool's members to {@code uris} (duplicates count once). Returns what changed. Legs in flight on an
+     * instance that left keep running; new legs go only to the new members.
+     */
+    public synchronized Membership update(Collection<URI> uris) {
+        LinkedHashSet<URI> wanted = new LinkedHashSet<>(uris);
+        List<WorkerInstance> before = instances;
+        List<String> added = new ArrayList<>();
+        List<String> removed = new ArrayList<>();
+        for (WorkerInstance instance : before) {
+            if (!wanted.contains(instance.uri())) {
+                removed.add(instance.name());
+            }
+        }
+        List<WorkerInstance> after = new ArrayList<>(wanted.size());
+        for (URI uri : wanted) {
+            WorkerInstance instance = known.get(uri);
+            if (instance == null) {
+                String name = WorkerInstance.nameOf(role, uri);
+                instance = new WorkerInstance(role, uri, resilience.circuitBreaker(name), resilience.bulkhead(name),
+                        resilience.clock());
+                known.put(uri, instance);
+            }
+            if (!before.contains(instance)) {
+                added.add(instance.name());
+                instance.clearDraining(); // it left and came back: a new pod at the address, or readiness restored
+            }
+            after.add(instance);
+        }
+        // Forget retired instances with nothing left on them, so pod churn does not grow the map without bound
+        // (their breakers stay in the registry under their names, so one that comes back finds its state).
+        known.values().removeIf(i -> !wanted.contains(i.uri()) && i.outstanding() == 0);
+        instances = List.copyOf(after);
+        return new Membership(List.copyOf(added), List.copyOf(removed));
+    }
+
+    /** What one {@link #update} changed, by instance name. */
+    public record Membership(List<String> added, List<String> removed) {
+        public boolean changed() {
+            return !added.isEmpty() || !removed.isEmpty();
+        }
     }
 
     /** {@link #acquire(Collection)} with no instance to avoid. */
@@ -81,16 +142,25 @@ public final class WorkerPool {
      * @throws NoWorkerAvailableException when no instance outside {@code excluded} grants a slot and a permission
      */
     public Lease acquire(Collection<WorkerInstance> tried, Collection<WorkerInstance> excluded) {
-        int n = instances.size();
+        List<WorkerInstance> members = instances; // one snapshot per decision: membership may change meanwhile
+        int n = members.size();
+        if (n == 0) {
+            throw new NoWorkerAvailableException(role, 0, 0, 0);
+        }
         int start = Math.floorMod(next.getAndIncrement(), n);
-        List<WorkerInstance> order = new ArrayList<>(instances);
+        List<WorkerInstance> order = new ArrayList<>(members);
         order.removeAll(excluded);
         order.sort(Comparator.<WorkerInstance>comparingInt(i -> tried.contains(i) ? 1 : 0)
                 .thenComparingInt(WorkerInstance::outstanding)
-                .thenComparingInt(i -> Math.floorMod(instances.indexOf(i) - start, n)));
+                .thenComparingInt(i -> Math.floorMod(members.indexOf(i) - start, n)));
         int open = 0;
         int full = 0;
+        int draining = 0;
         for (WorkerInstance candidate : order) {
+            if (candidate.draining()) {
+                draining++;
+                continue;
+            }
             Bulkhead bulkhead = candidate.bulkhead();
             if (!bulkhead.tryAcquirePermission()) {
                 full++;
@@ -106,7 +176,7 @@ public final class WorkerPool {
             candidate.routedCounter().incrementAndGet();
             return new Lease(candidate);
         }
-        throw new NoWorkerAvailableException(role, open, full);
+        throw new NoWorkerAvailableException(role, open, full, draining);
     }
 
     /**

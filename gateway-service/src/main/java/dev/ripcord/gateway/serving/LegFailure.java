@@ -22,8 +22,13 @@ final class LegFailure extends RuntimeException {
         NO_WORKER,
         /** The connection could not be made (refused, connect timeout, unknown host): nothing was sent. */
         NOT_CONNECTED,
-        /** The worker answered 503 or 429 (queue full, no KV pages, draining): it kept nothing. */
+        /** The worker answered 503 or 429 (queue full, no KV pages): it kept nothing. */
         BUSY,
+        /**
+         * The worker answered 503 {@code draining} at its HTTP edge, before its scheduler saw the request: it kept
+         * nothing (no registration, no transfer session), so every role may retry on another instance.
+         */
+        DRAINING,
         /** The worker answered another 5xx: it did not admit this call (e.g. a duplicate request ID it still holds). */
         WORKER_ERROR,
         /** The worker answered 4xx: this request (or the gateway's credentials) is wrong; retrying cannot help. */
@@ -68,7 +73,7 @@ final class LegFailure extends RuntimeException {
                 yield new WorkerUnavailableException("the %s workers are at capacity; retry after %d s"
                         .formatted(role, seconds(after)), after, getCause());
             }
-            case NO_WORKER, NOT_CONNECTED, NO_ANSWER -> new WorkerUnavailableException(
+            case NO_WORKER, NOT_CONNECTED, NO_ANSWER, DRAINING -> new WorkerUnavailableException(
                     "no %s worker is available; retry after %d s".formatted(role, seconds(defaultRetryAfter)),
                     defaultRetryAfter, getCause());
         };

@@ -12,6 +12,7 @@ import dev.ripcord.gateway.openai.OpenAiProperties;
 import dev.ripcord.gateway.resilience.WorkerResilience;
 import io.micrometer.core.instrument.MeterRegistry;
 import dev.ripcord.gateway.generation.TokenGenerator;
+import dev.ripcord.gateway.routing.WorkerDiscovery;
 import dev.ripcord.gateway.routing.WorkerPool;
 import io.netty.channel.ChannelOption;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
@@ -29,13 +30,29 @@ import reactor.netty.resources.ConnectionProvider;
 public class ServingConfiguration {
 
     @Bean
-    WorkerPool prefillPool(GatewayProperties properties, WorkerResilience resilience) {
-        return new WorkerPool("prefill", properties.prefillWorkers(), resilience);
+    WorkerPool prefillPool(WorkerResilience resilience) {
+        return new WorkerPool("prefill", resilience);
     }
 
     @Bean
-    WorkerPool decodePool(GatewayProperties properties, WorkerResilience resilience) {
-        return new WorkerPool("decode", properties.decodeWorkers(), resilience);
+    WorkerPool decodePool(WorkerResilience resilience) {
+        return new WorkerPool("decode", resilience);
+    }
+
+    /** Fills the prefill pool from {@code ripcord.gateway.prefill-workers} and keeps it up to date. */
+    @Bean(destroyMethod = "close")
+    WorkerDiscovery prefillDiscovery(WorkerPool prefillPool, GatewayProperties properties,
+                                     ObjectProvider<WorkerDiscovery.HostResolver> resolver) {
+        return new WorkerDiscovery(prefillPool, properties.prefillWorkers(),
+                resolver.getIfAvailable(WorkerDiscovery.HostResolver::system), properties.discoveryInterval());
+    }
+
+    /** Fills the decode pool from {@code ripcord.gateway.decode-workers} and keeps it up to date. */
+    @Bean(destroyMethod = "close")
+    WorkerDiscovery decodeDiscovery(WorkerPool decodePool, GatewayProperties properties,
+                                    ObjectProvider<WorkerDiscovery.HostResolver> resolver) {
+        return new WorkerDiscovery(decodePool, properties.decodeWorkers(),
+                resolver.getIfAvailable(WorkerDiscovery.HostResolver::system), properties.discoveryInterval());
     }
 
     /**

@@ -46,8 +46,9 @@ import reactor.core.scheduler.Scheduler;
  *       With no other instance left the leg fails with 503 and {@code Retry-After}. The gateway never publishes a
  *       Kafka cancel for an abandoned attempt either: that cancel is broadcast and would tombstone the ID
  *       everywhere.</li>
- *   <li><b>prefill</b> retries only {@code NO_WORKER} and {@code NOT_CONNECTED}, where the worker provably never saw
- *       the request. The transfer descriptor it carries is single-use: decode's receive session accepts one
+ *   <li><b>prefill</b> retries only {@code NO_WORKER}, {@code NOT_CONNECTED} and {@code DRAINING} (a 503 the
+ *       worker's HTTP edge gives while it drains, before its scheduler sees the job), where the worker provably
+ *       never acted on the request. The transfer descriptor it carries is single-use: decode's receive session accepts one
  *       sender, and a prefill worker connects its send session at admission and aborts it when it refuses (queue
  *       full), which ends the session for everybody. A prefill worker that answered anything, or did not answer in
  *       time, may have attached, so a retry elsewhere could only fail at decode or race the first attempt.</li>
@@ -55,7 +56,7 @@ import reactor.core.scheduler.Scheduler;
  *
  * <p>Breaker outcomes per attempt: admitted → success; no connection, 5xx other than 503, no answer in time, or a
  * connection lost before the first event → failure; 503/429 (busy: alive and saying so) and 4xx → ignored (the
- * permission is given back); the client going away before admission → ignored. A stream that breaks after
+ * permission is given back), and a 503 whose code is {@code draining} also takes the instance out of routing at once; the client going away before admission → ignored. A stream that breaks after
  * admission is recorded as a further failure. The bulkhead slot is held from routing until the attempt ends.
  *
  * <p>Cancellation: the caller links the whole leg (all attempts and the backoffs between them) to the request's
@@ -68,7 +69,7 @@ final class WorkerLeg {
 
     private static final Set<LegFailure.Kind> DECODE_RETRIES = EnumSet.complementOf(EnumSet.of(LegFailure.Kind.REJECTED));
     private static final Set<LegFailure.Kind> PREFILL_RETRIES = EnumSet.of(LegFailure.Kind.NO_WORKER,
-            LegFailure.Kind.NOT_CONNECTED);
+            LegFailure.Kind.NOT_CONNECTED, LegFailure.Kind.DRAINING);
 
     private final String role;
     private final WorkerPool pool;
@@ -218,7 +219,11 @@ final class WorkerLeg {
             java.time.Duration workerRetryAfter = null;
             if (failure instanceof WorkerRefusedException refused) {
                 int status = refused.status();
-                if (status == 503 || status == 429) {
+                if (refused.draining()) {
+                    kind = LegFailure.Kind.DRAINING;
+                    lease.instance().markDraining(); // no new leg goes there; its legs in flight finish
+                    lease.ignored();
+                } else if (status == 503 || status == 429) {
                     kind = LegFailure.Kind.BUSY;
                     workerRetryAfter = refused.retryAfter();
                     lease.ignored();

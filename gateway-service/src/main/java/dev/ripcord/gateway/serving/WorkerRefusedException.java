@@ -2,6 +2,7 @@ package dev.ripcord.gateway.serving;
 
 import java.time.Duration;
 
+import dev.ripcord.protocol.Failed;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -14,11 +15,18 @@ final class WorkerRefusedException extends RuntimeException {
 
     private final int status;
     private final @Nullable Duration retryAfter;
+    private final boolean draining;
 
     WorkerRefusedException(int status, @Nullable Duration retryAfter, String body) {
         super("worker answered " + status + (body.isBlank() ? "" : ": " + abbreviate(body)), null, false, false);
         this.status = status;
         this.retryAfter = retryAfter;
+        this.draining = status == 503 && body.contains("\"" + Failed.DRAINING + "\"");
+    }
+
+    /** A 503 whose error code is {@value Failed#DRAINING}: the worker is shutting down and admits nothing more. */
+    boolean draining() {
+        return draining;
     }
 
     int status() {

@@ -264,6 +264,56 @@ class ResilientLegsTest {
         assertThat(retryCalls("prefill", "failed_without_retry")).isEqualTo(1);
     }
 
+    // ------------------------------------------------------------------------------------------ membership, drain
+
+    /** What a draining worker's HTTP edge answers to a new job: 503 with the code {@code draining}. */
+    private static FakeWorker.Script draining() {
+        return (call, response) -> response.status(503)
+                .header("Retry-After", "1")
+                .header("Content-Type", "application/json")
+                .sendString(Mono.just("{\"type\":\"FAILED\",\"code\":\"draining\",\"message\":\"draining\"}"));
+    }
+
+    @Test
+    void aWorkerAddedToARunningPoolIsUsedAndADrainingOneGetsNoNewLegsWhileItsLegInFlightFinishes() {
+        Sinks.One<Void> release = Sinks.one();
+        FakeWorker a = worker(FakeWorker.firstThen(1,
+                FakeWorker.stream(Flux.concat(Flux.just(FakeWorker.reserved()),
+                        release.asMono().thenMany(Flux.range(0, 3).map(i -> FakeWorker.token(i, i == 2))))),
+                draining()));
+        FakeWorker b = worker(FakeWorker.decodeGenerating(2));
+        FakeWorker p1 = worker(FakeWorker.prefillDone());
+        FakeWorker p2 = worker(draining());
+        DisaggregatedGenerator generator = generator(fastRetries(), List.of(p1.uri()), List.of(a.uri()));
+
+        // One request in flight on decode A; A then starts draining (its later calls answer 503 draining).
+        java.util.concurrent.CompletableFuture<List<dev.ripcord.gateway.generation.GeneratedToken>> inFlight =
+                generator.generate(request()).collectList().toFuture();
+        await().atMost(WAIT).until(() -> a.calls() == 1 && p1.calls() == 1);
+
+        // Discovery adds decode B and a prefill worker that is already draining.
+        decodePool().update(List.of(a.uri(), b.uri()));
+        prefillPool().update(List.of(p1.uri(), p2.uri()));
+
+        for (int i = 0; i < 4; i++) { // A holds a leg, so B (least loaded) takes these
+            StepVerifier.create(generator.generate(request())).expectNextCount(2).expectComplete().verify(WAIT);
+        }
+        assertThat(b.calls()).as("the worker added to the running pool").isEqualTo(4);
+        assertThat(p2.calls()).as("the draining prefill worker said so once, and was skipped from then on")
+                .isEqualTo(1);
+
+        release.tryEmitEmpty();
+        assertThat(inFlight.join()).as("the leg in flight on the draining worker finished").hasSize(3);
+
+        for (int i = 0; i < 6; i++) { // A is idle now: the first leg sent there learns it drains, and is retried
+            StepVerifier.create(generator.generate(request())).expectNextCount(2).expectComplete().verify(WAIT);
+        }
+        assertThat(a.calls()).as("the in-flight leg, then one refusal; never again").isEqualTo(2);
+        assertThat(instance(decodePool(), a.uri()).draining()).isTrue();
+        assertThat(p2.calls()).isEqualTo(1);
+        assertThat(b.calls()).isEqualTo(10);
+    }
+
     @Test
     void aPrefillWorkerThatCannotBeReachedIsRetriedOnAnother() {
         FakeWorker decode = worker(FakeWorker.decodeGenerating(2));

@@ -15,6 +15,7 @@ import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.protocol.Failed;
 import dev.ripcord.protocol.InternalApi;
 import dev.ripcord.protocol.WorkerStatus;
+import dev.ripcord.worker.DrainSwitch;
 import dev.ripcord.worker.WorkerContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -55,22 +56,51 @@ public final class WorkerRoutes {
     private final WorkerContext context;
     private final CancelProperties cancel;
     private final Duration retryAfter;
+    private final DrainSwitch drainSwitch;
 
     public WorkerRoutes(WorkerContext context, CancelProperties cancel, Duration retryAfter) {
+        this(context, cancel, retryAfter, DrainSwitch.detached());
+    }
+
+    public WorkerRoutes(WorkerContext context, CancelProperties cancel, Duration retryAfter,
+                        DrainSwitch drainSwitch) {
         this.context = context;
         this.cancel = cancel;
         this.retryAfter = retryAfter;
+        this.drainSwitch = drainSwitch;
     }
 
-    /** The worker's whole internal API: status, journal, in-band cancel, and the endpoint's submit route. */
+    /**
+     * The worker's whole internal API: status, journal, in-band cancel, drain, and the endpoint's submit route.
+     * Once the worker drains, a job is refused here, before its scheduler sees it (see {@link DrainSwitch}).
+     */
     public RouterFunction<ServerResponse> router(WorkerEndpoint<?> endpoint) {
         return RouterFunctions.route()
                 .GET(InternalApi.STATUS, request -> ServerResponse.ok().bodyValue(endpoint.status(this)))
                 .GET(InternalApi.JOURNAL, request -> ServerResponse.ok().bodyValue(context.journal().since(
                         Long.parseLong(request.queryParam("after").orElse("0")))))
                 .POST(InternalApi.CANCEL, this::cancel)
-                .POST(endpoint.submitPath(), request -> endpoint.submit(request, this))
+                .POST(InternalApi.DRAIN, this::drain)
+                .GET(InternalApi.DRAIN, this::drain)
+                .POST(endpoint.submitPath(), request -> drainSwitch.draining()
+                        ? draining(request.headers().firstHeader(RequestIds.HEADER))
+                        : endpoint.submit(request, this))
                 .build();
+    }
+
+    /** Starts draining (idempotent); answers what the worker still holds, which the caller may poll to zero. */
+    private Mono<ServerResponse> drain(ServerRequest request) {
+        drainSwitch.begin("requested on " + InternalApi.DRAIN);
+        return ServerResponse.ok().bodyValue(Map.of("draining", true,
+                "liveRegistrations", context.registry().liveRegistrations()));
+    }
+
+    /** 503 {@value Failed#DRAINING} with {@code Retry-After}: nothing was registered; the gateway goes elsewhere. */
+    private Mono<ServerResponse> draining(String requestId) {
+        log.info("requestId={} refused: draining", requestId);
+        return ServerResponse.status(HttpStatus.SERVICE_UNAVAILABLE)
+                .header(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, retryAfter.toSeconds())))
+                .bodyValue(new Failed(Failed.DRAINING, "this worker is draining"));
     }
 
     /** What a worker's status says about the parts every worker has. */
