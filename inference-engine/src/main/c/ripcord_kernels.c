@@ -239,7 +239,6 @@ ATTR static float NAME(int type, const uint8_t *w, int k, const uint8_t *qa) {  
     int b = 0;                                                                                                     \
     for (; b + 8 <= nb; b += 8) {                                                                                  \
         __m256i v[8];                                                                                              \
-        uint16_t d[8];                                                                                             \
         for (int i = 0; i < 8; i++) {                                                                              \
             const uint8_t *blk = w + (int64_t) bytes * (b + i);                                                   \
             __m256i av = _mm256_loadu_si256((const __m256i *) (a + 32 * (b + i)));                                \
@@ -253,14 +252,17 @@ ATTR static float NAME(int type, const uint8_t *w, int k, const uint8_t *qa) {  
                 s = av;                                                                                            \
             }                                                                                                      \
             v[i] = DOT(_mm256_setzero_si256(), u, s);                                                              \
-            d[i] = rd16(blk);                                                                                      \
         }                                                                                                          \
         __m256i isum = hsum8_i32(v);                                                                               \
         if (type == T_Q4_0) {                                                                                      \
             isum = _mm256_sub_epi32(isum,                                                                          \
                     _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *) (sums + b)), 3));                      \
         }                                                                                                          \
-        __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) d));                                        \
+        const uint8_t *g = w + (int64_t) bytes * b;                                                               \
+        __m128i d = _mm_set_epi16((short) rd16(g + 7 * bytes), (short) rd16(g + 6 * bytes),                       \
+                (short) rd16(g + 5 * bytes), (short) rd16(g + 4 * bytes), (short) rd16(g + 3 * bytes),            \
+                (short) rd16(g + 2 * bytes), (short) rd16(g + bytes), (short) rd16(g));                           \
+        __m256 dw = _mm256_cvtph_ps(d);                                                                            \
         __m256 sc = _mm256_mul_ps(dw, _mm256_loadu_ps(scales + b));                                               \
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), sc, acc);                                                  \
     }                                                                                                              \

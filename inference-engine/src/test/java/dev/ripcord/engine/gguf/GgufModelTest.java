@@ -20,9 +20,11 @@ import dev.ripcord.engine.InferenceEngine;
 import dev.ripcord.engine.InvalidModelFileException;
 import dev.ripcord.engine.KernelMode;
 import dev.ripcord.engine.ModelConfig;
+import dev.ripcord.engine.NativeIsa;
 import dev.ripcord.engine.QuantizedDot;
 import dev.ripcord.engine.SamplingParams;
 import dev.ripcord.engine.Sequence;
+import dev.ripcord.engine.kernel.NativeKernels;
 import dev.ripcord.engine.model.Transformer;
 import dev.ripcord.engine.tools.GgufConvert;
 import dev.ripcord.engine.weights.RandomWeights;
@@ -180,6 +182,41 @@ public class GgufModelTest {
                 }
                 System.out.printf("%s: max |logit diff| vs F32 %.4f%n", t, max);
                 assertThat(max).as("%s max |logit diff| vs F32", t).isLessThan(t == GgmlType.Q8_0 ? 0.2 : 2.0);
+            }
+        }
+    }
+
+    /**
+     * Every native variant this CPU runs serves the same logits, bit for bit (the native definition has no vector
+     * width in it), and an engine that asked for native kernels says it runs them; where the build has none, the
+     * engine runs the Vector API kernels and a forced variant is refused.
+     */
+    @Test
+    void everyNativeVariantServesTheSameLogits() throws IOException {
+        if (!NativeKernels.available()) {
+            try (InferenceEngine e = InferenceEngine.create(UNTIED, 5, options())) {
+                assertThat(e.kernelName()).startsWith("vector-");
+            }
+            assertThatThrownBy(() -> InferenceEngine.create(UNTIED, 5, options().withNativeIsa(NativeIsa.GENERIC)))
+                    .isInstanceOf(IllegalStateException.class);
+            return;
+        }
+        for (GgmlType t : List.of(GgmlType.Q8_0, GgmlType.Q4_0)) {
+            Path file = dir.resolve("n.gguf");
+            GgufConvert.write(new RandomWeights(UNTIED, 5, "t"), tokenizer(UNTIED.vocabSize()), file, t, "t");
+            float[] expected = null;
+            for (NativeKernels.Isa isa : NativeKernels.supported()) {
+                try (InferenceEngine e = InferenceEngine.load(file, null,
+                        options().withNativeIsa(NativeIsa.valueOf(isa.name())))) {
+                    assertThat(e.kernelName()).startsWith("native-" + isa.label() + "+vector-");
+                    assertThat(e.numerics()).contains("int8=native");
+                    float[] logits = logitsAfter(e, PROMPT, FORCED);
+                    if (expected == null) {
+                        expected = logits;
+                    } else {
+                        assertThat(logits).as("%s on %s", t, isa).containsExactly(expected);
+                    }
+                }
             }
         }
     }
