@@ -12,7 +12,8 @@ import java.nio.file.Path;
  * @param maxChunkTokens the most tokens one {@code prefill} call may compute; scratch memory is sized for it;
  *                       capped at the context length; default 2048
  * @param maxBatch       the most sequences one {@code decodeStep} may advance; default 16
- * @param kernels        vector or scalar kernels; default vector
+ * @param kernels        native, vector or scalar kernels; default native (which is vector where the build packaged no
+ *                       native library); see {@link KernelMode}
  * @param kvPoolMemory   where the KV page pool lives; {@code null} (the default): the engine's own arena. See
  *                       {@link KvPoolMemory} for who owns memory supplied from outside
  * @param safePoints     whether a forward checks its sequences' stop flags between layers
@@ -24,10 +25,14 @@ import java.nio.file.Path;
  * @param weightCache    a directory where the packed weights of a model file are kept as an image every engine on the
  *                       host maps read-only ({@link dev.ripcord.engine.model.WeightCache}), so that engines in
  *                       several processes hold one copy; {@code null} (the default): packed into the engine's arena
+ * @param quantizedDot   which forwards take the integer dot products over quantized weights; default
+ *                       {@link QuantizedDot#DECODE}. Changes results: engines that must agree take the same
+ * @param nativeIsa      the native kernels' variant ({@link KernelMode#NATIVE}); default {@link NativeIsa#AUTO}, the
+ *                       fastest the CPU runs; a forced variant the CPU cannot run fails the engine's start
  */
 public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChunkTokens, int maxBatch,
                             KernelMode kernels, KvPoolMemory kvPoolMemory, boolean safePoints,
-                            long kvMemoryBytes, Path weightCache) {
+                            long kvMemoryBytes, Path weightCache, QuantizedDot quantizedDot, NativeIsa nativeIsa) {
 
     public EngineOptions {
         Checks.requireArgument(threads >= 1, "threads must be >= 1, got %s", threads);
@@ -39,46 +44,56 @@ public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChu
         Checks.requireArgument(kernels != null, "kernels must not be null");
         Checks.requireArgument(kvMemoryBytes >= 0, "kvMemoryBytes must be >= 0 (0 = no budget), got %s",
                 kvMemoryBytes);
+        quantizedDot = quantizedDot == null ? QuantizedDot.DECODE : quantizedDot;
+        nativeIsa = nativeIsa == null ? NativeIsa.AUTO : nativeIsa;
+    }
+
+    /** Options with the default numerics ({@link QuantizedDot#DECODE}, {@link NativeIsa#AUTO}). */
+    public EngineOptions(int threads, int pageTokens, int kvPages, int maxChunkTokens, int maxBatch,
+                         KernelMode kernels, KvPoolMemory kvPoolMemory, boolean safePoints,
+                         long kvMemoryBytes, Path weightCache) {
+        this(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory, safePoints, kvMemoryBytes,
+                weightCache, null, null);
     }
 
     /** Options whose KV pool lives in the engine's own arena, safe-point checks on. */
     public EngineOptions(int threads, int pageTokens, int kvPages, int maxChunkTokens, int maxBatch,
                          KernelMode kernels) {
-        this(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, null, true, 0, null);
+        this(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, null, true, 0, null, null, null);
     }
 
     public static EngineOptions defaults() {
-        return new EngineOptions(Runtime.getRuntime().availableProcessors(), 64, 0, 2048, 16, KernelMode.VECTOR);
+        return new EngineOptions(Runtime.getRuntime().availableProcessors(), 64, 0, 2048, 16, KernelMode.NATIVE);
     }
 
     public EngineOptions withThreads(int n) {
         return new EngineOptions(n, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                safePoints, kvMemoryBytes, weightCache);
+                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa);
     }
 
     public EngineOptions withPageTokens(int n) {
         return new EngineOptions(threads, n, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                safePoints, kvMemoryBytes, weightCache);
+                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa);
     }
 
     public EngineOptions withKvPages(int n) {
         return new EngineOptions(threads, pageTokens, n, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                safePoints, kvMemoryBytes, weightCache);
+                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa);
     }
 
     public EngineOptions withMaxChunkTokens(int n) {
         return new EngineOptions(threads, pageTokens, kvPages, n, maxBatch, kernels, kvPoolMemory, safePoints,
-                kvMemoryBytes, weightCache);
+                kvMemoryBytes, weightCache, quantizedDot, nativeIsa);
     }
 
     public EngineOptions withMaxBatch(int n) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, n, kernels, kvPoolMemory,
-                safePoints, kvMemoryBytes, weightCache);
+                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa);
     }
 
     public EngineOptions withKernels(KernelMode mode) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, mode, kvPoolMemory,
-                safePoints, kvMemoryBytes, weightCache);
+                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa);
     }
 
     /**
@@ -87,7 +102,7 @@ public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChu
      */
     public EngineOptions withKvPoolMemory(KvPoolMemory memory) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, memory,
-                safePoints, kvMemoryBytes, weightCache);
+                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa);
     }
 
     /**
@@ -95,18 +110,30 @@ public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChu
      */
     public EngineOptions withKvMemoryBytes(long bytes) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                safePoints, bytes, weightCache);
+                safePoints, bytes, weightCache, quantizedDot, nativeIsa);
     }
 
     /** Benches only: {@code false} removes the between-layer stop checks, to measure their cost. */
     public EngineOptions withSafePoints(boolean on) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                on, kvMemoryBytes, weightCache);
+                on, kvMemoryBytes, weightCache, quantizedDot, nativeIsa);
     }
 
     /** Keeps packed weights as images in {@code directory} (see {@link #weightCache}); {@code null}: in the arena. */
     public EngineOptions withWeightCache(Path directory) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                safePoints, kvMemoryBytes, directory);
+                safePoints, kvMemoryBytes, directory, quantizedDot, nativeIsa);
+    }
+
+    /** Which forwards take the integer dot products (see {@link QuantizedDot}). */
+    public EngineOptions withQuantizedDot(QuantizedDot dot) {
+        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
+                safePoints, kvMemoryBytes, weightCache, dot, nativeIsa);
+    }
+
+    /** Forces a variant of the native kernels ({@link NativeIsa#AUTO}: the fastest the CPU runs). */
+    public EngineOptions withNativeIsa(NativeIsa isa) {
+        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
+                safePoints, kvMemoryBytes, weightCache, quantizedDot, isa);
     }
 }

@@ -17,6 +17,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 import dev.ripcord.engine.kernel.Kernels;
+import dev.ripcord.engine.kernel.NativeKernels;
+import dev.ripcord.engine.kernel.QuantRows;
 import dev.ripcord.engine.kernel.WorkerPool;
 import dev.ripcord.engine.model.ModelWeights;
 import dev.ripcord.engine.model.Transformer;
@@ -118,6 +120,8 @@ public final class InferenceEngine implements AutoCloseable {
     private volatile boolean closed;
     /** The mapped model file the weights point into (GGUF), closed after the arena; null when nothing is mapped. */
     private final AutoCloseable modelFile;
+    /** The native decode kernels, or null where the engine runs none. */
+    private final QuantRows quantRows;
     /** How the weights were loaded (packed privately, or mapped from a weight cache image). */
     private final WeightCache.Loaded weightsLoad;
 
@@ -136,10 +140,11 @@ public final class InferenceEngine implements AutoCloseable {
         int kvPages = poolPages(config, options);
         this.options = new EngineOptions(options.threads(), options.pageTokens(), kvPages, maxChunk,
                 options.maxBatch(), options.kernels(), options.kvPoolMemory(), options.safePoints(),
-                options.kvMemoryBytes(), options.weightCache());
+                options.kvMemoryBytes(), options.weightCache(), options.quantizedDot(), options.nativeIsa());
         this.description = source.describe();
         this.tokenizer = tokenizer;
-        this.kernels = options.kernels() == KernelMode.VECTOR ? Kernels.vector() : Kernels.scalar(vectorLanes());
+        this.kernels = options.kernels() == KernelMode.SCALAR ? Kernels.scalar(vectorLanes()) : Kernels.vector();
+        this.quantRows = nativeKernels(options);
         this.layout = KvLayout.of(config, options.pageTokens());
         this.arena = Arena.ofShared();
         WorkerPool pool = null;
@@ -153,8 +158,8 @@ public final class InferenceEngine implements AutoCloseable {
             this.pagePool = options.kvPoolMemory() == null ? new KvPagePool(layout, kvPages, arena)
                     : new KvPagePool(layout, kvPages, options.kvPoolMemory().allocate(
                             KvPagePool.bytesFor(layout, kvPages)));
-            this.transformer = new Transformer(weights, layout, pagePool.segment(), kernels, pool, maxChunk,
-                    options.maxBatch(), arena);
+            this.transformer = new Transformer(weights, layout, pagePool.segment(), kernels, quantRows,
+                    options.quantizedDot(), pool, maxChunk, options.maxBatch(), arena);
         } catch (RuntimeException | Error e) {
             if (pool != null) {
                 pool.close();
@@ -184,6 +189,43 @@ public final class InferenceEngine implements AutoCloseable {
             return (int) Math.min(Integer.MAX_VALUE, Math.max(context, fit));
         }
         return 2 * context;
+    }
+
+    /**
+     * The native decode kernels {@code options} ask for: null for {@link KernelMode#VECTOR} and
+     * {@link KernelMode#SCALAR}, and for {@link KernelMode#NATIVE} where the library is not available (the engine
+     * then runs as {@code VECTOR}, unless a variant was forced: that fails).
+     */
+    private static QuantRows nativeKernels(EngineOptions options) {
+        if (options.kernels() != KernelMode.NATIVE) {
+            return null;
+        }
+        if (options.nativeIsa() == NativeIsa.AUTO) {
+            return NativeKernels.available() ? NativeKernels.best() : null;
+        }
+        return NativeKernels.of(NativeKernels.Isa.valueOf(options.nativeIsa().name()));
+    }
+
+    /**
+     * The kernels that run, e.g. {@code native-avx2+vector-256} (native decode kernels, the Vector API at 256 bits
+     * for the rest), {@code vector-512}, {@code scalar-16}: for logs and benches. Engines agree bit for bit when
+     * this and {@link #numerics()} agree.
+     */
+    public String kernelName() {
+        String base = kernels.name() + "-" + (kernels.name().equals("vector") ? 32 * kernels.lanes() : kernels.lanes());
+        return quantRows == null ? base : quantRows.name() + "+" + base;
+    }
+
+    /**
+     * The numeric definition this engine's results follow, which two engines that share KV caches or compare
+     * outputs (a prefill and a decode worker) must have in common: the lane count of the float reductions, which
+     * integer dot product decode steps use ({@code native}: one definition for every CPU; {@code lanes}: the Vector
+     * API's, per lane count), and {@link QuantizedDot}. The native variant (AVX2, AVX-512 VNNI, …) is not part of
+     * it: every variant gives the same bits.
+     */
+    public String numerics() {
+        return "lanes=%d,int8=%s,quantizedDot=%s".formatted(kernels.lanes(), quantRows == null ? "lanes" : "native",
+                options.quantizedDot().name().toLowerCase(java.util.Locale.ROOT));
     }
 
     /** The lane count the vector kernels use, or 16 if the JVM was started without the Vector API module. */
@@ -322,8 +364,8 @@ public final class InferenceEngine implements AutoCloseable {
 
     /** Which weights and kernels this engine runs, for logs. */
     public String describe() {
-        return "%s, %s kernels (%d lanes), %d threads, %d KV pages of %d tokens (%d bytes)".formatted(description,
-                kernels.name(), kernels.lanes(), workers.size(), pagePool.pageCount(), layout.pageTokens(),
+        return "%s, %s kernels (%s), %d threads, %d KV pages of %d tokens (%d bytes)".formatted(description,
+                kernelName(), numerics(), workers.size(), pagePool.pageCount(), layout.pageTokens(),
                 layout.pageBytes());
     }
 

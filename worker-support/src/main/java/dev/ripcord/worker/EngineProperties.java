@@ -3,6 +3,8 @@ package dev.ripcord.worker;
 import java.nio.file.Path;
 
 import dev.ripcord.engine.KernelMode;
+import dev.ripcord.engine.NativeIsa;
+import dev.ripcord.engine.QuantizedDot;
 
 import jakarta.validation.constraints.Min;
 import org.jspecify.annotations.Nullable;
@@ -27,10 +29,11 @@ import org.springframework.validation.annotation.Validated;
  *                       never holds less than one full context
  * @param maxChunkTokens the largest prefill chunk the engine sizes its scratch memory for
  * @param maxBatch       the largest decode batch the engine sizes its scratch memory for
- * @param kernels        {@code vector} (the default: Vector API kernels) or {@code scalar}, their scalar twins, which
- *                       give bit-identical results more slowly; for a JVM whose JIT cannot compile the Vector API
- *                       into vector instructions (started without C2, {@code -XX:TieredStopAtLevel=1}), where the
- *                       scalar twins are the faster of the two
+ * @param kernels        {@code native} (the default: the native decode kernels where the engine's jar has them, else
+ *                       as {@code vector}), {@code vector} (Vector API kernels) or {@code scalar}, the Vector API
+ *                       kernels' scalar twins, which give bit-identical results more slowly; for a JVM whose JIT
+ *                       cannot compile the Vector API into vector instructions (started without C2,
+ *                       {@code -XX:TieredStopAtLevel=1}), where the scalar twins are the faster of the two
  * @param modelName      the model id clients send (the gateway's {@code ripcord.engine.model-name}); here the value
  *                       of the {@code model_name} label on the worker's metrics. Default as at the gateway:
  *                       {@code ripcord-<preset>} or the checkpoint's file name without its extension
@@ -39,6 +42,10 @@ import org.springframework.validation.annotation.Validated;
  *                       {@code WeightCache}); unset (the default): packed in the worker's own memory.
  *                       {@code ./ripcord up} sets it, so that a host's prefill and decode workers hold the weights
  *                       once; a directory that cannot be used is logged and the weights are packed privately
+ * @param nativeIsa      the native kernels' variant: {@code auto} (the default: the fastest the CPU runs),
+ *                       {@code generic}, {@code avx2}, {@code avxvnni}, {@code avx512vnni}; all give the same bits
+ * @param quantizedDot   which forwards take the integer dot products over quantized weights: {@code decode} (the
+ *                       default), {@code always}, {@code never}; changes results, so prefill and decode take the same
  */
 @Validated
 @ConfigurationProperties("ripcord.engine")
@@ -53,9 +60,11 @@ public record EngineProperties(
         @DefaultValue("256MB") String kvMemory,
         @DefaultValue("2048") @Min(1) int maxChunkTokens,
         @DefaultValue("32") @Min(1) int maxBatch,
-        @DefaultValue("vector") KernelMode kernels,
+        @DefaultValue("native") KernelMode kernels,
         @Nullable String modelName,
-        @Nullable Path weightCache) {
+        @Nullable Path weightCache,
+        @DefaultValue("auto") NativeIsa nativeIsa,
+        @DefaultValue("decode") QuantizedDot quantizedDot) {
 
     /** The served model's id, as the gateway names it (see {@code modelName}). */
     public String servedModelName() {

@@ -64,6 +64,8 @@ public class WorkerAutoConfiguration {
                 .withMaxChunkTokens(p.maxChunkTokens())
                 .withMaxBatch(p.maxBatch())
                 .withKernels(p.kernels())
+                .withNativeIsa(p.nativeIsa())
+                .withQuantizedDot(p.quantizedDot())
                 .withWeightCache(p.weightCache());
         if (p.threads() > 0) {
             options = options.withThreads(p.threads());

@@ -8,7 +8,9 @@ import dev.ripcord.engine.EngineOptions;
 import dev.ripcord.engine.InferenceEngine;
 import dev.ripcord.engine.KernelMode;
 import dev.ripcord.engine.KvPagePool;
+import dev.ripcord.engine.NativeIsa;
 import dev.ripcord.engine.Preset;
+import dev.ripcord.engine.QuantizedDot;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;
 
@@ -65,6 +67,6 @@ class WorkerMetricsTest {
 
     private static EngineProperties properties(String preset, Path checkpoint, String modelName) {
         return new EngineProperties(preset, 42, checkpoint, null, 0, 64, 0, "256MB", 2048, 16, KernelMode.VECTOR,
-                modelName, null);
+                modelName, null, NativeIsa.AUTO, QuantizedDot.DECODE);
     }
 }

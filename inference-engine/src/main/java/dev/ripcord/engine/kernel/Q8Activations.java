@@ -69,7 +69,28 @@ final class Q8Activations {
     }
 
     static void quantize(GgmlType weightType, MemorySegment x, long xOff, int n, MemorySegment qa, long qaOff) {
+        quantize(weightType, x, xOff, n, qa, qaOff, false);
+    }
+
+    /** Bytes of one activation row of {@code n} elements in the native kernels' layout ({@link #quantizeBytes}). */
+    static long byteRowBytes(int n) {
+        return n + 8L * (n / 32);
+    }
+
+    /**
+     * The same quantization as {@link #quantize}, in the native kernels' layout: {@code n} int8 quants, then the
+     * {@code n / 32} float scales, then the {@code n / 32} int sums ({@link #byteRowBytes} bytes).
+     */
+    static void quantizeBytes(GgmlType weightType, MemorySegment x, long xOff, int n, MemorySegment qa,
+                              long qaOff) {
+        quantize(weightType, x, xOff, n, qa, qaOff, true);
+    }
+
+    private static void quantize(GgmlType weightType, MemorySegment x, long xOff, int n, MemorySegment qa,
+                                 long qaOff, boolean bytes) {
         requireSupported(weightType, n);
+        int width = bytes ? 1 : 2;
+        long tables = (long) width * n;
         int bs = blockSize(weightType);
         long xb = xOff << 2;
         for (int b = 0; b < n / bs; b++) {
@@ -82,16 +103,21 @@ final class Q8Activations {
             for (int i = 0; i < bs; i++) {
                 float v = x.get(F, xb + 4L * (b * bs + i)) * id;
                 int q = (int) ((v + ROUND) - ROUND);
-                qa.set(H, qaOff + 2L * (b * bs + i), (short) q);
+                if (bytes) {
+                    qa.set(ValueLayout.JAVA_BYTE, qaOff + b * bs + i, (byte) q);
+                } else {
+                    qa.set(H, qaOff + 2L * (b * bs + i), (short) q);
+                }
             }
-            qa.set(F, qaOff + scaleOffset(n, b), d);
+            qa.set(F, qaOff + tables + 4L * b, d);
         }
         for (int g = 0; g < n / 32; g++) {
             int sum = 0;
             for (int i = 0; i < 32; i++) {
-                sum += qa.get(H, qaOff + 2L * (32 * g + i));
+                sum += bytes ? qa.get(ValueLayout.JAVA_BYTE, qaOff + 32L * g + i)
+                        : qa.get(H, qaOff + 2L * (32 * g + i));
             }
-            qa.set(I, qaOff + sumOffset(n, g), sum);
+            qa.set(I, qaOff + tables + 4L * (n / 32) + 4L * g, sum);
         }
     }
 }

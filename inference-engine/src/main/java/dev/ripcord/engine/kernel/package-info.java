@@ -21,6 +21,13 @@
  * worker and a decode worker) must run with the same {@code ripcord.engine.vectorBits} (the default, the
  * platform's preferred species, is the same on identical machines).
  *
+ * <h2>Native kernels</h2>
+ * {@link NativeKernels} (C through FFM, {@code src/main/c}) computes decode steps over quantized weights in its
+ * own definition, written out by {@link NativeTwin} and described in {@link QuantRows}: no step of it depends on
+ * a vector width, so every variant (generic C, AVX2, AVX-VNNI, AVX-512 VNNI) gives the same bits, and engines that
+ * agree on lanes and on running native kernels agree bit for bit whatever the CPUs. {@link NativeLibrary} loads
+ * the library from the jar after checking its recorded SHA-256, into a directory private to the user.
+ *
  * <p>All offsets and strides passed to kernels count {@code float} elements, not bytes.
  */
 package dev.ripcord.engine.kernel;

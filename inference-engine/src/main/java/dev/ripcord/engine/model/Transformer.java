@@ -7,7 +7,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.ripcord.engine.KvLayout;
 import dev.ripcord.engine.ModelConfig;
+import dev.ripcord.engine.QuantizedDot;
 import dev.ripcord.engine.kernel.Kernels;
+import dev.ripcord.engine.kernel.QuantRows;
 import dev.ripcord.engine.kernel.WorkerPool;
 import dev.ripcord.format.gguf.GgmlType;
 
@@ -69,13 +71,12 @@ public final class Transformer {
     private static final int OP_SWIGLU = 3;
     private static final int OP_FINAL_NORM = 4;
 
-    /** System property: {@code decode} (the default), {@code always} or {@code never}; see {@link #integerDot}. */
-    public static final String QUANTIZED_DOT_PROPERTY = "ripcord.engine.quantizedDot";
-
     private final ModelConfig c;
     private final ModelWeights w;
     private final MemorySegment pool;
     private final Kernels kernels;
+    /** The native decode kernels, which replace {@link Kernels#dotQ8} on the integer path; null where none run. */
+    private final QuantRows quantRows;
     private final WorkerPool workers;
     private final int maxChunk;
     private final int maxBatch;
@@ -125,12 +126,13 @@ public final class Transformer {
     private int panelFrom;
     /**
      * Which forwards multiply quantized projections as integer dot products with 8-bit activations
-     * ({@link Kernels#dotQ8}) rather than in floats (system property {@value #QUANTIZED_DOT_PROPERTY}):
-     * {@code decode} (the default) for decode steps over the types without table kernels
-     * ({@link Kernels#tableDecode}), where each weight is read once per step and the integer kernel is the faster;
-     * {@code always} for every type and prefill chunks too (measured slower: a dequantized panel serves 128 rows
-     * of float FMAs, while the integer kernel widens and scales per row); {@code never}, floats everywhere, summed
-     * in one order (prefill on dequantized panels, slower than the default's transposed GEMM).
+     * ({@link Kernels#dotQ8}, or {@link QuantRows} where native kernels run) rather than in floats
+     * ({@link QuantizedDot}): {@code DECODE} (the default) for decode steps — on the Vector API kernels only over
+     * the types without table kernels ({@link Kernels#tableDecode}) — where each weight is read once per step and
+     * the integer kernel is the faster; {@code ALWAYS} for every type and prefill chunks too (measured slower: a
+     * dequantized panel serves 128 rows of float FMAs, while the integer kernel scales per row); {@code NEVER},
+     * floats everywhere, summed in one order (prefill on dequantized panels, slower than the default's transposed
+     * GEMM).
      */
     private final boolean integerDot;
     private final boolean integerPrefill;
@@ -160,12 +162,13 @@ public final class Transformer {
      * @param maxBatch the most sequences a decode step may have
      * @param arena    owns all scratch memory (the engine's arena)
      */
-    public Transformer(ModelWeights w, KvLayout layout, MemorySegment pool, Kernels kernels, WorkerPool workers,
-                       int maxChunk, int maxBatch, Arena arena) {
+    public Transformer(ModelWeights w, KvLayout layout, MemorySegment pool, Kernels kernels, QuantRows quantRows,
+                       QuantizedDot dot, WorkerPool workers, int maxChunk, int maxBatch, Arena arena) {
         this.c = w.config;
         this.w = w;
         this.pool = pool;
         this.kernels = kernels;
+        this.quantRows = quantRows;
         this.workers = workers;
         this.maxChunk = maxChunk;
         this.maxBatch = maxBatch;
@@ -204,13 +207,8 @@ public final class Transformer {
         this.quantScratch = w.quantized() ? floats(arena, workers.size() * quantScratchFloats) : null;
         this.inputPanels = w.quantized()
                 ? floats(arena, (maxRows + 63L) / 64 * 64 * Math.max(dim, hidden) + 16) : null;
-        String dot = System.getProperty(QUANTIZED_DOT_PROPERTY, "decode").trim();
-        if (!dot.equals("decode") && !dot.equals("always") && !dot.equals("never")) {
-            throw new IllegalArgumentException(
-                    QUANTIZED_DOT_PROPERTY + " must be decode, always or never, got '" + dot + "'");
-        }
-        this.integerDot = !dot.equals("never");
-        this.integerPrefill = dot.equals("always");
+        this.integerDot = dot != QuantizedDot.NEVER;
+        this.integerPrefill = dot == QuantizedDot.ALWAYS;
         if (integerDot) {
             long rowBytes = Kernels.activationRowBytes(Math.max(dim, hidden));
             for (Projection p : allProjections(w)) {
@@ -687,7 +685,7 @@ public final class Transformer {
             count[j] = n;
             blocks[j] = (n + ROW_BLOCK - 1) / ROW_BLOCK;
             path[j] = w instanceof QuantMatrix qm ? quantPath(qm, n, head) : null;
-            family[j] = path[j] != QuantPath.INTEGER ? -1
+            family[j] = path[j] != QuantPath.INTEGER && path[j] != QuantPath.NATIVE ? -1
                     : ((QuantMatrix) w).tensor().type().blockSize() == 32 ? 0 : 1;
             int panels = path[j] != null && path[j] != QuantPath.PANELS
                     ? (w.rows() + QUANT_ITEM_ROWS - 1) / QUANT_ITEM_ROWS : w.panels();
@@ -799,6 +797,8 @@ public final class Transformer {
                         case TABLE -> tableItem(qm, panel, in[j], inOff[j], out[j], outOff[j]);
                         case INTEGER -> integerItem(qm, panel, quantActivations[family[j]], inRow[j] + r0, n,
                                 out[j], o, outStride[j]);
+                        case NATIVE -> nativeItem(qm, panel, quantActivations[family[j]], inRow[j] + r0, n,
+                                out[j], o, outStride[j]);
                         case TRANSPOSED -> transposedItem(qm, panel, worker, inRow[j] + r0, n, out[j], o,
                                 outStride[j]);
                         case PANELS -> quantItem(qm, panel, worker, in[j], inOff[j] + r0 * inStride[j],
@@ -815,6 +815,8 @@ public final class Transformer {
         TABLE,
         /** Integer dot products against quantized activations: {@link #integerItem}. */
         INTEGER,
+        /** {@link #INTEGER} on the native kernels: {@link #nativeItem}. */
+        NATIVE,
         /** Prefill: dequantized rows times the transposed input panels on the GEMM: {@link #transposedItem}. */
         TRANSPOSED,
         /** Dequantized panels of {@link QuantMatrix#PANEL} rows and {@code dotProducts}: {@link #quantItem}. */
@@ -824,7 +826,7 @@ public final class Transformer {
     /**
      * The path of a job over {@code qm} with {@code n} input rows. Prefill chunks take {@link QuantPath#TRANSPOSED}
      * whatever their size (so any chunking gives the same bits), or the integer kernels with
-     * {@value #QUANTIZED_DOT_PROPERTY} {@code always}, or with {@code never} dequantized panels: then prefill and
+     * {@link QuantizedDot#ALWAYS}, or with {@code never} dequantized panels: then prefill and
      * decode sum every product in the same order ({@code dotProducts}'), and prefilling a token equals decoding
      * it. Decode steps over a {@link Kernels#tableDecode} type stay on the float path — the table kernels for one
      * sequence, dequantized panels (the same values) for a batch, so a sequence decoded in a batch gets the bits
@@ -835,13 +837,22 @@ public final class Transformer {
      * lane count, mode and role only, so the vector and scalar twins agree.
      */
     private QuantPath quantPath(QuantMatrix qm, int n, boolean head) {
+        QuantPath path = vectorPath(qm, n, head);
+        return path == QuantPath.INTEGER && quantRows != null ? QuantPath.NATIVE : path;
+    }
+
+    /**
+     * The path on the Vector API kernels; with native kernels every integer job runs on them, and the table
+     * kernels give way to them (integer decode steps, the faster there).
+     */
+    private QuantPath vectorPath(QuantMatrix qm, int n, boolean head) {
         GgmlType type = qm.tensor().type();
         boolean integer = Kernels.hasIntegerDot(type);
         if (prefillMode && !head) {
             return !integerDot ? QuantPath.PANELS
                     : integerPrefill && integer ? QuantPath.INTEGER : QuantPath.TRANSPOSED;
         }
-        if (!integerPrefill && Kernels.tableDecode(type, kernels.lanes())) {
+        if (!integerPrefill && quantRows == null && Kernels.tableDecode(type, kernels.lanes())) {
             return n == 1 ? QuantPath.TABLE : QuantPath.PANELS;
         }
         return integerDot && integer ? QuantPath.INTEGER : QuantPath.PANELS;
@@ -953,8 +964,15 @@ public final class Transformer {
         @Override
         public void run(int worker, int workerCount) {
             int n = to - from;
-            long rowBytes = Kernels.activationRowBytes(cols);
             int end = from + WorkerPool.rangeStart(n, worker + 1, workerCount);
+            if (quantRows != null) {
+                long rowBytes = QuantRows.activationRowBytes(cols);
+                for (int r = from + WorkerPool.rangeStart(n, worker, workerCount); r < end; r++) {
+                    QuantRows.quantize(type, input, r * stride, cols, output, r * rowBytes);
+                }
+                return;
+            }
+            long rowBytes = Kernels.activationRowBytes(cols);
             for (int r = from + WorkerPool.rangeStart(n, worker, workerCount); r < end; r++) {
                 kernels.quantizeActivations(type, input, r * stride, cols, output, r * rowBytes);
             }
@@ -967,6 +985,34 @@ public final class Transformer {
      * of four input rows reading each weight block once. Each output element is one {@code dotQ8} lane reduction
      * whatever the batch, chunk or thread count.
      */
+    /**
+     * One work item on the native kernels: the item's {@link #QUANT_ITEM_ROWS} weight rows against each of its
+     * {@code n} quantized activation rows (from row {@code row}), one call per activation row (per weight row where
+     * the file's rows are permuted). Each output is one row's dot product in {@link QuantRows}' definition, so
+     * neither the item nor the batch changes a bit.
+     */
+    private void nativeItem(QuantMatrix qm, int panel, MemorySegment activations, int row, int n,
+                            MemorySegment output, long outOff, long outStride) {
+        var t = qm.tensor();
+        int j0 = panel * QUANT_ITEM_ROWS;
+        int width = Math.min(QUANT_ITEM_ROWS, t.rows() - j0);
+        int cols = t.cols();
+        long rowBytes = QuantRows.activationRowBytes(cols);
+        for (int r = 0; r < n; r++) {
+            long a = (row + r) * rowBytes;
+            long o = outOff + r * outStride + j0;
+            if (t.rowOrder() == null) {
+                quantRows.rows(t.type(), t.data(), t.rowOffset(j0), t.rowBytes(), width, cols, activations, a,
+                        output, o);
+            } else {
+                for (int i = 0; i < width; i++) {
+                    quantRows.rows(t.type(), t.data(), t.rowOffset(j0 + i), t.rowBytes(), 1, cols, activations, a,
+                            output, o + i);
+                }
+            }
+        }
+    }
+
     private void integerItem(QuantMatrix qm, int panel, MemorySegment activations, int row, int n,
                              MemorySegment output, long outOff, long outStride) {
         var t = qm.tensor();

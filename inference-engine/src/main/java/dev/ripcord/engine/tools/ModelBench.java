@@ -9,6 +9,8 @@ import java.util.List;
 import java.util.Locale;
 
 import dev.ripcord.engine.EngineOptions;
+import dev.ripcord.engine.KernelMode;
+import dev.ripcord.engine.NativeIsa;
 import dev.ripcord.engine.InferenceEngine;
 import dev.ripcord.engine.ModelConfig;
 import dev.ripcord.engine.SamplingParams;
@@ -21,6 +23,7 @@ import dev.ripcord.format.gguf.GgufTensorInfo;
  * Side-by-side speed of model files (a benchmark that prints figures, not a test):
  * <pre>
  * ./ripcord model-bench A.gguf [B.gguf …] [--threads=2] [--runs=5] [--decode=128] [--prompts=128,512] [--json]
+ *     [--kernels=native,vector] [--native-isa=avx2]
  * ./ripcord model-bench model.bin tokenizer.bin [--types=ckpt,f32,f16,q8_0,q4_0] [--dir=DIR] [options as above]
  * </pre>
  * A GGUF file brings its own tokenizer; a llama2.c checkpoint is followed by its {@code tokenizer.bin}, and with
@@ -35,8 +38,11 @@ import dev.ripcord.format.gguf.GgufTensorInfo;
  * decode's ceiling: before each decode run the file's own mapping is read end to end by as many threads as the
  * engine has ({@link WeightStream}), and that rate divided by the weight bytes per token is the {@code limit tok/s}
  * that the {@code of limit} column compares decode with.
+ * {@code --kernels} (default {@code native}) loads each GGUF file once per kernel mode named, so native and Vector
+ * API kernels are measured in the same rounds; {@code --native-isa} forces a native variant. Every row names its
+ * kernels ({@code native-avx2+vector-256}: native decode kernels, the Vector API at 256 bits for the rest).
  * {@code --json} prints one object per model and round as it is measured, e.g.
- * {@code {"file":…,"type":…,"threads":2,"cpu":…,"decode_tok_s":…,"prefill_tok_s":{"128":…},…,
+ * {@code {"file":…,"type":…,"kernels":"native-avx2+vector-256","threads":2,"cpu":…,"decode_tok_s":…,"prefill_tok_s":{"128":…},…,
  * "stream_gb_s":…,"decode_limit_tok_s":…}}. The CPU model
  * and the load average are printed with the figures: this machine kind differs in CPU, and shares its cores.
  * The {@code tok/CPU-s} column divides by the calling thread's CPU time: meaningful only with {@code --threads=1}.
@@ -58,6 +64,8 @@ public final class ModelBench {
         int[] prompts = {128, 512};
         boolean json = false;
         Path dir = null;
+        List<KernelMode> kernels = List.of(KernelMode.NATIVE);
+        NativeIsa isa = NativeIsa.AUTO;
         for (String a : args) {
             String v = a.contains("=") ? a.substring(a.indexOf('=') + 1) : "";
             if (a.startsWith("--types=")) {
@@ -72,6 +80,11 @@ public final class ModelBench {
                 prompts = Arrays.stream(v.split(",")).mapToInt(Integer::parseInt).toArray();
             } else if (a.startsWith("--dir=")) {
                 dir = Path.of(v);
+            } else if (a.startsWith("--kernels=")) {
+                kernels = Arrays.stream(v.split(",")).map(k -> KernelMode.valueOf(k.trim().toUpperCase(Locale.ROOT)))
+                        .toList();
+            } else if (a.startsWith("--native-isa=")) {
+                isa = NativeIsa.valueOf(v.trim().toUpperCase(Locale.ROOT));
             } else if (a.equals("--json")) {
                 json = true;
             } else if (a.startsWith("--")) {
@@ -84,15 +97,18 @@ public final class ModelBench {
             usage("no model file");
         }
         // Scratch sized for the longest prompt, not the default 2048-token chunk: several 1B models side by side.
-        EngineOptions options = EngineOptions.defaults().withThreads(threads).withMaxBatch(1).withKvPages(0)
-                .withMaxChunkTokens(Math.max(64, Arrays.stream(prompts).max().orElse(64)));
+        EngineOptions base = EngineOptions.defaults().withThreads(threads).withMaxBatch(1).withKvPages(0)
+                .withMaxChunkTokens(Math.max(64, Arrays.stream(prompts).max().orElse(64))).withNativeIsa(isa);
         List<Model> models = new ArrayList<>();
         for (int i = 0; i < paths.size(); i++) {
             Path file = Path.of(paths.get(i));
             if (GgufFile.isGguf(file)) {
-                models.add(gguf(file, options));
+                for (KernelMode mode : kernels) {
+                    models.add(gguf(file, base.withKernels(mode)));
+                }
                 continue;
             }
+            EngineOptions options = base.withKernels(kernels.getFirst());
             if (i + 1 >= paths.size()) {
                 usage(file + " is not GGUF, so it must be a llama2.c checkpoint followed by its tokenizer.bin");
             }
@@ -127,9 +143,10 @@ public final class ModelBench {
             for (Model m : models) {
                 ModelConfig c = m.engine().config();
                 System.out.printf(Locale.ROOT, "  %s: %s, dim %d, layers %d, heads %d/%d, hidden %d, vocab %d, context %d;"
-                                + " %.0f MB of weights read per token; loaded in %.1f s: %s%n", m.file(), m.type(), c.dim(),
-                        c.layers(), c.heads(), c.kvHeads(), c.hiddenDim(), c.vocabSize(), c.contextLength(),
-                        m.streamedBytes() / 1e6, m.loadSeconds(), m.engine().weightsDescription());
+                                + " %.0f MB of weights read per token; loaded in %.1f s: %s; kernels %s%n", m.file(),
+                        m.type(), c.dim(), c.layers(), c.heads(), c.kvHeads(), c.hiddenDim(), c.vocabSize(),
+                        c.contextLength(), m.streamedBytes() / 1e6, m.loadSeconds(), m.engine().weightsDescription(),
+                        m.engine().kernelName());
             }
         }
         for (Model m : models) {
@@ -161,18 +178,18 @@ public final class ModelBench {
                             prompts[p], prefillRuns[i][p][r]));
                 }
                 if (json) {
-                    System.out.printf(Locale.ROOT, "{\"file\":\"%s\",\"type\":\"%s\",\"threads\":%d,\"cpu\":\"%s\","
-                                    + "\"round\":%d,\"load1\":%s,\"decode_tok_s\":%.2f,\"prefill_tok_s\":{%s},"
+                    System.out.printf(Locale.ROOT, "{\"file\":\"%s\",\"type\":\"%s\",\"kernels\":\"%s\","
+                                    + "\"threads\":%d,\"cpu\":\"%s\",\"round\":%d,\"load1\":%s,\"decode_tok_s\":%.2f,\"prefill_tok_s\":{%s},"
                                     + "\"weight_bytes\":%d,\"stream_gb_s\":%.2f,\"decode_limit_tok_s\":%.2f}%n",
-                            escape(m.file()), m.type(), threads, escape(cpu), r + 1, loadAverage().split(" ")[0],
+                            escape(m.file()), m.type(), m.engine().kernelName(), threads, escape(cpu), r + 1, loadAverage().split(" ")[0],
                             decodeRuns[i][r], prefillJson, m.streamedBytes(), streamRuns[i][r] / 1e9,
                             streamRuns[i][r] / m.streamedBytes());
                 }
             }
         }
         if (!json) {
-            StringBuilder header = new StringBuilder(String.format(Locale.ROOT, "%-28s %-12s %12s %9s %11s %8s %9s %10s",
-                    "file", "type", "decode tok/s", "GB/s", "limit tok/s", "of limit", "GFLOP/s", "tok/CPU-s"));
+            StringBuilder header = new StringBuilder(String.format(Locale.ROOT,
+                    "%-28s %-12s %-24s %12s %9s %11s %8s %9s %10s", "file", "type", "kernels", "decode tok/s", "GB/s", "limit tok/s", "of limit", "GFLOP/s", "tok/CPU-s"));
             for (int p : prompts) {
                 header.append(String.format(Locale.ROOT, " %17s %9s", "prefill" + p + " tok/s", "GFLOP/s"));
             }
@@ -185,7 +202,8 @@ public final class ModelBench {
                 double flopsPerStep = c.flopsPerToken(4 + decodeTokens / 2) + c.classifierFlops();
                 double limit = median(streamRuns[i]) / m.streamedBytes();
                 StringBuilder row = new StringBuilder(String.format(Locale.ROOT,
-                        "%-28s %-12s %12.1f %9.1f %11.1f %7.0f%% %9.1f %10.1f", m.file(), m.type(), rate,
+                        "%-28s %-12s %-24s %12.1f %9.1f %11.1f %7.0f%% %9.1f %10.1f", m.file(), m.type(),
+                        m.engine().kernelName(), rate,
                         m.streamedBytes() * rate / 1e9, limit, 100 * rate / limit, flopsPerStep * rate / 1e9,
                         median(decodeCpuRuns[i])));
                 for (int p = 0; p < prompts.length; p++) {
@@ -207,7 +225,8 @@ public final class ModelBench {
     private static void usage(String problem) {
         System.err.println("model-bench: " + problem);
         System.err.println("usage: ./ripcord model-bench A.gguf [B.gguf ...] [--threads=2] [--runs=5] [--decode=128]"
-                + " [--prompts=128,512] [--json]");
+                + " [--prompts=128,512] [--json]"
+                + " [--kernels=native,vector,scalar] [--native-isa=auto|generic|avx2|avxvnni|avx512vnni]");
         System.err.println("       ./ripcord model-bench model.bin tokenizer.bin [--types=ckpt,f32,f16,q8_0,q4_0] [--dir=DIR]"
                 + " [options as above]");
         System.err.println("       the default model's checkpoint: ${XDG_CACHE_HOME:-~/.cache}/ripcord/models/stories15M/"

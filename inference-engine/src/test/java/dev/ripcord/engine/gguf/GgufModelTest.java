@@ -20,8 +20,11 @@ import dev.ripcord.engine.InferenceEngine;
 import dev.ripcord.engine.InvalidModelFileException;
 import dev.ripcord.engine.KernelMode;
 import dev.ripcord.engine.ModelConfig;
+import dev.ripcord.engine.NativeIsa;
+import dev.ripcord.engine.QuantizedDot;
 import dev.ripcord.engine.SamplingParams;
 import dev.ripcord.engine.Sequence;
+import dev.ripcord.engine.kernel.NativeKernels;
 import dev.ripcord.engine.model.Transformer;
 import dev.ripcord.engine.tools.GgufConvert;
 import dev.ripcord.engine.weights.RandomWeights;
@@ -103,7 +106,8 @@ public class GgufModelTest {
     }
 
     /**
-     * For every {@value Transformer#QUANTIZED_DOT_PROPERTY} mode: chunking and batching change no bit. Prefilling
+     * For every {@link QuantizedDot} mode, on the native decode kernels (the default, where the build has them) and
+     * on the Vector API's: chunking and batching change no bit. Prefilling
      * a token equals decoding it exactly when both take the same kernels ({@code never}, {@code always}); with the
      * default ({@code decode}: table or integer kernels for decode steps, the GEMM over transposed input panels for
      * prefill) they differ by the order of the float sums and, on the integer kernels, the rounding of the
@@ -111,23 +115,25 @@ public class GgufModelTest {
      */
     @Test
     void quantizedModelsGiveTheSameLogitsForAnyChunkingAndBatch() throws IOException {
-        for (String mode : List.of("decode", "always", "never")) {
-            System.setProperty(Transformer.QUANTIZED_DOT_PROPERTY, mode);
-            try {
-                quantizedModelsGiveTheSameLogitsForAnyChunkingAndBatch(mode);
-            } finally {
-                System.clearProperty(Transformer.QUANTIZED_DOT_PROPERTY);
+        for (KernelMode kernels : List.of(KernelMode.NATIVE, KernelMode.VECTOR)) {
+            for (QuantizedDot mode : QuantizedDot.values()) {
+                if (kernels == KernelMode.NATIVE && mode == QuantizedDot.NEVER) {
+                    continue; // floats only: no native kernel runs, the VECTOR round covers it
+                }
+                quantizedModelsGiveTheSameLogitsForAnyChunkingAndBatch(options().withKernels(kernels)
+                        .withQuantizedDot(mode), mode);
             }
         }
     }
 
-    private void quantizedModelsGiveTheSameLogitsForAnyChunkingAndBatch(String mode) throws IOException {
+    private void quantizedModelsGiveTheSameLogitsForAnyChunkingAndBatch(EngineOptions options, QuantizedDot mode)
+            throws IOException {
         for (GgmlType t : List.of(GgmlType.Q8_0, GgmlType.Q4_0)) {
             Path file = dir.resolve("q.gguf");
             GgufConvert.write(new RandomWeights(UNTIED, 5, "t"), tokenizer(UNTIED.vocabSize()), file, t, "t");
-            try (InferenceEngine e = InferenceEngine.load(file, null, options());
-                 InferenceEngine whole = InferenceEngine.load(file, null, options().withMaxChunkTokens(64));
-                 InferenceEngine f32 = InferenceEngine.create(UNTIED, 5, options())) {
+            try (InferenceEngine e = InferenceEngine.load(file, null, options);
+                 InferenceEngine whole = InferenceEngine.load(file, null, options.withMaxChunkTokens(64));
+                 InferenceEngine f32 = InferenceEngine.create(UNTIED, 5, options)) {
                 float[] chunked = logitsAfter(e, PROMPT, FORCED);
                 // the same positions as one prefill chunk (no decode steps)
                 int[] all = java.util.Arrays.copyOf(PROMPT, PROMPT.length + FORCED.length);
@@ -136,15 +142,15 @@ public class GgufModelTest {
                 whole.prefill(s, all, 0, all.length);
                 float[] oneChunk = whole.logits(s);
                 whole.free(s);
-                if (mode.equals("decode")) {
+                if (mode == QuantizedDot.DECODE) {
                     double largest = 0;
                     double diff = 0;
                     for (int i = 0; i < oneChunk.length; i++) {
                         largest = Math.max(largest, Math.abs(oneChunk[i]));
                         diff = Math.max(diff, Math.abs(oneChunk[i] - chunked[i]));
                     }
-                    System.out.printf("%s: prefill vs decode, max |logit diff| %.4f (logits up to %.2f)%n",
-                            t, diff, largest);
+                    System.out.printf("%s %s: prefill vs decode, max |logit diff| %.4f (logits up to %.2f)%n",
+                            t, e.kernelName(), diff, largest);
                     assertThat(diff).as("%s one chunk vs chunks + decode", t).isLessThan(0.02 * largest);
                 } else {
                     assertThat(oneChunk).as("%s %s: one chunk vs chunks + decode", t, mode).containsExactly(chunked);
@@ -181,6 +187,41 @@ public class GgufModelTest {
     }
 
     /**
+     * Every native variant this CPU runs serves the same logits, bit for bit (the native definition has no vector
+     * width in it), and an engine that asked for native kernels says it runs them; where the build has none, the
+     * engine runs the Vector API kernels and a forced variant is refused.
+     */
+    @Test
+    void everyNativeVariantServesTheSameLogits() throws IOException {
+        if (!NativeKernels.available()) {
+            try (InferenceEngine e = InferenceEngine.create(UNTIED, 5, options())) {
+                assertThat(e.kernelName()).startsWith("vector-");
+            }
+            assertThatThrownBy(() -> InferenceEngine.create(UNTIED, 5, options().withNativeIsa(NativeIsa.GENERIC)))
+                    .isInstanceOf(IllegalStateException.class);
+            return;
+        }
+        for (GgmlType t : List.of(GgmlType.Q8_0, GgmlType.Q4_0)) {
+            Path file = dir.resolve("n.gguf");
+            GgufConvert.write(new RandomWeights(UNTIED, 5, "t"), tokenizer(UNTIED.vocabSize()), file, t, "t");
+            float[] expected = null;
+            for (NativeKernels.Isa isa : NativeKernels.supported()) {
+                try (InferenceEngine e = InferenceEngine.load(file, null,
+                        options().withNativeIsa(NativeIsa.valueOf(isa.name())))) {
+                    assertThat(e.kernelName()).startsWith("native-" + isa.label() + "+vector-");
+                    assertThat(e.numerics()).contains("int8=native");
+                    float[] logits = logitsAfter(e, PROMPT, FORCED);
+                    if (expected == null) {
+                        expected = logits;
+                    } else {
+                        assertThat(logits).as("%s on %s", t, isa).containsExactly(expected);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
      * Rows longer than {@code Transformer.PREFILL_WHOLE_ROW} (here the down projection's 2112 columns) go through
      * prefill in chunks of the row, the GEMM carrying each FMA chain across them: any prompt chunking, the vector
      * and the scalar kernels, still give the same bits, and the logits stay near the F32 model's.
@@ -194,7 +235,8 @@ public class GgufModelTest {
         for (GgmlType t : List.of(GgmlType.Q8_0, GgmlType.Q4_0)) {
             Path file = dir.resolve("long.gguf");
             GgufConvert.write(new RandomWeights(c, 9, "t"), tokenizer(c.vocabSize()), file, t, "t");
-            try (InferenceEngine vector = InferenceEngine.load(file, null, options().withMaxChunkTokens(64));
+            try (InferenceEngine vector = InferenceEngine.load(file, null,
+                    options().withMaxChunkTokens(64).withKernels(KernelMode.VECTOR));
                  InferenceEngine scalar = InferenceEngine.load(file, null,
                          options().withMaxChunkTokens(64).withKernels(KernelMode.SCALAR));
                  InferenceEngine f32 = InferenceEngine.create(c, 9, options().withMaxChunkTokens(64))) {
@@ -395,10 +437,9 @@ public class GgufModelTest {
             Path fFile = dir.resolve("f.gguf");
             quant.write(qFile);
             f32.write(fFile);
-            for (String dot : List.of("never", "always")) {
-                System.setProperty(Transformer.QUANTIZED_DOT_PROPERTY, dot);
-                try (InferenceEngine q = InferenceEngine.load(qFile, null, options());
-                     InferenceEngine f = InferenceEngine.load(fFile, null, options())) {
+            for (QuantizedDot dot : List.of(QuantizedDot.NEVER, QuantizedDot.ALWAYS)) {
+                try (InferenceEngine q = InferenceEngine.load(qFile, null, options().withQuantizedDot(dot));
+                     InferenceEngine f = InferenceEngine.load(fFile, null, options().withQuantizedDot(dot))) {
                     float[] expected = logitsAfter(f, PROMPT, FORCED);
                     float[] actual = logitsAfter(q, PROMPT, FORCED);
                     double scale = 0;
@@ -410,9 +451,7 @@ public class GgufModelTest {
                     System.out.printf("%s, %s path: max |logit diff| %.4f (logits up to %.1f)%n", t, dot, max, scale);
                     assertThat(scale).as("%s logits are not trivially zero", t).isGreaterThan(1e-3);
                     assertThat(max).as("%s %s max |logit diff| (logits up to %.3f)", t, dot, scale)
-                            .isLessThan((dot.equals("always") ? 5e-2 : 1e-4) * Math.max(1, scale));
-                } finally {
-                    System.clearProperty(Transformer.QUANTIZED_DOT_PROPERTY);
+                            .isLessThan((dot == QuantizedDot.ALWAYS ? 5e-2 : 1e-4) * Math.max(1, scale));
                 }
             }
         }
