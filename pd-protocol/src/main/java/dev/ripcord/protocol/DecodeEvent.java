@@ -18,9 +18,18 @@ import com.fasterxml.jackson.annotation.JsonTypeName;
         @JsonSubTypes.Type(value = Failed.class, name = "FAILED")})
 public sealed interface DecodeEvent permits DecodeEvent.Reserved, DecodeEvent.Token, Cancelled, Failed {
 
-    /** KV pages are reserved; {@code transfer} is the serialized receive descriptor prefill must push KV into. */
+    /**
+     * KV pages are reserved; {@code transfer} is the serialized receive descriptor prefill must push KV into, and
+     * {@code pairing} the decode worker's model and numeric definition, which the prefill worker must share (null
+     * from a worker that does not say: then nothing is checked).
+     */
     @JsonTypeName("RESERVED")
-    record Reserved(String transfer) implements DecodeEvent {
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    record Reserved(String transfer, Pairing pairing) implements DecodeEvent {
+
+        public Reserved(String transfer) {
+            this(transfer, null);
+        }
     }
 
     /**

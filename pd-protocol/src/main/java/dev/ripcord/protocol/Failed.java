@@ -25,6 +25,11 @@ public record Failed(String code, String message) implements PrefillEvent, Decod
     public static final String DRAINING = "draining";
     /** The ID is already in flight on this worker (409). */
     public static final String DUPLICATE = "duplicate_request";
+    /**
+     * A prefill worker refuses to push KV to a decode worker that serves another model or runs another numeric
+     * definition ({@link Pairing}) (409).
+     */
+    public static final String PAIRING_MISMATCH = "pairing_mismatch";
     /** The KV transfer failed for a reason other than a cancel. */
     public static final String TRANSFER_FAILED = "transfer_failed";
     /** The engine failed while working on the request. */

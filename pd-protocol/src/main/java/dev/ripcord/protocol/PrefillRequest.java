@@ -1,9 +1,17 @@
 package dev.ripcord.protocol;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
+
 /**
  * Gateway → prefill: compute the KV cache of {@code tokens} chunk by chunk, push each chunk's pages into the
  * receive region described by {@code transfer}, then sample the first token and send it with the done
- * notification.
+ * notification. {@code pairing}: the decode worker's {@link Pairing} (from its {@code RESERVED}), which the
+ * prefill worker refuses with 409 {@link Failed#PAIRING_MISMATCH} unless it is its own; null: not checked.
  */
-public record PrefillRequest(String requestId, int[] tokens, Sampling sampling, String transfer) {
+@JsonInclude(JsonInclude.Include.NON_NULL)
+public record PrefillRequest(String requestId, int[] tokens, Sampling sampling, String transfer, Pairing pairing) {
+
+    public PrefillRequest(String requestId, int[] tokens, Sampling sampling, String transfer) {
+        this(requestId, tokens, sampling, transfer, null);
+    }
 }

@@ -13,7 +13,10 @@ package dev.ripcord.protocol;
  * @param liveRegistrations  requests registered in the cancellation registry
  * @param aborts             aborts performed since start
  * @param chunksComputed     prefill chunks computed since start (prefill only)
+ * @param pairing            the served model's identity and the engine's numeric definition, which a peer worker
+ *                           must share ({@link Pairing})
  */
 public record WorkerStatus(String role, int queued, int running, long livePages, long liveRegions,
-                           long liveSessions, long liveRegistrations, long aborts, long chunksComputed) {
+                           long liveSessions, long liveRegistrations, long aborts, long chunksComputed,
+                           Pairing pairing) {
 }

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.Locale;
 
+import dev.ripcord.protocol.Pairing;
 import dev.ripcord.cancel.CancellationRegistry;
 import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.engine.EngineOptions;
@@ -213,13 +214,18 @@ public class WorkerAutoConfiguration {
     @Bean
     WorkerContext workerContext(InferenceEngine engine, TransferAgent agent, KvRegion kvPoolRegion,
                                 CancellationRegistry registry, MeterRegistry meters,
-                                SchedulerJournal journal, ObjectProvider<LifecyclePublisher> lifecycle) {
+                                SchedulerJournal journal, ObjectProvider<LifecyclePublisher> lifecycle,
+                                EngineProperties p) {
         LifecyclePublisher publisher = lifecycle.getIfAvailable(LifecyclePublisher::disabled);
         if (publisher.isEnabled()) {
             agent.onSession(new SessionLifecycle(publisher));
         }
+        Pairing pairing = new Pairing(Pairing.modelIdentity(p.preset(), p.seed(), p.checkpoint(), p.tokenizer()),
+                engine.numerics());
+        log.info("pairing: model {} numerics {} (a peer worker must have both)", pairing.model(),
+                pairing.numerics());
         return new WorkerContext(engine, agent, kvPoolRegion, registry, meters, journal, EngineLoop.Mode.THREAD,
-                publisher);
+                publisher, pairing);
     }
 
     /** Where the engine's page pool lives; closed after the engine, before the agent (see the class comment). */

@@ -8,6 +8,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.time.Duration;
 
+import dev.ripcord.protocol.Pairing;
 import dev.ripcord.decode.DecodeProperties;
 import dev.ripcord.engine.ComputeStoppedException;
 import dev.ripcord.engine.KvPoolExhaustedException;
@@ -106,6 +107,8 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
     private final Object stepLock = new Object();
     private volatile long stepsStarted;
     private final Timer decodeTime;
+    /** Sent with every {@code RESERVED}: what the prefill worker that pushes the KV must share. */
+    private final Pairing pairing;
 
     /** Continuous batching on {@code context}'s engine; a bean, closed before the context it works with. */
     public DecodeScheduler(WorkerContext context, DecodeProperties properties) {
@@ -114,6 +117,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         this.maxQueued = properties.admission().maxQueued();
         this.maxWait = properties.admission().maxWait();
         this.stopTokens = engine.tokenizer().stopTokens();
+        this.pairing = context.pairing();
         lifecycle.observedAt(job -> {
             long step;
             synchronized (stepLock) {
@@ -298,7 +302,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         });
         lifecycle.record(job, "RESERVED", seq.pageCount() + " pages",
                 LifecycleEvent.of(LifecycleEventType.JOB_ADMITTED, job.requestId()).withPages(seq.pageCount()));
-        job.emit(new DecodeEvent.Reserved(session.descriptor().encode()));
+        job.emit(new DecodeEvent.Reserved(session.descriptor().encode(), pairing));
         log.debug("requestId={} reserved {} pages ({} committed) for {} prompt tokens; awaiting KV",
                 job.requestId(), seq.pageCount(), need, request.promptTokens());
         JobCancel.Request cancel = job.cancelRequest();

@@ -152,6 +152,10 @@ class AdmissionQueueTest {
 
             assertThat(a.decodeEvents).first().isInstanceOf(DecodeEvent.Reserved.class);
             assertThat(b.decodeEvents).first().isInstanceOf(DecodeEvent.Reserved.class);
+            assertThat(((DecodeEvent.Reserved) a.decodeEvents.getFirst()).pairing())
+                    .as("RESERVED names what the prefill worker must share")
+                    .isEqualTo(new dev.ripcord.protocol.Pairing(dev.ripcord.worker.WorkerContext.UNIDENTIFIED_MODEL,
+                            w.decodeEngine.numerics()));
             assertThat(TwoWorkers.events(w.decodeJournal, "fit-b")).containsExactly("RESERVED");
 
             cancelAll(w, List.of(a, b));

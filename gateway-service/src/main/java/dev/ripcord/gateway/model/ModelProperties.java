@@ -1,10 +1,13 @@
 package dev.ripcord.gateway.model;
 
+import dev.ripcord.protocol.Pairing;
+
 import java.nio.file.Path;
 
 import jakarta.validation.constraints.Min;
 import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.ConstructorBinding;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.validation.annotation.Validated;
 
@@ -20,6 +23,8 @@ import org.springframework.validation.annotation.Validated;
  *                   byte-level tokenizer
  * @param modelName  the model id clients send; default {@code ripcord-<preset>} or the checkpoint's file name
  * @param maxTokens  the server's upper bound for {@code max_tokens}
+ * @param seed       the preset's weights' seed (the workers' {@code ripcord.engine.seed}): part of the model's
+ *                   identity, which the gateway checks against each decode worker's ({@link #identity()})
  */
 @Validated
 @ConfigurationProperties("ripcord.engine")
@@ -28,5 +33,24 @@ public record ModelProperties(
         @Nullable Path checkpoint,
         @Nullable Path tokenizer,
         @Nullable String modelName,
-        @DefaultValue("4096") @Min(1) int maxTokens) {
+        @DefaultValue("4096") @Min(1) int maxTokens,
+        @DefaultValue("42") long seed) {
+
+    /** The constructor Boot binds (a record with a second constructor must say which). */
+    @ConstructorBinding
+    public ModelProperties {
+    }
+
+    public ModelProperties(String preset, @Nullable Path checkpoint, @Nullable Path tokenizer,
+                           @Nullable String modelName, int maxTokens) {
+        this(preset, checkpoint, tokenizer, modelName, maxTokens, 42);
+    }
+
+    /**
+     * The served model's identity as the workers compute it ({@link Pairing#modelIdentity}): a worker that reports
+     * another one serves another model, and the gateway does not route to it.
+     */
+    public String identity() {
+        return Pairing.modelIdentity(preset, seed, checkpoint, tokenizer);
+    }
 }

@@ -35,6 +35,7 @@ import dev.ripcord.protocol.DecodeEvent;
 import dev.ripcord.protocol.Failed;
 import dev.ripcord.protocol.DecodeRequest;
 import dev.ripcord.protocol.InternalApi;
+import dev.ripcord.protocol.Pairing;
 import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.RequestIds;
@@ -105,6 +106,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
     private final WorkerLeg decodeLeg;
     private final RequestContexts contexts;
     private final Duration defaultRetryAfter;
+    private final String modelIdentity;
 
     public DisaggregatedGenerator(WebClient client, WorkerPool prefillPool, WorkerPool decodePool,
                                   RequestContexts contexts, WorkerResilience resilience) {
@@ -116,6 +118,17 @@ public final class DisaggregatedGenerator implements TokenGenerator {
      */
     public DisaggregatedGenerator(WebClient client, WorkerPool prefillPool, WorkerPool decodePool,
                                   RequestContexts contexts, WorkerResilience resilience, Scheduler timer) {
+        this(client, prefillPool, decodePool, contexts, resilience, timer, null);
+    }
+
+    /**
+     * @param modelIdentity the served model's identity ({@code Pairing.modelIdentity}); a decode worker whose
+     *                      {@code RESERVED} names another model is not paired. Null: not checked (tests)
+     */
+    public DisaggregatedGenerator(WebClient client, WorkerPool prefillPool, WorkerPool decodePool,
+                                  RequestContexts contexts, WorkerResilience resilience, Scheduler timer,
+                                  String modelIdentity) {
+        this.modelIdentity = modelIdentity;
         this.client = client;
         this.timer = timer;
         this.prefillLeg = WorkerLeg.prefill(prefillPool, resilience, timer);
@@ -284,6 +297,13 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                                 workerEnded(ctx.requestId(), id, "decode", e)));
                     }
                     timings.mark("decode.reserved");
+                    Pairing pairing = reserved.pairing();
+                    if (modelIdentity != null && pairing != null && !modelIdentity.equals(pairing.model())) {
+                        log.warn("internalId={} decode worker serves model {}, this gateway {}: not paired; "
+                                + "ending the request with an error", id, pairing.model(), modelIdentity);
+                        return Flux.error(new GenerationFailedException("the decode worker serves model "
+                                + pairing.model() + ", the gateway " + modelIdentity, null));
+                    }
                     Sinks.One<Boolean> decodeEnded = Sinks.one();
                     Sinks.One<Boolean> prefillDone = Sinks.one();
                     Flux<GeneratedToken> tokens = events.skip(1).<GeneratedToken>handle((e, sink) -> {
@@ -320,7 +340,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                                         return Flux.empty();
                                     }))
                             .doOnComplete(() -> decodeEnded.tryEmitValue(Boolean.TRUE));
-                    Flux<GeneratedToken> prefill = prefill(ctx, id, request, sampling, reserved.transfer(), timings,
+                    Flux<GeneratedToken> prefill = prefill(ctx, id, request, sampling, reserved.transfer(), pairing, timings,
                             () -> prefillDone.tryEmitValue(Boolean.TRUE))
                             .doOnComplete(() -> log.debug("internalId={} prefill leg ended", id))
                             // Prefill's DONE precedes decode's first token: once decode is over, so is prefill.
@@ -336,9 +356,12 @@ public final class DisaggregatedGenerator implements TokenGenerator {
      * {@code onDone} runs at its {@code DONE}.
      */
     private Flux<GeneratedToken> prefill(RequestContext ctx, String id, GenerationRequest request, Sampling sampling,
-                                         String transfer, RequestTimings timings, Runnable onDone) {
+                                         String transfer, Pairing pairing, RequestTimings timings,
+                                         Runnable onDone) {
         return Flux.deferContextual(view -> {
-            PrefillRequest prefillRequest = new PrefillRequest(id, request.promptTokens(), sampling, transfer);
+            // Decode's pairing travels to prefill, which refuses (409 pairing_mismatch) unless it is its own.
+            PrefillRequest prefillRequest = new PrefillRequest(id, request.promptTokens(), sampling, transfer,
+                    pairing);
             return ctx.link(prefillLeg.events(id, instance -> routed(id, "prefill", instance, timings,
                     InBandCancel.tellWhyBeforeClosing(client, instance, id, ctx::cancelReason, client.post()
                             .uri(instance.uri().resolve(InternalApi.PREFILL))

@@ -8,6 +8,7 @@ import dev.ripcord.lifecycle.LifecyclePublisher;
 import dev.ripcord.gateway.GatewayProperties;
 import dev.ripcord.gateway.auth.InternalTls;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
+import dev.ripcord.gateway.model.ModelProperties;
 import dev.ripcord.gateway.openai.OpenAiProperties;
 import dev.ripcord.gateway.resilience.WorkerResilience;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -21,6 +22,9 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.http.client.reactive.ReactorClientHttpConnector;
 import org.springframework.web.reactive.function.client.WebClient;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.client.HttpClient;
 import reactor.netty.resources.ConnectionProvider;
 
@@ -28,6 +32,8 @@ import reactor.netty.resources.ConnectionProvider;
 @Configuration(proxyBeanMethods = false)
 @EnableConfigurationProperties(GatewayProperties.class)
 public class ServingConfiguration {
+
+    private static final Logger log = LoggerFactory.getLogger(ServingConfiguration.class);
 
     @Bean
     WorkerPool prefillPool(WorkerResilience resilience) {
@@ -90,7 +96,12 @@ public class ServingConfiguration {
 
     @Bean
     TokenGenerator tokenGenerator(WebClient internalWebClient, WorkerPool prefillPool, WorkerPool decodePool,
-                                  RequestContexts requestContexts, WorkerResilience resilience) {
-        return new DisaggregatedGenerator(internalWebClient, prefillPool, decodePool, requestContexts, resilience);
+                                  RequestContexts requestContexts, WorkerResilience resilience,
+                                  ObjectProvider<ModelProperties> model) {
+        ModelProperties served = model.getIfAvailable();
+        String identity = served == null ? null : served.identity();
+        log.info("model identity {}: decode workers that report another are not paired", identity);
+        return new DisaggregatedGenerator(internalWebClient, prefillPool, decodePool, requestContexts, resilience,
+                Schedulers.parallel(), identity);
     }
 }

@@ -44,6 +44,7 @@ final class FakeWorker implements AutoCloseable {
     private final AtomicInteger calls = new AtomicInteger();
     private final AtomicInteger closedByGateway = new AtomicInteger();
     private final List<String> requestIds = new CopyOnWriteArrayList<>();
+    private final List<String> bodies = new CopyOnWriteArrayList<>();
     private final List<String> cancels = new CopyOnWriteArrayList<>();
     private volatile ByRequestId script;
 
@@ -59,6 +60,7 @@ final class FakeWorker implements AutoCloseable {
                     String id = request.requestHeaders().get(RequestIds.HEADER);
                     return request.receive().aggregate().asString().defaultIfEmpty("").flatMapMany(body -> {
                         requestIds.add(id);
+                        bodies.add(body);
                         int call = calls.incrementAndGet();
                         // Counts a close before the answer completed: what the worker sees as the in-band cancel.
                         Flux<Void> answer = Flux.from(this.script.answer(id, call, response));
@@ -121,6 +123,11 @@ final class FakeWorker implements AutoCloseable {
         return requestIds;
     }
 
+    /** The bodies of the calls, in order. */
+    List<String> bodies() {
+        return bodies;
+    }
+
     /** The in-band cancels the gateway sent: "id REASON before close|after close". */
     List<String> cancels() {
         return cancels;
@@ -176,6 +183,12 @@ final class FakeWorker implements AutoCloseable {
 
     static String reserved() {
         return "{\"type\":\"RESERVED\",\"transfer\":\"descriptor\"}";
+    }
+
+    /** RESERVED naming the decode worker's pairing. */
+    static String reserved(String model, String numerics) {
+        return "{\"type\":\"RESERVED\",\"transfer\":\"descriptor\",\"pairing\":{\"model\":\"" + model
+                + "\",\"numerics\":\"" + numerics + "\"}}";
     }
 
     static String token(int index, boolean last) {

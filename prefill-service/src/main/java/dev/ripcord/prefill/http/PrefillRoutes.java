@@ -5,6 +5,7 @@ import dev.ripcord.prefill.PrefillProperties;
 import dev.ripcord.prefill.scheduler.PrefillJob;
 import dev.ripcord.prefill.scheduler.PrefillScheduler;
 import dev.ripcord.protocol.InternalApi;
+import dev.ripcord.protocol.Pairing;
 import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.RequestIds;
@@ -24,15 +25,25 @@ public final class PrefillRoutes extends WorkerEndpoint<PrefillRequest> {
 
     private final PrefillScheduler scheduler;
     private final int vocabulary;
+    private final Pairing pairing;
 
     PrefillRoutes(PrefillScheduler scheduler, PrefillProperties properties, WorkerContext context) {
         super("prefill", InternalApi.PREFILL, properties.retryAfter(), scheduler, PrefillRequest.class);
         this.scheduler = scheduler;
         this.vocabulary = context.engine().config().vocabSize();
+        this.pairing = context.pairing();
     }
 
     @Override
     protected Mono<ServerResponse> accept(PrefillRequest body, WorkerRoutes routes) {
+        if (body.pairing() != null) {
+            String mismatch = pairing.mismatch(body.pairing());
+            if (mismatch != null) {
+                // Nothing registered, nothing computed: the KV this worker would compute is not the KV the decode
+                // worker would read.
+                return routes.pairingMismatch(body.requestId(), "prefill", mismatch);
+            }
+        }
         PrefillJob job;
         try {
             job = scheduler.submit(body);

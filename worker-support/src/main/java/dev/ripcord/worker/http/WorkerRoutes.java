@@ -107,7 +107,7 @@ public final class WorkerRoutes {
     public WorkerStatus status(String role, int queued, int running, long aborts, long chunksComputed) {
         return new WorkerStatus(role, queued, running, context.engine().pagePool().pagesLive(),
                 context.agent().stats().liveRegions(), context.agent().stats().liveSessions(),
-                context.registry().liveRegistrations(), aborts, chunksComputed);
+                context.registry().liveRegistrations(), aborts, chunksComputed, context.pairing());
     }
 
     private Mono<ServerResponse> cancel(ServerRequest request) {
@@ -194,6 +194,16 @@ public final class WorkerRoutes {
         return ServerResponse.status(HttpStatus.SERVICE_UNAVAILABLE)
                 .header(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, retryAfter.toSeconds())))
                 .bodyValue(new Failed(Failed.BUSY, message));
+    }
+
+    /**
+     * 409 {@link Failed#PAIRING_MISMATCH}: the peer worker named in the request serves another model or runs another
+     * numeric definition ({@code mismatch} names both values); nothing was registered or reserved.
+     */
+    public Mono<ServerResponse> pairingMismatch(String requestId, String role, String mismatch) {
+        log.warn("requestId={} refused: the {} worker cannot pair with its peer: {}", requestId, role, mismatch);
+        return ServerResponse.status(HttpStatus.CONFLICT).bodyValue(new Failed(Failed.PAIRING_MISMATCH,
+                "the " + role + " worker cannot pair with the peer worker: " + mismatch));
     }
 
     /**
