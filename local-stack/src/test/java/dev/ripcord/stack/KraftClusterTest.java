@@ -63,8 +63,12 @@ class KraftClusterTest {
             // As CancelTopics creates it with ripcord.cancel.replication-factor=3.
             admin.createTopics(List.of(new NewTopic(TOPIC, 3, (short) 3).configs(Map.of(
                     TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG, "2")))).all().get(60, TimeUnit.SECONDS);
-            Config config = admin.describeConfigs(List.of(new ConfigResource(ConfigResource.Type.TOPIC, TOPIC)))
-                    .all().get(30, TimeUnit.SECONDS).values().iterator().next();
+            // The controller acknowledges the creation before every broker has the topic in its metadata: the
+            // broker that answers describeConfigs may not know it yet (UnknownTopicOrPartition), so ask until it does.
+            ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, TOPIC);
+            Config config = Awaitility.await().atMost(HANG_GUARD).ignoreExceptions()
+                    .until(() -> admin.describeConfigs(List.of(resource)).all().get(30, TimeUnit.SECONDS)
+                            .values().iterator().next(), c -> c != null);
             assertThat(config.get(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG).value()).isEqualTo("2");
         }
         Awaitility.await().atMost(HANG_GUARD).until(() -> cluster.inSyncReplicas(TOPIC, 0).size() == 3);
