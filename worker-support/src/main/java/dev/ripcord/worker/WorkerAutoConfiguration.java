@@ -197,8 +197,11 @@ public class WorkerAutoConfiguration {
     @Bean
     @ConditionalOnBean(WorkerEndpoint.class)
     RouterFunction<ServerResponse> workerRouter(WorkerEndpoint<?> endpoint, WorkerContext context,
-                                                CancelProperties cancel) {
-        return new WorkerRoutes(context, cancel, endpoint.retryAfter()).router(endpoint);
+                                                CancelProperties cancel,
+                                                @Value("${ripcord.worker.closed-stream-grace:5s}")
+                                                java.time.Duration closedStreamGrace) {
+        return new WorkerRoutes(context, cancel, endpoint.retryAfter(), closedStreamGrace,
+                reactor.core.scheduler.Schedulers.parallel()).router(endpoint);
     }
 
     /** What both schedulers work with; they close before any of it (they depend on it). */
