@@ -183,8 +183,8 @@ public final class WorkerRoutes {
 
     /**
      * The gateway closed the exchange. Without in-band propagation the cancel waits out the closed-stream grace (see
-     * the class comment), and is sent only if {@code running} still holds then: a job that ended (by the Kafka
-     * cancel or on its own) is not cancelled again, nor is a tombstone left for it.
+     * the class comment), and is sent only if {@code running} still holds then and no cancel came meanwhile: a job
+     * that ended (by the Kafka cancel or on its own) is not cancelled again, nor is a tombstone left for it.
      */
     private void closed(String requestId, BooleanSupplier running) {
         if (cancel.propagation().inBand()) {
@@ -194,8 +194,8 @@ public final class WorkerRoutes {
         log.info("requestId={} stream closed by the gateway; in-band propagation is off: the job is aborted in {} "
                 + "unless a cancel arrives on Kafka or it ends first", requestId, closedStreamGrace);
         timer.schedule(() -> {
-            if (!running.getAsBoolean()) {
-                return;
+            if (!running.getAsBoolean() || context.registry().isCancelled(requestId)) {
+                return; // ended, or cancelled meanwhile (the Kafka cancel, or its tombstone for a job not yet here)
             }
             CancelOutcome outcome = context.registry().cancel(requestId, CancelReason.CONNECTION_CLOSED,
                     CancelSource.IN_BAND);
