@@ -294,6 +294,11 @@ public final class CancellationRegistry {
         };
     }
 
+    /** Whether {@code requestId} has a registration that has not been completed (aborted or not). */
+    public boolean isRegistered(String requestId) {
+        return slots.get(requestId) instanceof LiveRegistration live && !live.isClosed();
+    }
+
     /** Registrations not yet completed, whether aborted or not. Non-zero at the end of a test means a leak. */
     public int liveRegistrations() {
         return liveCount.get();

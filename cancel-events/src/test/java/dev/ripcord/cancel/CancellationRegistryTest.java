@@ -56,6 +56,22 @@ class CancellationRegistryTest {
     }
 
     @Test
+    void isRegisteredUntilTheRegistrationIsCompletedAbortedOrNot() {
+        assertThat(registry.isRegistered("req-1")).isFalse();
+        Registration live = registry.register("req-1", recorder);
+        assertThat(registry.isRegistered("req-1")).isTrue();
+        registry.cancel("req-1", CancelReason.CLIENT_CANCEL, CancelSource.KAFKA);
+        assertThat(registry.isRegistered("req-1")).as("aborted, not yet completed").isTrue();
+        live.complete();
+        assertThat(registry.isRegistered("req-1")).as("its cancel is kept as a tombstone").isFalse();
+
+        registry.register("req-2", recorder).complete();
+        assertThat(registry.isRegistered("req-2")).isFalse();
+        registry.cancel("req-3", CancelReason.CLIENT_CANCEL, CancelSource.KAFKA);
+        assertThat(registry.isRegistered("req-3")).as("a tombstone only").isFalse();
+    }
+
+    @Test
     void cancelBeforeRegistrationAbortsExactlyOnce() {
         assertThat(registry.cancel("req-1", CancelReason.DEADLINE, CancelSource.KAFKA))
                 .isEqualTo(CancelOutcome.TOMBSTONED);

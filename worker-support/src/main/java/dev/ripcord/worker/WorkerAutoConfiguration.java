@@ -206,8 +206,11 @@ public class WorkerAutoConfiguration {
     @Bean
     @ConditionalOnBean(WorkerEndpoint.class)
     RouterFunction<ServerResponse> workerRouter(WorkerEndpoint<?> endpoint, WorkerContext context,
-                                                CancelProperties cancel, DrainSwitch drainSwitch) {
-        return new WorkerRoutes(context, cancel, endpoint.retryAfter(), drainSwitch).router(endpoint);
+                                                CancelProperties cancel, DrainSwitch drainSwitch,
+                                                @Value("${ripcord.worker.closed-stream-grace:5s}")
+                                                java.time.Duration closedStreamGrace) {
+        return new WorkerRoutes(context, cancel, endpoint.retryAfter(), drainSwitch, closedStreamGrace,
+                reactor.core.scheduler.Schedulers.parallel()).router(endpoint);
     }
 
     /** What both schedulers work with; they close before any of it (they depend on it). */

@@ -29,7 +29,7 @@ public record WorkerContext(InferenceEngine engine, TransferAgent agent, KvRegio
                          CancellationRegistry registry, MeterRegistry meters, SchedulerJournal journal,
                          EngineLoop.Mode loopMode, LifecyclePublisher lifecycle) {
         this(engine, agent, poolRegion, registry, meters, journal, loopMode, lifecycle,
-                new Pairing(UNIDENTIFIED_MODEL, engine.numerics()));
+                new Pairing(UNIDENTIFIED_MODEL, engine == null ? UNIDENTIFIED_MODEL : engine.numerics()));
     }
 
     /** A context whose lifecycle log is off (tests that do not look at it). */

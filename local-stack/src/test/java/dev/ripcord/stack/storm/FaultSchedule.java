@@ -16,6 +16,7 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
+import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.protocol.WorkerStatus;
 import dev.ripcord.stack.FaultProxy;
 import dev.ripcord.stack.Role;
@@ -31,9 +32,10 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * the stack serves a request again), before the next one starts.
  *
  * <p>While a broker or a worker is down, and while the services are cut off from Kafka, the schedule publishes
- * cancels for requests that do not exist yet (as an operator would, straight to the cluster, {@code acks=all}):
- * {@link #probeIds()}. After the last fault each of those requests is sent; each must be answered as cancelled, or
- * the cancel was lost.
+ * cancels for requests that do not exist yet (as an operator would, straight to the cluster, {@code acks=all}),
+ * each named by an internal ID as a gateway mints them: {@link #probeIds()}. After the last fault each of those
+ * requests is submitted to every decode worker under that ID, as a gateway sends its decode leg; each worker must
+ * answer it as cancelled, or the cancel was lost.
  */
 final class FaultSchedule {
 
@@ -292,7 +294,9 @@ final class FaultSchedule {
 
     private void publishProbes(String during, KafkaProducer<String, String> operator) {
         for (int i = 0; i < PROBES_PER_OUTAGE; i++) {
-            String id = "probe-" + during + "-" + Long.toHexString(random.nextLong());
+            // Named as workers know requests: by the internal ID a gateway mints at admission (the probe is then
+            // submitted to the workers under it, as a gateway sends its legs).
+            String id = RequestIds.internalId("probe-" + during + "-" + Long.toHexString(random.nextLong()));
             try {
                 operator.send(new ProducerRecord<>("ripcord.cancellations", id, cancelEvent(id)))
                         .get(60, TimeUnit.SECONDS);

@@ -1,6 +1,9 @@
 package dev.ripcord.stack.storm;
 
 import java.io.PrintStream;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -16,6 +19,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
+import dev.ripcord.protocol.DecodeRequest;
+import dev.ripcord.protocol.InternalApi;
+import dev.ripcord.protocol.RequestIds;
+import dev.ripcord.protocol.Sampling;
+import dev.ripcord.stack.TestCredentials;
 import dev.ripcord.stack.TestStack;
 import dev.ripcord.stack.TestStacks;
 import dev.ripcord.stack.bench.BenchUsage;
@@ -38,6 +46,8 @@ import tools.jackson.databind.node.ObjectNode;
  *   <li>0 wrong outputs among completed requests (the storm's, and a steady load's that runs for as long as the
  *       faults do, so that every fault meets traffic), every cancelled request's partial text a prefix of the
  *       reference;</li>
+ *   <li>no request that nobody cancelled answered as cancelled: IDs reused once their request ended and IDs both
+ *       keys use at once ({@link StormPlan}) reach only their own request;</li>
  *   <li>every client got a terminal answer (a completion, a cancellation, or an error) within its deadline;</li>
  *   <li>no cancel lost: each cancel an operator published while a broker or worker was down, or while the services
  *       were cut off from Kafka, cancels its request when the request comes;</li>
@@ -90,7 +100,7 @@ public final class FaultsBench {
         boolean clean() {
             return storm.audit().ran() && storm.audit().violations() == 0 && storm.workersIdle()
                     && storm.leaks() == 0 && wrongOutputs() == 0 && storm.partialNotPrefix() == 0
-                    && lostCancels == 0 && clientsWithoutAnswer == 0 && ttftWithinOneChunk() && !injectionsFailed();
+                    && storm.reuse().abortedUncancelled() == 0 && lostCancels == 0 && clientsWithoutAnswer == 0 && ttftWithinOneChunk() && !injectionsFailed();
         }
 
         ObjectNode json() {
@@ -109,6 +119,9 @@ public final class FaultsBench {
             o.put("workers_idle", storm.workersIdle());
             o.put("wrong_outputs", wrongOutputs());
             o.put("partial_not_prefix", storm.partialNotPrefix());
+            o.put("ids_reused", storm.reuse().sent());
+            o.put("ids_shared_by_both_keys", storm.reuse().twins());
+            o.put("aborted_uncancelled", storm.reuse().abortedUncancelled());
             o.put("lost_cancels", lostCancels);
             o.put("cancel_probes", probes);
             o.put("clients_without_answer", clientsWithoutAnswer);
@@ -273,28 +286,32 @@ public final class FaultsBench {
             });
             StormPlan plan = StormPlan.draw(config.requests(), config.seed(), instances.gateways(),
                     config.cancelShare());
-            Map<String, Outcome> probeOutcomes = new TreeMap<>();
+            // Per probe, the decode workers that did not answer it as cancelled.
+            Map<String, List<String>> probeAnswers = new TreeMap<>();
             double[] after = new double[1];
             Storm.Report report = new Storm(stack, config.concurrency()).run(plan, config.seed(), () -> {
                 stormRunning.set(false);
                 faultThread.join();
                 steady.close();
-                // Every cancel published during an outage, now that everything is back: its request comes.
+                // Every cancel published during an outage, now that everything is back: its request comes, to every
+                // decode worker (the one that was killed replayed the topic's window), as a gateway sends the leg.
                 for (String id : schedule.probeIds()) {
-                    try {
-                        probeOutcomes.put(id, gateways.get(0).start(StreamingClient.completion(stack.modelName(),
-                                shortPrompt, 16, true), id).outcome().get(PROBE_LIMIT.toSeconds(), TimeUnit.SECONDS));
-                    } catch (Exception e) {
-                        probeOutcomes.put(id, null);
+                    List<String> missed = new ArrayList<>();
+                    for (int d = 0; d < instances.decodes(); d++) {
+                        // Cancelled at admission: one line, the typed cancel (from the tombstone it found).
+                        List<String> lines = decodeLeg(stack, d, id);
+                        if (lines.size() != 1 || !lines.getFirst().contains("\"CANCELLED\"")) {
+                            missed.add("decode-" + (d + 1) + ": " + abbreviate(lines.toString()));
+                        }
                     }
+                    probeAnswers.put(id, missed);
                 }
                 after[0] = ttftMillis(gateways.get(0), stack, shortPrompt, TTFT_SAMPLES, "after");
             });
             List<String> lost = new ArrayList<>();
-            probeOutcomes.forEach((id, outcome) -> {
-                if (outcome == null || Storm.classify(outcome) != Storm.Result.CANCELLED) {
-                    lost.add(id + (outcome == null ? " (no answer)" : outcome.completed() ? " (completed)"
-                            : " (" + outcome.status() + " " + outcome.error() + ")"));
+            probeAnswers.forEach((id, where) -> {
+                if (!where.isEmpty()) {
+                    lost.add(id + " " + where);
                 }
             });
             long withoutAnswer = 0;
@@ -309,10 +326,45 @@ public final class FaultsBench {
             withoutAnswer += steady.withoutAnswer();
             withError += steady.answeredWithError();
             return new Summary(config, schedule.injected(), schedule.skipped(), report, lost.size(), lost,
-                    probeOutcomes.size(), withoutAnswer, withError, idle, chunk, after[0],
+                    probeAnswers.size(), withoutAnswer, withError, idle, chunk, after[0],
                     new Summary.Steady(steady.sent(), steady.completed(), steady.wrongOutputs(),
                             steady.withoutAnswer(), steady.errors()));
         }
+    }
+
+    /**
+     * {@code POST /internal/v1/decode} for {@code internalId} to decode worker {@code index}, as a gateway sends the
+     * decode leg, read to the end: its NDJSON lines, or one line saying what went wrong. A request whose cancel the
+     * worker holds is answered with one line, the cancel.
+     */
+    private static List<String> decodeLeg(TestStack stack, int index, String internalId) {
+        DecodeRequest body = new DecodeRequest(internalId, 4, 8, Sampling.GREEDY, false);
+        HttpRequest request = TestCredentials.withInternalToken(HttpRequest.newBuilder(
+                        stack.url(dev.ripcord.stack.Role.DECODE, index).resolve(InternalApi.DECODE)),
+                        stack.internalToken())
+                .timeout(PROBE_LIMIT)
+                .header(RequestIds.HEADER, internalId)
+                .header("Content-Type", "application/json")
+                .header("Accept", InternalApi.NDJSON)
+                .POST(HttpRequest.BodyPublishers.ofByteArray(JsonMapper.builder().build().writeValueAsBytes(body)))
+                .build();
+        try (HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build()) {
+            HttpResponse<java.util.stream.Stream<String>> response = client.send(request,
+                    HttpResponse.BodyHandlers.ofLines());
+            try (var lines = response.body()) {
+                List<String> all = lines.filter(l -> !l.isBlank()).toList();
+                return response.statusCode() == 200 ? all : List.of("HTTP " + response.statusCode() + " " + all);
+            }
+        } catch (java.io.IOException e) {
+            return List.of("no answer: " + e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return List.of("interrupted");
+        }
+    }
+
+    private static String abbreviate(String s) {
+        return s.length() > 200 ? s.substring(0, 200) + "..." : s;
     }
 
     /** The median TTFT of {@code n} streamed requests, one after another, through {@code gateway}. */

@@ -14,7 +14,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * 2 gateways, 2 prefill, 2 decode and a 3-node KRaft cluster while the leader broker of a cancellations partition
  * is killed and restarted, a decode worker is killed (mid-transfer when one is open) and restarted, a prefill
  * worker is paused and resumed, and the proxies delay, reset and partition the gateway-to-worker and
- * service-to-Kafka links. Then every count of the oracle is 0.
+ * service-to-Kafka links, with two API keys that share IDs and reuse them. Then every count of the oracle is 0.
  *
  * <p>In the default suite, and CI's: on the 2-core machine it takes about two and a half minutes once the suite has
  * trained the services' AOT caches (docs/benchmarks.md), most of it starting the cluster and the six services and the
@@ -22,7 +22,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class FaultsIT {
 
-    static final int REQUESTS = 300;
+    static final int REQUESTS = 250;
     static final long SEED = 7;
 
     @Test
@@ -46,6 +46,11 @@ class FaultsIT {
                 .isZero();
         assertThat(summary.wrongOutputs()).as("wrong outputs (storm: %s)", summary.storm().wrongExamples()).isZero();
         assertThat(summary.storm().partialNotPrefix()).as("partial texts that are not a prefix").isZero();
+        assertThat(summary.storm().reuse().abortedUncancelled())
+                .as("requests nobody cancelled answered as cancelled (reused IDs, both keys' IDs): %s",
+                        summary.storm().reuse().examples()).isZero();
+        assertThat(summary.storm().reuse().sent()).as("IDs sent again once their request ended").isPositive();
+        assertThat(summary.storm().reuse().twins()).as("IDs both keys sent at once").isPositive();
         assertThat(summary.lostCancels()).as("cancels published during outages and lost: %s",
                 summary.lostCancelIds()).isZero();
         assertThat(summary.probes()).as("cancels published during the outages").isPositive();

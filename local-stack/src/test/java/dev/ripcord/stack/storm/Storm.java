@@ -46,6 +46,13 @@ import tools.jackson.databind.node.ObjectNode;
  * partial text is a prefix of it, every worker is back to idle (no page, session, registration or extra region
  * left), the gateways hold no request or leg, and the lifecycle audit ({@link LifecycleOracle}) finds no violation.
  *
+ * <p>Two API keys send the storm and reuse its IDs ({@link StormPlan}): a share of requests are sent again under
+ * their ID once they ended, right after a cancel included, and a share have a twin under the other key at the same
+ * time. Nobody cancels a reuse, so each must complete with the reference text; and no request nobody cancelled may
+ * be answered as cancelled: not a reuse, not a twin whose other key's request was cancelled, not one whose
+ * operator record on {@code ripcord.cancellations} names the client's ID (workers know requests by the gateway's
+ * internal ID only, so such a record reaches no request).
+ *
  * <p>Used by {@code StormIT} (a few hundred requests, in CI) and {@code StormBench} ({@code ./ripcord bench storm},
  * 10,000 by default). The propagation mode is the stack's ({@code ripcord.cancel.propagation}): one storm runs on one
  * mode; the bench's {@code --propagation} picks it.
@@ -58,7 +65,8 @@ final class Storm {
 
     private final TestStack stack;
     private final int concurrency;
-    private final List<StreamingClient> gateways = new ArrayList<>();
+    /** Per key (0: the stack's, 1: {@link TestStacks#SECOND_API_KEY}), a client per gateway. */
+    private final List<List<StreamingClient>> clients = List.of(new ArrayList<>(), new ArrayList<>());
     private final List<String> prompts = new ArrayList<>();
     private final Map<String, ReferenceEngine.Generation> references = new ConcurrentHashMap<>();
     /** Explicit cancels still waiting for their answer: joined before the report. */
@@ -68,7 +76,8 @@ final class Storm {
         this.stack = stack;
         this.concurrency = concurrency;
         for (int i = 0; i < stack.instances().gateways(); i++) {
-            gateways.add(new StreamingClient(stack.url(Role.GATEWAY, i)));
+            clients.get(0).add(new StreamingClient(stack.url(Role.GATEWAY, i)));
+            clients.get(1).add(new StreamingClient(stack.url(Role.GATEWAY, i), TestStacks.SECOND_API_KEY));
         }
         for (int bytes : StormPlan.PROMPT_BYTES) {
             prompts.add(ofBytes(bytes));
@@ -91,7 +100,18 @@ final class Storm {
                   long wrongOutputs, List<String> wrongExamples, long partialNotPrefix, long uncancelledNotCompleted,
                   Map<String, WorkerStatus> workers, boolean workersIdle, double gatewayActive, double gatewayLegs,
                   LifecycleOracle.Verdict audit, double wallSeconds, long completedTokens,
-                  List<String> noAnswer) {
+                  List<String> noAnswer, Reuse reuse) {
+
+        /**
+         * The IDs used twice: requests sent again once they ended ({@code afterCancel} of them right after a cancel,
+         * {@code duplicateRetries}: times the gateway still held the ended request and answered 409
+         * {@code duplicate_request_id}, which a client retries), requests that shared their ID with the other key's
+         * at the same time, and {@code abortedUncancelled}: requests nobody cancelled that were answered as
+         * cancelled (examples in {@code examples}).
+         */
+        record Reuse(long sent, long afterCancel, long completed, long duplicateRetries, long twins,
+                     long abortedUncancelled, List<String> examples) {
+        }
 
         long leaks() {
             long leaks = 0;
@@ -103,7 +123,7 @@ final class Storm {
 
         boolean clean() {
             return wrongOutputs == 0 && partialNotPrefix == 0 && uncancelledNotCompleted == 0 && failures.isEmpty()
-                    && workersIdle && leaks() == 0 && audit.ran() && audit.violations() == 0;
+                    && reuse.abortedUncancelled() == 0 && workersIdle && leaks() == 0 && audit.ran() && audit.violations() == 0;
         }
 
         void print(PrintStream out) {
@@ -119,6 +139,12 @@ final class Storm {
                 out.println("  requests whose client got no answer (id gateway phase source): " + noAnswer);
             }
             out.println("  uncancelled requests that did not complete: " + uncancelledNotCompleted);
+            out.println("  IDs reused: " + reuse.sent() + " sent again once ended (" + reuse.afterCancel()
+                    + " right after a cancel, " + reuse.completed() + " completed, " + reuse.duplicateRetries()
+                    + " retries of a 409 duplicate_request_id), " + reuse.twins()
+                    + " sent by both keys at once");
+            out.println("  requests nobody cancelled answered as cancelled: " + reuse.abortedUncancelled()
+                    + (reuse.examples().isEmpty() ? "" : " e.g. " + reuse.examples()));
             out.println("  wrong outputs (completed text != reference): " + wrongOutputs
                     + (wrongExamples.isEmpty() ? "" : " e.g. " + wrongExamples));
             out.println("  cancelled requests whose partial text is not a prefix of the reference: " + partialNotPrefix);
@@ -165,6 +191,12 @@ final class Storm {
         AtomicLong completedTokens = new AtomicLong();
         List<String> wrongExamples = java.util.Collections.synchronizedList(new ArrayList<>());
         List<String> noAnswer = java.util.Collections.synchronizedList(new ArrayList<>());
+        LongAdder reuses = new LongAdder();
+        LongAdder reusesAfterCancel = new LongAdder();
+        LongAdder reusesCompleted = new LongAdder();
+        LongAdder duplicateRetries = new LongAdder();
+        LongAdder abortedUncancelled = new LongAdder();
+        List<String> abortedExamples = java.util.Collections.synchronizedList(new ArrayList<>());
         Semaphore slots = new Semaphore(concurrency);
         Instant from = Instant.now();
         long start = System.nanoTime();
@@ -174,10 +206,17 @@ final class Storm {
                 slots.acquire();
                 threads.submit(() -> {
                     AtomicReference<Call> call = new AtomicReference<>();
+                    AtomicReference<Thread> explicitCancel = new AtomicReference<>();
                     try {
-                        Outcome outcome = one(entry, operator, explicitAnswers, call);
+                        Outcome outcome = one(entry, operator, explicitAnswers, call, explicitCancel);
                         ReferenceEngine.Generation expected = reference(entry.promptIndex(), entry.maxTokens());
                         Result result = classify(outcome);
+                        if (!cancelled(entry) && result == Result.CANCELLED) {
+                            abortedUncancelled.increment();
+                            if (abortedExamples.size() < 5) {
+                                abortedExamples.add(entry.id() + " (key " + entry.tenant() + ")");
+                            }
+                        }
                         results.merge(result.name(), 1L, Long::sum);
                         switch (result) {
                             case COMPLETED -> {
@@ -204,8 +243,45 @@ final class Storm {
                             case FAILED -> failures.merge(outcome.status() + " " + abbreviate(outcome.error()), 1L,
                                     Long::sum);
                         }
-                        if (entry.phase() == Phase.NONE && result != Result.COMPLETED) {
+                        if (!cancelled(entry) && result != Result.COMPLETED) {
                             uncancelledNotCompleted.increment();
+                        }
+                        if (entry.reuse()) {
+                            // The client knows its request ended and its cancel was answered: it uses the ID again.
+                            Thread cancel = explicitCancel.get();
+                            if (cancel != null) {
+                                cancel.join();
+                            }
+                            reuses.increment();
+                            if (result == Result.CANCELLED) {
+                                reusesAfterCancel.increment();
+                            }
+                            Outcome again = again(entry, duplicateRetries);
+                            Result second = classify(again);
+                            results.merge(second.name(), 1L, Long::sum);
+                            switch (second) {
+                                case COMPLETED -> {
+                                    reusesCompleted.increment();
+                                    completedTokens.addAndGet(expected.completionTokens());
+                                    if (!again.text().equals(expected.text())) {
+                                        wrong.increment();
+                                        if (wrongExamples.size() < 3) {
+                                            wrongExamples.add(entry.id() + " (reused)");
+                                        }
+                                    }
+                                }
+                                case CANCELLED -> {
+                                    abortedUncancelled.increment();
+                                    uncancelledNotCompleted.increment();
+                                    if (abortedExamples.size() < 5) {
+                                        abortedExamples.add(entry.id() + " (key " + entry.tenant() + ", reused)");
+                                    }
+                                }
+                                case FAILED -> {
+                                    uncancelledNotCompleted.increment();
+                                    failures.merge(again.status() + " " + abbreviate(again.error()), 1L, Long::sum);
+                                }
+                            }
                         }
                     } catch (Exception e) {
                         failures.merge("client: " + e, 1L, Long::sum);
@@ -232,7 +308,7 @@ final class Storm {
         Thread.sleep(AUDIT_SETTLE.plusSeconds(1));
         double active = 0;
         double legs = 0;
-        for (int i = 0; i < gateways.size(); i++) {
+        for (int i = 0; i < stack.instances().gateways(); i++) {
             Prometheus metrics = Prometheus.scrape(stack.url(Role.GATEWAY, i));
             active += metrics.sum("ripcord_gateway_requests_active");
             legs += metrics.sum("ripcord_gateway_legs_linked");
@@ -247,14 +323,48 @@ final class Storm {
         }
         String topology = "%d gateways, %d prefill, %d decode, preset %s".formatted(stack.instances().gateways(),
                 stack.instances().prefills(), stack.instances().decodes(), stack.preset().id());
-        return new Report(plan.entries().size(), seed, concurrency, topology,
+        long twins = plan.entries().stream().map(Entry::id).distinct().count();
+        twins = plan.entries().size() - twins;
+        return new Report(plan.entries().size() + (int) reuses.sum(), seed, concurrency, topology,
                 stack.properties().getOrDefault("ripcord.cancel.propagation", "both"), planned, sources,
                 new TreeMap<>(results), new TreeMap<>(failures), new TreeMap<>(explicitAnswers),
                 completedAfterCancel.sum(), wrong.sum(), List.copyOf(wrongExamples), partialNotPrefix.sum(),
                 uncancelledNotCompleted.sum(), workers, idle, active, legs,
                 LifecycleOracle.audit(stack.bootstrapServers(), from, to, TestStacks.repositoryRoot()
                         .resolve("local-stack/target/storm-" + seed + "-audit.dump")), wall, completedTokens.get(),
-                List.copyOf(noAnswer));
+                List.copyOf(noAnswer), new Report.Reuse(reuses.sum(), reusesAfterCancel.sum(),
+                        reusesCompleted.sum(), duplicateRetries.sum(), twins, abortedUncancelled.sum(),
+                        List.copyOf(abortedExamples)));
+    }
+
+    /**
+     * Whether anyone cancels this request: a cancel is aimed at it, and not by an operator's record, which names the
+     * client's ID and so reaches no request.
+     */
+    private static boolean cancelled(Entry entry) {
+        return entry.phase() != Phase.NONE && entry.source() != Source.OPERATOR;
+    }
+
+    /**
+     * {@code entry} sent again under its ID and key, uncancelled, once it ended; the gateway may still be closing the
+     * ended request (a disconnect it has not seen yet), which it answers with 409 {@code duplicate_request_id}: a
+     * client retries that, as this one does (counted in {@code retries}), for up to {@link #REQUEST_LIMIT}.
+     */
+    private Outcome again(Entry entry, LongAdder retries) throws Exception {
+        ObjectNode body = StreamingClient.completion(stack.modelName(), prompts.get(entry.promptIndex()),
+                entry.maxTokens(), entry.stream());
+        StreamingClient gateway = clients.get(entry.tenant()).get(entry.gateway());
+        long deadline = System.nanoTime() + REQUEST_LIMIT.toNanos();
+        while (true) {
+            Outcome outcome = gateway.start(body, entry.id()).outcome().get(REQUEST_LIMIT.toSeconds(),
+                    TimeUnit.SECONDS);
+            if (outcome.status() != 409 || outcome.error() == null
+                    || !outcome.error().contains("duplicate_request_id") || System.nanoTime() > deadline) {
+                return outcome;
+            }
+            retries.increment();
+            Thread.sleep(20);
+        }
     }
 
     /**
@@ -266,7 +376,7 @@ final class Storm {
         String client = call == null ? "not sent" : call.describe();
         String gateway;
         try {
-            var request = gateways.get(entry.gateway()).request(entry.id());
+            var request = clients.get(entry.tenant()).get(entry.gateway()).request(entry.id());
             gateway = request == null ? "404" : request.toString();
         } catch (RuntimeException e) {
             gateway = e.toString();
@@ -289,7 +399,7 @@ final class Storm {
 
     /** One request, its cancel, and its outcome; {@code started} receives the call as soon as it is sent. */
     private Outcome one(Entry entry, KafkaProducer<String, String> operator, Map<Integer, Long> explicitAnswers,
-            AtomicReference<Call> started) throws Exception {
+            AtomicReference<Call> started, AtomicReference<Thread> explicitCancel) throws Exception {
         ObjectNode body = StreamingClient.completion(stack.modelName(), prompts.get(entry.promptIndex()),
                 entry.maxTokens(), entry.stream());
         if (entry.phase() != Phase.NONE && entry.source() == Source.DEADLINE) {
@@ -300,6 +410,7 @@ final class Storm {
             };
             body.put("timeout", seconds);
         }
+        List<StreamingClient> gateways = clients.get(entry.tenant());
         Call call = gateways.get(entry.gateway()).start(body, entry.id());
         started.set(call);
         if (entry.phase() == Phase.NONE || entry.source() == Source.DEADLINE) {
@@ -326,7 +437,7 @@ final class Storm {
                 // Its answer may take the relay's answer timeout (404 from a gateway that does not hold it): off the
                 // request's thread, so that the request's own outcome is not held up.
                 StreamingClient at = gateways.get(entry.cancelGateway());
-                explicitCancels.add(Thread.ofVirtual().start(() -> {
+                Thread cancel = Thread.ofVirtual().unstarted(() -> {
                     int status;
                     try {
                         status = entry.delete() ? at.delete(entry.id()) : at.cancel(entry.id());
@@ -334,7 +445,10 @@ final class Storm {
                         status = 0; // no answer: the gateway was down (a fault bench restarts one)
                     }
                     explicitAnswers.merge(status, 1L, Long::sum);
-                }));
+                });
+                explicitCancel.set(cancel);
+                explicitCancels.add(cancel);
+                cancel.start();
             }
             case OPERATOR -> operator.send(new ProducerRecord<>("ripcord.cancellations", entry.id(),
                     operatorCancel(entry.id())));

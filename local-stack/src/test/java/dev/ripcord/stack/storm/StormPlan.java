@@ -8,7 +8,11 @@ import java.util.SplittableRandom;
  * The storm's requests, drawn from one seed: the same seed gives the same requests, gateways, prompts, lengths and
  * cancels (what happens to them on a loaded machine still differs from run to run; the checks do not depend on it).
  *
- * @param entries every request, in submission order
+ * <p>Two API keys share the storm, and reuse its IDs: a share of requests are sent again under their ID once they
+ * ended (right after a cancel included), and a share have a twin, a request of the other key under the same ID at the
+ * same time. A request is one key's use of an ID once, so a reuse or a twin is only ever cancelled by its own cancel.
+ *
+ * @param entries every request, in submission order (a twin right after the request whose ID it shares)
  */
 record StormPlan(List<Entry> entries) {
 
@@ -60,10 +64,24 @@ record StormPlan(List<Entry> entries) {
      * @param delete          an explicit cancel uses {@code DELETE} rather than {@code POST .../cancel}
      * @param delayMicros     the delay of a time-aimed cancel
      * @param afterTokens     the streamed tokens a DECODING cancel waits for
+     * @param tenant          the API key it is sent with: 0 the stack's own, 1 {@code TestStacks.SECOND_API_KEY}
+     * @param reuse           once it has ended (and its explicit cancel, if any, was answered), the same client
+     *                        sends it again under the same ID and key, uncancelled: that one must complete
      */
     record Entry(String id, int gateway, int promptIndex, int maxTokens, boolean stream, Phase phase, Source source,
-                 int cancelGateway, boolean delete, long delayMicros, int afterTokens) {
+                 int cancelGateway, boolean delete, long delayMicros, int afterTokens, int tenant, boolean reuse) {
+
+        /** A twin: this request's ID, sent at the same time with the other key (a request of its own). */
+        Entry twin(int gateway, Phase phase, Source source, boolean reuse) {
+            return new Entry(id, gateway, promptIndex, maxTokens, stream, phase, source, cancelGateway, delete,
+                    delayMicros, afterTokens, 1 - tenant, reuse);
+        }
     }
+
+    /** The share of requests sent again under their ID once they ended. */
+    static final double REUSE_SHARE = 0.2;
+    /** The share of requests whose ID the other key sends at the same time, with a cancel of its own or none. */
+    static final double TWIN_SHARE = 0.2;
 
     /** Prompts the storm draws from (byte lengths chosen so chunk and page boundaries fall differently). */
     static final int[] PROMPT_BYTES = {7, 33, 80, 150, 201, 260};
@@ -75,6 +93,9 @@ record StormPlan(List<Entry> entries) {
         Phase[] cancelPhases = {Phase.QUEUED, Phase.MID_CHUNK, Phase.MID_TRANSFER, Phase.AWAITING_KV,
                 Phase.DECODING, Phase.AFTER_COMPLETION};
         Source[] sources = Source.values();
+        // Keys, reuses and twins come from a stream of their own, so that a seed draws the same requests, phases
+        // and sources as it does without them.
+        SplittableRandom identities = new SplittableRandom(seed ^ 0x5eed_1d5L);
         List<Entry> entries = new ArrayList<>(requests);
         for (int i = 0; i < requests; i++) {
             int maxTokens = MAX_TOKENS[random.nextInt(MAX_TOKENS.length)];
@@ -88,10 +109,20 @@ record StormPlan(List<Entry> entries) {
                 case AWAITING_KV -> 5_000 + random.nextLong(15_000);
                 case DECODING -> 20_000 + random.nextLong(80_000);
             };
-            entries.add(new Entry("storm-%d-%06d".formatted(seed, i), random.nextInt(gateways),
+            Entry entry = new Entry("storm-%d-%06d".formatted(seed, i), random.nextInt(gateways),
                     random.nextInt(PROMPT_BYTES.length), maxTokens, stream, phase,
                     sources[random.nextInt(sources.length)], random.nextInt(gateways), random.nextBoolean(),
-                    delayMicros, 1 + random.nextInt(Math.max(1, maxTokens - 1))));
+                    delayMicros, 1 + random.nextInt(Math.max(1, maxTokens - 1)), identities.nextInt(2),
+                    identities.nextDouble() < REUSE_SHARE);
+            entries.add(entry);
+            if (identities.nextDouble() < TWIN_SHARE) {
+                // Cancelled half of the time (the other key's cancel of the same ID must not reach the first), and
+                // sent again sometimes too: both keys then reuse the ID at about the same time.
+                Phase twinPhase = identities.nextBoolean() ? Phase.NONE : cancelPhases[identities.nextInt(
+                        cancelPhases.length)];
+                entries.add(entry.twin(identities.nextInt(gateways), twinPhase,
+                        sources[identities.nextInt(sources.length)], identities.nextDouble() < REUSE_SHARE));
+            }
         }
         return new StormPlan(List.copyOf(entries));
     }

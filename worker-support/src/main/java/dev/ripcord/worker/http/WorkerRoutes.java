@@ -3,7 +3,9 @@ package dev.ripcord.worker.http;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
 import dev.ripcord.cancel.CancelOutcome;
@@ -35,6 +37,8 @@ import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * The internal HTTP edge both workers share: status, journal, the in-band cancel route, the job stream whose early
@@ -47,6 +51,14 @@ import reactor.core.publisher.Mono;
  * {@code IN_BAND}. The stream's close afterwards is then a replay. A stream that closes with no reason given first
  * (the gateway vanished, the connection broke) is recorded as exactly that: {@link CancelReason#CONNECTION_CLOSED}.
  * Both only when {@code ripcord.cancel.propagation} includes in-band.
+ *
+ * <h2>A closed stream without in-band propagation</h2>
+ * With {@code ripcord.cancel.propagation=kafka} the gateway's cancels reach a worker on Kafka only, and a closed
+ * stream is not a cancel by itself. But a gateway that crashes (or loses its connection to the worker for good)
+ * publishes nothing, and its jobs would run on for nobody. So a stream that closes before its job ended starts a
+ * grace ({@code ripcord.worker.closed-stream-grace}, default 5 s), in which the gateway's Kafka cancel, or the job's
+ * own end, may still come; if neither did, the job is aborted with {@link CancelReason#CONNECTION_CLOSED}, source
+ * {@code IN_BAND} (the closed connection). The registry makes whichever comes second a replay: one abort either way.
  */
 public final class WorkerRoutes {
 
@@ -57,18 +69,42 @@ public final class WorkerRoutes {
     private final CancelProperties cancel;
     private final Duration retryAfter;
     private final DrainSwitch drainSwitch;
+    private final Duration closedStreamGrace;
+    private final Scheduler timer;
 
+    /** The default grace after a closed stream without in-band propagation, on Reactor's parallel scheduler. */
     public WorkerRoutes(WorkerContext context, CancelProperties cancel, Duration retryAfter) {
         this(context, cancel, retryAfter, DrainSwitch.detached());
     }
 
     public WorkerRoutes(WorkerContext context, CancelProperties cancel, Duration retryAfter,
                         DrainSwitch drainSwitch) {
+        this(context, cancel, retryAfter, drainSwitch, DEFAULT_CLOSED_STREAM_GRACE, Schedulers.parallel());
+    }
+
+    public WorkerRoutes(WorkerContext context, CancelProperties cancel, Duration retryAfter,
+                        Duration closedStreamGrace, Scheduler timer) {
+        this(context, cancel, retryAfter, DrainSwitch.detached(), closedStreamGrace, timer);
+    }
+
+    /**
+     * @param drainSwitch       once on, a job is refused here, before its scheduler sees it
+     * @param closedStreamGrace without in-band propagation, how long a job whose stream the gateway closed waits for
+     *                          a cancel on Kafka (or its own end) before it is aborted
+     * @param timer             runs that grace's end
+     */
+    public WorkerRoutes(WorkerContext context, CancelProperties cancel, Duration retryAfter,
+                        DrainSwitch drainSwitch, Duration closedStreamGrace, Scheduler timer) {
         this.context = context;
         this.cancel = cancel;
         this.retryAfter = retryAfter;
         this.drainSwitch = drainSwitch;
+        this.closedStreamGrace = closedStreamGrace;
+        this.timer = timer;
     }
+
+    /** {@code ripcord.worker.closed-stream-grace}'s default. */
+    public static final Duration DEFAULT_CLOSED_STREAM_GRACE = Duration.ofSeconds(5);
 
     /**
      * The worker's whole internal API: status, journal, in-band cancel, drain, and the endpoint's submit route.
@@ -132,14 +168,16 @@ public final class WorkerRoutes {
      */
     public <E> Mono<ServerResponse> stream(String requestId, Flux<E> events, Class<E> type) {
         AtomicBoolean ended = new AtomicBoolean();
-        Flux<E> watched = events.doOnCancel(() -> closed(requestId)).doOnTerminate(() -> ended.set(true));
+        BooleanSupplier running = () -> !ended.get() && context.registry().isRegistered(requestId);
+        Flux<E> watched = events.doOnCancel(() -> closed(requestId, running))
+                .doOnTerminate(() -> ended.set(true));
         // A write that fails before the events end (the connection reset just as the first event went out: Reactor
         // Netty's AbortedException) does not always reach the events as a cancel; the job would then hold its pages
         // until the transfer's attach timeout, for nobody. Cancelling again is a replay that changes nothing.
         return ServerResponse.ok().contentType(NDJSON).body(ndjson(watched, type, failure -> {
             if (!ended.get()) {
                 log.debug("requestId={} the stream's write failed before it ended: {}", requestId, failure.toString());
-                closed(requestId);
+                closed(requestId, running);
             }
         }));
     }
@@ -176,11 +214,30 @@ public final class WorkerRoutes {
      * admission queue): the in-band signal, as for {@link #stream}.
      */
     public void closed(String requestId) {
+        closed(requestId, () -> true); // possibly not registered yet: the cancel's tombstone then ends it at once
+    }
+
+    /**
+     * The gateway closed the exchange. Without in-band propagation the cancel waits out the closed-stream grace (see
+     * the class comment), and is sent only if {@code running} still holds then and no cancel came meanwhile: a job
+     * that ended (by the Kafka cancel or on its own) is not cancelled again, nor is a tombstone left for it.
+     */
+    private void closed(String requestId, BooleanSupplier running) {
         if (cancel.propagation().inBand()) {
             context.registry().cancel(requestId, CancelReason.CONNECTION_CLOSED, CancelSource.IN_BAND);
-        } else {
-            log.info("requestId={} stream closed by the gateway; in-band propagation is off", requestId);
+            return;
         }
+        log.info("requestId={} stream closed by the gateway; in-band propagation is off: the job is aborted in {} "
+                + "unless a cancel arrives on Kafka or it ends first", requestId, closedStreamGrace);
+        timer.schedule(() -> {
+            if (!running.getAsBoolean() || context.registry().isCancelled(requestId)) {
+                return; // ended, or cancelled meanwhile (the Kafka cancel, or its tombstone for a job not yet here)
+            }
+            CancelOutcome outcome = context.registry().cancel(requestId, CancelReason.CONNECTION_CLOSED,
+                    CancelSource.IN_BAND);
+            log.info("requestId={} stream closed {} ago without a finish and no cancel came on Kafka: {}",
+                    requestId, closedStreamGrace, outcome);
+        }, closedStreamGrace.toNanos(), TimeUnit.NANOSECONDS);
     }
 
     /** 400: nothing was registered or reserved. */
