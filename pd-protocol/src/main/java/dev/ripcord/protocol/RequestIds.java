@@ -129,6 +129,48 @@ public final class RequestIds {
         return index == 0 ? internalId : internalId + CHOICE_SEPARATOR + index;
     }
 
+    /**
+     * Whether {@code workerId}, an ID a worker or an event names a request by, belongs to what a person asks about
+     * as {@code asked}: {@code asked} itself, one of its {@linkplain #choiceId choices}, or (when {@code asked} is a
+     * client's ID) an {@linkplain #internalId internal ID} minted for it, or a choice of one. For tools that take the
+     * ID a client knows, such as {@code ripcord audit --request}; every request that reused the client's ID matches.
+     */
+    public static boolean names(String asked, String workerId) {
+        if (workerId == null || asked == null) {
+            return false;
+        }
+        String id = withoutChoice(workerId);
+        if (id.equals(asked) || workerId.equals(asked)) {
+            return true;
+        }
+        String clientPart = asked.length() <= INTERNAL_CLIENT_PART ? asked : asked.substring(0, INTERNAL_CLIENT_PART);
+        int random = id.length() - INTERNAL_RANDOM_LENGTH;
+        if (random - 1 != clientPart.length() || !id.startsWith(clientPart)
+                || !id.startsWith(INTERNAL_SEPARATOR, clientPart.length())) {
+            return false;
+        }
+        for (int i = random; i < id.length(); i++) {
+            if (!Character.isLetterOrDigit(id.charAt(i)) || id.charAt(i) > 'z') {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** {@code id} without a trailing choice suffix ({@code .} and digits), if it has one. */
+    private static String withoutChoice(String id) {
+        int dot = id.lastIndexOf(CHOICE_SEPARATOR);
+        if (dot < 0 || dot == id.length() - 1) {
+            return id;
+        }
+        for (int i = dot + 1; i < id.length(); i++) {
+            if (id.charAt(i) < '0' || id.charAt(i) > '9') {
+                return id;
+            }
+        }
+        return id.substring(0, dot);
+    }
+
     private static String randomPart(int length) {
         char[] part = new char[length];
         for (int i = 0; i < length; i++) {

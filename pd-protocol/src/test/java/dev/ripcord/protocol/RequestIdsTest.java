@@ -110,4 +110,22 @@ class RequestIdsTest {
         assertThat(RequestIds.internalId("x.1")).isNotEqualTo(RequestIds.choiceId(RequestIds.internalId("x"), 1))
                 .doesNotEndWith(".1");
     }
+
+    @Test
+    void namesMatchesTheInternalIdsAndChoicesMintedForAClientIdAndNothingElse() {
+        String internal = RequestIds.internalId("story-1");
+        assertThat(RequestIds.names("story-1", internal)).isTrue();
+        assertThat(RequestIds.names("story-1", RequestIds.choiceId(internal, 1)))
+                .isTrue();
+        assertThat(RequestIds.names(internal, internal)).isTrue();
+        assertThat(RequestIds.names(internal, RequestIds.choiceId(internal, 2)))
+                .isTrue();
+        // Another client ID that merely starts alike, or one with the same prefix and separator, is not named.
+        assertThat(RequestIds.names("story", internal)).isFalse();
+        assertThat(RequestIds.names("story-12", internal)).isFalse();
+        assertThat(
+                RequestIds.names("story-1", RequestIds.internalId("story-1:x"))).isFalse();
+        assertThat(RequestIds.names("story-1", "story-1:short")).isFalse();
+        assertThat(RequestIds.names("story-1", null)).isFalse();
+    }
 }

@@ -85,6 +85,13 @@ public final class Auditor {
 
     /** One request's events in log order (time, then instance and sequence number), duplicates removed. */
     public static List<LifecycleEvent> timeline(Collection<LifecycleEvent> events, String requestId) {
-        return History.dedupe(events).stream().filter(e -> requestId.equals(e.requestId())).sorted(LOG_ORDER).toList();
+        return timeline(events, requestId::equals);
+    }
+
+    /** The events whose request ID {@code requestIds} accepts, deduplicated, in log order. */
+    public static List<LifecycleEvent> timeline(Collection<LifecycleEvent> events,
+                                                java.util.function.Predicate<String> requestIds) {
+        return History.dedupe(events).stream().filter(e -> e.requestId() != null && requestIds.test(e.requestId()))
+                .sorted(LOG_ORDER).toList();
     }
 }

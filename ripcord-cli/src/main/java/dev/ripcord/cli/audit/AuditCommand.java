@@ -20,6 +20,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import dev.ripcord.cancel.CancelEvent;
+import dev.ripcord.protocol.RequestIds;
 import dev.ripcord.lifecycle.LifecycleEvent;
 import dev.ripcord.lifecycle.audit.AuditReport;
 import dev.ripcord.lifecycle.audit.AuditReportJson;
@@ -275,9 +276,12 @@ public final class AuditCommand implements Callable<Integer> {
   }
 
   private int timeline(PrintWriter out, AuditInput input, AuditReport report) {
-    List<LifecycleEvent> events = Auditor.timeline(input.events, request);
-    List<CancelEvent> cancels = input.cancels.stream().filter(c -> c.requestId().equals(request)).toList();
-    List<Violation> violations = report.violations().stream().filter(v -> request.equals(v.requestId())).toList();
+    // The ID a person asks about is usually the client's X-Request-Id: events and cancels name the internal IDs
+    // minted for it (and their choices), every use of it included.
+    List<LifecycleEvent> events = Auditor.timeline(input.events, id -> RequestIds.names(request, id));
+    List<CancelEvent> cancels = input.cancels.stream().filter(c -> RequestIds.names(request, c.requestId())).toList();
+    List<Violation> violations = report.violations().stream()
+        .filter(v -> RequestIds.names(request, v.requestId())).toList();
     if (json) {
       JsonMapper mapper = JsonMapper.builder().build();
       ObjectNode node = mapper.createObjectNode();
@@ -289,7 +293,7 @@ public final class AuditCommand implements Callable<Integer> {
       ObjectNode whole = AuditReportJson.toJson(report);
       ArrayNode vs = node.putArray("violations");
       whole.get("violations").forEach(v -> {
-        if (request.equals(v.get("requestId").asString())) {
+        if (RequestIds.names(request, v.get("requestId").asString())) {
           vs.add(v);
         }
       });
