@@ -322,7 +322,7 @@ final class FaultSchedule {
         }
     }
 
-    private static KafkaProducer<String, String> operator(String bootstrap) {
+    static KafkaProducer<String, String> operator(String bootstrap) {
         Properties config = new Properties();
         config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         config.put(ProducerConfig.LINGER_MS_CONFIG, 0);
@@ -334,7 +334,7 @@ final class FaultSchedule {
     }
 
     /** The cancellations topic's wire format, as an operator's tool writes it. */
-    private static String cancelEvent(String requestId) {
+    static String cancelEvent(String requestId) {
         return "{\"schemaVersion\":1,\"requestId\":\"" + requestId + "\",\"reason\":\"CLIENT_CANCEL\","
                 + "\"origin\":{\"service\":\"operator\",\"instance\":\"faults\"},\"timestamp\":\"" + Instant.now()
                 + "\"}";

@@ -27,9 +27,13 @@ import dev.ripcord.stack.TestCredentials;
 import dev.ripcord.stack.TestStack;
 import dev.ripcord.stack.TestStacks;
 import dev.ripcord.stack.bench.BenchUsage;
+import dev.ripcord.stack.cancel.Prometheus;
 import dev.ripcord.stack.cancel.StreamingClient;
 import dev.ripcord.stack.cancel.StreamingClient.Outcome;
 import dev.ripcord.stack.storm.FaultSchedule.Fault;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.awaitility.Awaitility;
 import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ObjectNode;
 
@@ -294,7 +298,9 @@ public final class FaultsBench {
                 faultThread.join();
                 steady.close();
                 // Every cancel published during an outage, now that everything is back: its request comes, to every
-                // decode worker (the one that was killed replayed the topic's window), as a gateway sends the leg.
+                // decode worker (the one that was killed replayed the topic's window), as a gateway sends the leg;
+                // once each worker has read the topic up to now, so that a probe it misses is lost, not late.
+                awaitDecodesReadTheTopic(faults.directBootstrap(), stack, instances.decodes());
                 for (String id : schedule.probeIds()) {
                     List<String> missed = new ArrayList<>();
                     for (int d = 0; d < instances.decodes(); d++) {
@@ -330,6 +336,39 @@ public final class FaultsBench {
                     new Summary.Steady(steady.sent(), steady.completed(), steady.wrongOutputs(),
                             steady.withoutAnswer(), steady.errors()));
         }
+    }
+
+    /**
+     * Publishes one marker cancel on every partition of the cancellations topic and waits until every decode worker
+     * has consumed that many more records: a worker reads each partition in order, so it has then read every record
+     * published before the markers (the probes among them). Markers name fresh internal IDs no request uses.
+     */
+    private static void awaitDecodesReadTheTopic(String bootstrap, TestStack stack, int decodes) {
+        String topic = "ripcord.cancellations";
+        double[] before = new double[decodes];
+        for (int d = 0; d < decodes; d++) {
+            before[d] = consumedCancels(stack, d);
+        }
+        int partitions;
+        try (KafkaProducer<String, String> operator = FaultSchedule.operator(bootstrap)) {
+            partitions = operator.partitionsFor(topic).size();
+            for (int p = 0; p < partitions; p++) {
+                String id = RequestIds.internalId("marker-" + p);
+                operator.send(new ProducerRecord<>(topic, p, id, FaultSchedule.cancelEvent(id))).get(60,
+                        TimeUnit.SECONDS);
+            }
+        } catch (Exception e) {
+            throw new IllegalStateException("the markers after the faults were not acknowledged: " + e, e);
+        }
+        int markers = partitions;
+        Awaitility.await("every decode worker read the cancellations topic up to the markers")
+                .atMost(PROBE_LIMIT).pollInterval(Duration.ofMillis(100))
+                .until(() -> java.util.stream.IntStream.range(0, decodes)
+                        .allMatch(d -> consumedCancels(stack, d) >= before[d] + markers));
+    }
+
+    private static double consumedCancels(TestStack stack, int decode) {
+        return Prometheus.scrape(stack.url(dev.ripcord.stack.Role.DECODE, decode)).sum("ripcord_cancel_consumed_total");
     }
 
     /**
