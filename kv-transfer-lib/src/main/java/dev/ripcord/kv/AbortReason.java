@@ -48,7 +48,8 @@ public record AbortReason(Cause cause, Side origin, String detail, Cancel cancel
         /** The peer broke the protocol (bad range, byte count mismatch, ...). */
         PROTOCOL_ERROR;
 
-        static Cause ofWire(int ordinal) {
+        /** The cause whose wire code (ordinal) is {@code ordinal}; PROTOCOL_ERROR for an unknown one. */
+        public static Cause ofWire(int ordinal) {
             Cause[] all = values();
             return ordinal >= 0 && ordinal < all.length ? all[ordinal] : PROTOCOL_ERROR;
         }

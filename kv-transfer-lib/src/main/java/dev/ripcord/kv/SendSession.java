@@ -1,17 +1,11 @@
 package dev.ripcord.kv;
 
-import dev.ripcord.kv.wire.Frames;
+import dev.ripcord.protocol.CancelReason;
+import dev.ripcord.protocol.CancelSource;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.Function;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The prefill end of one request's KV transfer: pushes byte ranges of a local region into the receiver's target
@@ -36,168 +30,30 @@ import org.slf4j.LoggerFactory;
  *   If the connection dies after COMPLETE was sent, the sender reports ABORTED (PEER_LOST) even though the
  *   receiver may have completed; the receiver's outcome is the authoritative one.</li>
  * </ul>
- *
- * <p>Design note. The session keeps the state machine, the acknowledgements and the source pins; its
- * {@link Transport} (the TCP pump or the shared-memory copier, chosen at {@code connect}) moves the bytes and
- * decides when COMPLETE may follow them. Everything it needs from its agent goes through a {@link SessionHost}.
  */
-public final class SendSession {
-    private static final Logger log = LoggerFactory.getLogger(SendSession.class);
+public interface SendSession {
 
-    /** What the session tells the receiver once drained after an abort. */
-    enum Notice { ABORT, ABORT_ACK, NONE }
-
-    /**
-     * One write ({@link #send} or {@link #sendBatch}): source spans, in order, that land contiguously at
-     * {@code dstOffset} of the receiver's targets, and that the transport reads, maybe in several pieces. The
-     * receiver acknowledges a write as a whole, once every byte of it landed.
-     */
-    static final class WriteOp {
-        final long writeId;
-        final KvRegion source;
-        /** Source offset of each span, and the write offset at which each span starts (prefix sums). */
-        private final long[] spanSource;
-        private final long[] spanStart;
-        final long length;
-        final long dstOffset;
-        final CompletableFuture<Void> acked = new CompletableFuture<>();
-        // guarded by the session
-        long issuedBytes;
-        int issuedPieces;
-        int completedPieces;
-        boolean closed; // no more pieces will be issued
-
-        WriteOp(long writeId, KvRegion source, long srcOffset, long length, long dstOffset) {
-            this(writeId, source, List.of(new ByteRange(srcOffset, length)), dstOffset);
-        }
-
-        WriteOp(long writeId, KvRegion source, List<ByteRange> spans, long dstOffset) {
-            this.writeId = writeId;
-            this.source = source;
-            this.spanSource = new long[spans.size()];
-            this.spanStart = new long[spans.size()];
-            long at = 0;
-            for (int i = 0; i < spans.size(); i++) {
-                spanSource[i] = spans.get(i).offset();
-                spanStart[i] = at;
-                at += spans.get(i).length();
-            }
-            this.length = at;
-            this.dstOffset = dstOffset;
-        }
-
-        /** Number of source spans (1 for {@link #send}). */
-        int spans() {
-            return spanSource.length;
-        }
-
-        private int spanAt(long at) {
-            int i = java.util.Arrays.binarySearch(spanStart, at);
-            return i >= 0 ? i : -i - 2;
-        }
-
-        private long spanEnd(int i) {
-            return i + 1 < spanStart.length ? spanStart[i + 1] : length;
-        }
-
-        /** Source offset of the write's byte {@code at}. */
-        long sourceOffsetAt(long at) {
-            int i = spanAt(at);
-            return spanSource[i] + at - spanStart[i];
-        }
-
-        /** Bytes from the write's byte {@code at} to the end of the source span holding it. */
-        long contiguousFrom(long at) {
-            return spanEnd(spanAt(at)) - at;
-        }
-
-        /** Calls {@code part} for each source-contiguous part of the write's bytes {@code [from, from + n)}. */
-        void forEachSource(long from, long n, TargetMap.Part part) {
-            long done = 0;
-            while (done < n) {
-                long at = from + done;
-                long len = Math.min(n - done, contiguousFrom(at));
-                part.accept(sourceOffsetAt(at), done, len);
-                done += len;
-            }
-        }
-    }
-
-    private final SessionHost host;
-    private final ReceiveDescriptor descriptor;
-    private final SenderConnection connection;
-    private final Transport transport;
-    private final CompletableFuture<Void> completion = new CompletableFuture<>();
-    private final CompletableFuture<SessionState> released = new CompletableFuture<>();
-    private final long trackingId;
-    private volatile boolean stopWrites;
-
-    // guarded by this
-    private SessionState state = SessionState.OPEN;
-    private AbortReason abortReason;
-    private long abortStartNanos;
-    private final Map<Long, WriteOp> awaitingAck = new HashMap<>();
-    private int opsInFlight; // writes that may still read source memory
-    private long nextWriteId;
-    private long bytesAcked;
-    private boolean completeSent;
-    private boolean completeInOrder; // the transport writes COMPLETE behind the writes (TCP)
-    private byte[] metadata;
-    private Notice notice = Notice.NONE;
-    private boolean releaseClaimed;
-
-    /**
-     * @param transport makes this transfer session's transport (the agent chose the backend); called once, here
-     */
-    SendSession(SessionHost host, ReceiveDescriptor descriptor, SenderConnection connection,
-                Function<SendSession, Transport> transport) {
-        this.host = host;
-        this.descriptor = descriptor;
-        this.connection = connection;
-        this.transport = transport.apply(this);
-        this.trackingId = LiveResources.track(LiveResources.Kind.SESSION, this::toString);
-        tellListener(SessionState.OPEN, 0);
-    }
-
-    public String requestId() {
-        return descriptor.requestId();
-    }
+    String requestId();
 
     /** The receiver's session id. */
-    public long sessionId() {
-        return descriptor.sessionId();
-    }
+    long sessionId();
 
-    public ReceiveDescriptor descriptor() {
-        return descriptor;
-    }
+    ReceiveDescriptor descriptor();
 
     /** TCP or SHM: the backend chosen for this transfer session. */
-    public Backend backend() {
-        return transport.backend();
-    }
+    Backend backend();
 
-    public synchronized SessionState state() {
-        return state;
-    }
+    SessionState state();
 
-    public synchronized long bytesAcknowledged() {
-        return bytesAcked;
-    }
+    long bytesAcknowledged();
 
-    public synchronized Optional<AbortReason> abortReason() {
-        return Optional.ofNullable(abortReason);
-    }
+    Optional<AbortReason> abortReason();
 
     /** Completes when the receiver confirms COMPLETED; fails with {@link TransferAbortedException}. */
-    public CompletableFuture<Void> completion() {
-        return completion;
-    }
+    CompletableFuture<Void> completion();
 
     /** Completes with the terminal state once RELEASED: no write of the session reads source memory any more. */
-    public CompletableFuture<SessionState> released() {
-        return released;
-    }
+    CompletableFuture<SessionState> released();
 
     /**
      * Pushes {@code [srcOffset, srcOffset + length)} of {@code source} to {@code [dstOffset, dstOffset + length)}
@@ -207,13 +63,7 @@ public final class SendSession {
      * @throws IllegalArgumentException spans out of bounds, or a region of another agent
      * @throws IllegalStateException    after {@code complete()}, or the source region is closed
      */
-    public CompletableFuture<Void> send(KvRegion source, long srcOffset, long length, long dstOffset) {
-        Objects.requireNonNull(source, "source");
-        Checks.requireArgument(length > 0 && srcOffset >= 0 && srcOffset <= source.byteSize() - length,
-                "request %s: source span [%s, +%s) outside region of %s bytes", requestId(), srcOffset, length,
-                source.byteSize());
-        return post(source, List.of(new ByteRange(srcOffset, length)), length, dstOffset);
-    }
+    CompletableFuture<Void> send(KvRegion source, long srcOffset, long length, long dstOffset);
 
     /**
      * Pushes several source spans of {@code source} as <em>one</em> write: they are gathered, in list order, into
@@ -232,342 +82,30 @@ public final class SendSession {
      *                                  of another agent
      * @throws IllegalStateException    after {@code complete()}, or the source region is closed
      */
-    public CompletableFuture<Void> sendBatch(KvRegion source, List<ByteRange> sourceSpans, long dstOffset) {
-        Objects.requireNonNull(source, "source");
-        Checks.requireArgument(!sourceSpans.isEmpty(), "request %s: a batch without spans", requestId());
-        long total = 0;
-        for (ByteRange span : sourceSpans) {
-            Checks.requireArgument(span.end() <= source.byteSize(),
-                    "request %s: source span %s outside region of %s bytes", requestId(), span, source.byteSize());
-            total += span.length();
-        }
-        return post(source, List.copyOf(sourceSpans), total, dstOffset);
-    }
-
-    private CompletableFuture<Void> post(KvRegion source, List<ByteRange> spans, long length, long dstOffset) {
-        Checks.requireArgument(host.owns(source), "request %s: region %s belongs to another agent",
-                requestId(), source.id());
-        Checks.requireArgument(dstOffset >= 0 && dstOffset <= descriptor.totalBytes() - length,
-                "request %s: destination span [%s, +%s) outside the receiver's %s bytes", requestId(), dstOffset,
-                length, descriptor.totalBytes());
-        WriteOp op;
-        synchronized (this) {
-            if (state == SessionState.ABORTING || state == SessionState.ABORTED
-                    || state == SessionState.RELEASED) {
-                return CompletableFuture.failedFuture(new TransferAbortedException(requestId(), abortReason));
-            }
-            Checks.requireState(state == SessionState.OPEN || state == SessionState.TRANSFERRING,
-                    "request %s: send() after complete() (session is %s)", requestId(), state);
-            op = new WriteOp(nextWriteId + 1, source, spans, dstOffset);
-            Checks.requireState(source.retain(op), "request %s: source region %s is closed", requestId(),
-                    source.id());
-            nextWriteId++;
-            opsInFlight++;
-            awaitingAck.put(op.writeId, op);
-            transport.accepted(op);
-        }
-        transport.start(op); // with shared memory: the copy, on the caller's thread
-        return op.acked;
-    }
+    CompletableFuture<Void> sendBatch(KvRegion source, List<ByteRange> sourceSpans, long dstOffset);
 
     /**
      * Like {@link #send(KvRegion, long, long, long)} for a slice of a registered region, e.g.
      * {@code pool.asSlice(page * pageBytes, pages * pageBytes)}.
      */
-    public CompletableFuture<Void> send(MemorySegment sourceSlice, long dstOffset) {
-        SessionHost.RegionSpan span = host.regionContaining(sourceSlice);
-        return send(span.region(), span.offset(), sourceSlice.byteSize(), dstOffset);
-    }
+    CompletableFuture<Void> send(MemorySegment sourceSlice, long dstOffset);
 
     /**
      * No more writes: once every write has been handed over, the receiver checks it has all bytes and answers.
      * Returns {@link #completion()}.
      */
-    public CompletableFuture<Void> complete(byte[] metadata) {
-        Objects.requireNonNull(metadata, "metadata");
-        Checks.requireArgument(metadata.length <= Frames.MAX_METADATA, "request %s: %s bytes of metadata (max %s)",
-                requestId(), metadata.length, Frames.MAX_METADATA);
-        boolean inOrder;
-        boolean sendNow = false;
-        long total = 0;
-        synchronized (this) {
-            if (state == SessionState.ABORTING || state == SessionState.ABORTED
-                    || state == SessionState.RELEASED) {
-                return completion;
-            }
-            Checks.requireState(state == SessionState.OPEN || state == SessionState.TRANSFERRING,
-                    "request %s: complete() called twice (session is %s)", requestId(), state);
-            transition(SessionState.COMPLETING);
-            this.metadata = metadata.clone();
-            inOrder = transport.queueComplete();
-            completeInOrder = inOrder;
-            if (!inOrder && opsInFlight == 0) {
-                completeSent = true;
-                sendNow = true;
-                total = transport.bytesSent();
-            }
-        }
-        if (inOrder) {
-            transport.wake();
-        } else if (sendNow) {
-            connection.writeComplete(sessionId(), total, this.metadata);
-        }
-        return completion;
-    }
+    CompletableFuture<Void> complete(byte[] metadata);
 
     /**
      * Aborts the session and tells the receiver once this side's writes have drained. Idempotent: true only for
      * the call that caused the abort.
      */
-    public boolean abort(String reason) {
-        return abort(new AbortReason(AbortReason.Cause.REQUESTED, Side.SENDER, reason), Notice.ABORT, true);
-    }
+    boolean abort(String reason);
 
     /**
      * Aborts the session to carry out a request's cancel, and tells the peer why in the ABORT frame, typed: the
      * peer's futures fail with a {@link TransferAbortedException} whose reason's {@link AbortReason#cancellation()}
      * is this cancel. Otherwise as {@link #abort(String)}.
      */
-    public boolean abort(dev.ripcord.protocol.CancelReason reason, dev.ripcord.protocol.CancelSource source) {
-        return abort(new AbortReason(AbortReason.Cause.REQUESTED, Side.SENDER, "cancelled",
-                new AbortReason.Cancel(reason, source)), Notice.ABORT, true);
-    }
-
-    // ---- transport side (package-private) ------------------------------------------------------------------
-
-    /** True once the session aborts: no piece may start any more. */
-    boolean writesStopped() {
-        return stopWrites;
-    }
-
-    /** Monitor held, by the TCP pump: COMPLETE leaves now; its metadata. */
-    byte[] completeLeaving() {
-        completeSent = true;
-        return metadata;
-    }
-
-    /** Shared memory: the copy of {@code op} ended (SHM_WRITTEN already written if it was delivered). */
-    void copied(WriteOp op, ShmCopier.Outcome outcome) {
-        finishOp(op, outcome == ShmCopier.Outcome.DELIVERED);
-        if (outcome == ShmCopier.Outcome.FENCED) {
-            log.debug("request={} write {} stopped by the receiver's fence", requestId(), op.writeId);
-        }
-    }
-
-    /** Shared memory: the copy of {@code op} threw. */
-    void copyFailed(WriteOp op, RuntimeException failure) {
-        finishOp(op, false);
-        log.warn("request={} shared-memory copy failed", requestId(), failure);
-        abort(new AbortReason(AbortReason.Cause.PROTOCOL_ERROR, Side.SENDER,
-                "shared-memory copy failed: " + failure), Notice.ABORT, false);
-    }
-
-    /** TCP: true while the connection's outbound buffer is over its high-water mark (tests of source pinning). */
-    boolean transportBackedUp() {
-        return transport instanceof TcpPump p && p.backedUp();
-    }
-
-    /** TCP: bytes handed to the transport so far (for tests of source pinning). */
-    long bytesIssued() {
-        return transport instanceof TcpPump p ? p.bytesIssued() : 0;
-    }
-
-    /** A piece's bytes left the source segment (written to the socket), or the write failed. */
-    void pieceWritten(WriteOp op) {
-        boolean finished;
-        synchronized (this) {
-            op.completedPieces++;
-            finished = op.closed && op.completedPieces == op.issuedPieces;
-        }
-        if (finished) {
-            finishOp(op, true);
-        }
-    }
-
-    private void finishOp(WriteOp op, boolean delivered) {
-        boolean sendComplete = false;
-        boolean failOp = false;
-        long total = 0;
-        byte[] meta = null;
-        AbortReason reason;
-        synchronized (this) {
-            opsInFlight--;
-            transport.finished(op, delivered);
-            if (!delivered) {
-                failOp = awaitingAck.remove(op.writeId) != null;
-            }
-            if (state == SessionState.COMPLETING && !completeInOrder && !completeSent && opsInFlight == 0) {
-                completeSent = true; // the last write finished: COMPLETE follows every one of them
-                sendComplete = true;
-                total = transport.bytesSent();
-                meta = metadata;
-            }
-            reason = abortReason;
-        }
-        op.source.unretain(op);
-        if (failOp) {
-            op.acked.completeExceptionally(new TransferAbortedException(requestId(), reason != null ? reason
-                    : new AbortReason(AbortReason.Cause.REQUESTED, Side.RECEIVER, "fenced by the receiver")));
-        }
-        if (sendComplete) {
-            connection.writeComplete(sessionId(), total, meta);
-        }
-        maybeRelease();
-    }
-
-    // ---- frames from the receiver (event loop) ------------------------------------------------------------------
-
-    void onAttached() {
-        synchronized (this) {
-            if (state == SessionState.OPEN) {
-                transition(SessionState.TRANSFERRING);
-            }
-        }
-    }
-
-    void onWriteAck(long writeId, long length) {
-        WriteOp op;
-        synchronized (this) {
-            op = awaitingAck.remove(writeId);
-            if (op != null) {
-                bytesAcked += length;
-            }
-        }
-        if (op != null) {
-            host.metrics().bytes(true, transport.backend() == Backend.SHM, length);
-            op.acked.complete(null);
-        }
-    }
-
-    void onCompleted() {
-        synchronized (this) {
-            if (state != SessionState.COMPLETING) {
-                return;
-            }
-            transition(SessionState.COMPLETED);
-        }
-        log.debug("request={} session={} completed", requestId(), sessionId());
-        completion.complete(null);
-        maybeRelease();
-    }
-
-    void onRemoteAbort(AbortReason reason) {
-        abort(reason, Notice.ABORT_ACK, false);
-    }
-
-    void onConnectionLost(AbortReason reason) {
-        abort(reason, Notice.NONE, false);
-    }
-
-    /** Agent shutdown. */
-    void abortForClose() {
-        abort(new AbortReason(AbortReason.Cause.AGENT_CLOSED, Side.SENDER,
-                "agent " + host.agentName() + " closing"), Notice.ABORT, false);
-    }
-
-    private boolean abort(AbortReason reason, Notice notice, boolean byUser) {
-        List<WriteOp> dropped;
-        List<WriteOp> unacked;
-        synchronized (this) {
-            if (!state.isAbortable() || byUser && completeSent) {
-                return false;
-            }
-            transition(SessionState.ABORTING);
-            abortReason = reason;
-            abortStartNanos = System.nanoTime();
-            stopWrites = true;
-            this.notice = notice;
-            dropped = transport.dropQueued(); // nothing of them is in the transport: unpin now
-            opsInFlight -= dropped.size();
-            unacked = new ArrayList<>(awaitingAck.values());
-            awaitingAck.clear();
-        }
-        dropped.forEach(op -> op.source.unretain(op));
-        if (reason.isRoutine()) {
-            log.debug("request={} session={} aborting: {}", requestId(), sessionId(), reason);
-        } else {
-            log.info("request={} session={} aborting: {}", requestId(), sessionId(), reason);
-        }
-        TransferAbortedException ex = new TransferAbortedException(requestId(), reason);
-        unacked.forEach(op -> op.acked.completeExceptionally(ex));
-        completion.completeExceptionally(ex);
-        maybeRelease();
-        return true;
-    }
-
-    private void maybeRelease() {
-        SessionState terminal;
-        Notice n;
-        AbortReason reason;
-        long abortStart;
-        synchronized (this) {
-            if (releaseClaimed) {
-                return;
-            }
-            if (state == SessionState.ABORTING && opsInFlight == 0) {
-                transition(SessionState.ABORTED);
-            }
-            if (!(state == SessionState.ABORTED || state == SessionState.COMPLETED) || opsInFlight > 0) {
-                return;
-            }
-            releaseClaimed = true;
-            terminal = state;
-            n = notice;
-            reason = abortReason;
-            abortStart = abortStartNanos;
-        }
-        if (terminal == SessionState.ABORTED) {
-            // Sent only now: the receiver may take it as proof that no write of ours is still running.
-            switch (n) {
-                case ABORT -> connection.writeAbort(sessionId(), reason);
-                case ABORT_ACK -> connection.writeAbortAck(sessionId());
-                case NONE -> {
-                }
-            }
-        }
-        // Each step even if an earlier one threw (a bug elsewhere: logged, and it must not pin the rest).
-        try {
-            releaseStep("release the transport", transport::release);
-            releaseStep("unbind", () -> connection.unbind(this));
-            releaseStep("drop the registration", () -> host.released(this, terminal, abortStart));
-            releaseStep("untrack", () -> LiveResources.untrack(trackingId));
-        } finally {
-            synchronized (this) {
-                transition(SessionState.RELEASED);
-            }
-            log.debug("request={} session={} sender released after {}", requestId(), sessionId(), terminal);
-            released.complete(terminal);
-        }
-    }
-
-    private void releaseStep(String what, Runnable step) {
-        try {
-            step.run();
-        } catch (RuntimeException e) {
-            log.error("request={} session={} sender release: {} failed", requestId(), sessionId(), what, e);
-        }
-    }
-
-    /**
-     * Moves to {@code next} and tells the session listener. Called under the lock: a listener that throws is
-     * logged and ignored, so it can never leave the session half way through a transition.
-     */
-    private void transition(SessionState next) {
-        state = state.transitionTo(next);
-        tellListener(next, bytesAcked);
-    }
-
-    private void tellListener(SessionState entered, long bytes) {
-        try {
-            host.sessionListener().onSession(requestId(), Side.SENDER, entered, bytes);
-        } catch (RuntimeException e) {
-            log.warn("request={} session={} session listener failed on {}", requestId(), sessionId(), entered, e);
-        }
-    }
-
-    @Override
-    public String toString() {
-        return "SendSession[request=" + requestId() + ", session=" + sessionId() + ", agent=" + host.agentName()
-                + ", to=" + descriptor.agentName() + ", " + backend() + ", state=" + state() + "]";
-    }
+    boolean abort(CancelReason reason, CancelSource source);
 }

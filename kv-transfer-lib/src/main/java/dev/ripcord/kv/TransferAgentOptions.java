@@ -2,6 +2,7 @@ package dev.ripcord.kv;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
@@ -142,8 +143,13 @@ public record TransferAgentOptions(String name, String bindHost, int port, Strin
                 connectTimeout, attachTimeout, closeTimeout, ioThreads, maxPieceBytes, shmPieceBytes, fenceSlots, maxConnections, v);
     }
 
-    private static Path defaultShmDirectory() {
-        return dev.ripcord.kv.shm.ShmFiles.defaultDirectory();
+    /** {@code /dev/shm} when it is a writable directory (tmpfs: no disk I/O), else {@code java.io.tmpdir}. */
+    public static Path defaultShmDirectory() {
+        Path shm = Path.of("/dev/shm");
+        if (Files.isDirectory(shm) && Files.isWritable(shm)) {
+            return shm;
+        }
+        return Path.of(System.getProperty("java.io.tmpdir"));
     }
 
     private static void requirePositive(Duration d, String what) {

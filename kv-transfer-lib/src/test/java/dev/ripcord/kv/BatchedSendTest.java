@@ -44,24 +44,6 @@ class BatchedSendTest extends AgentsPerTest {
         return spans;
     }
 
-    @Test
-    void writeOpMapsItsBytesOntoItsSourceSpans() {
-        SendSession.WriteOp op = new SendSession.WriteOp(1, null,
-                List.of(new ByteRange(100, 10), new ByteRange(0, 5), new ByteRange(50, 20)), 7);
-        assertThat(op.length).isEqualTo(35);
-        assertThat(op.spans()).isEqualTo(3);
-        assertThat(op.sourceOffsetAt(0)).isEqualTo(100);
-        assertThat(op.sourceOffsetAt(9)).isEqualTo(109);
-        assertThat(op.sourceOffsetAt(10)).isEqualTo(0);
-        assertThat(op.sourceOffsetAt(15)).isEqualTo(50);
-        assertThat(op.contiguousFrom(3)).isEqualTo(7);
-        assertThat(op.contiguousFrom(10)).isEqualTo(5);
-        assertThat(op.contiguousFrom(34)).isEqualTo(1);
-        List<String> parts = new ArrayList<>();
-        op.forEachSource(8, 20, (src, rel, len) -> parts.add(src + "@" + rel + "+" + len));
-        assertThat(parts).containsExactly("108@0+2", "0@2+5", "50@7+13");
-    }
-
     @ParameterizedTest
     @EnumSource(value = Backend.class, names = {"TCP", "SHM"})
     void aBatchOfScatteredPagesCostsOneAnnouncementAndOneAcknowledgement(Backend backend) throws Exception {
@@ -86,9 +68,9 @@ class BatchedSendTest extends AgentsPerTest {
         assertThat(tx.backend()).isEqualTo(backend);
 
         get(tx.sendBatch(src, scatteredSourcePages(0, PAGES), 0)); // chunk 1: one batch
-        assertThat(prefill.framesReceived(FrameType.WRITE_ACK)).isEqualTo(1);
-        assertThat(decode.framesReceived(FrameType.SHM_WRITTEN)).isEqualTo(backend == Backend.SHM ? 1 : 0);
-        assertThat(decode.framesReceived(FrameType.DATA)).as("one DATA frame per page (a piece never crosses a span)")
+        assertThat(Internals.agent(prefill).framesReceived(FrameType.WRITE_ACK)).isEqualTo(1);
+        assertThat(Internals.agent(decode).framesReceived(FrameType.SHM_WRITTEN)).isEqualTo(backend == Backend.SHM ? 1 : 0);
+        assertThat(Internals.agent(decode).framesReceived(FrameType.DATA)).as("one DATA frame per page (a piece never crosses a span)")
                 .isEqualTo(backend == Backend.TCP ? PAGES : 0);
         assertThat(rx.bytesReceived()).isEqualTo((long) PAGES * PAGE);
         assertThat(landed).containsExactly("0+" + PAGES * PAGE);
@@ -99,8 +81,8 @@ class BatchedSendTest extends AgentsPerTest {
             single.add(tx.send(src, page.offset(), page.length(), (page.offset() - PAGE) / 2));
         }
         get(CompletableFuture.allOf(single.toArray(CompletableFuture[]::new)));
-        assertThat(prefill.framesReceived(FrameType.WRITE_ACK)).isEqualTo(1 + PAGES);
-        assertThat(decode.framesReceived(FrameType.SHM_WRITTEN)).isEqualTo(backend == Backend.SHM ? 1 + PAGES : 0);
+        assertThat(Internals.agent(prefill).framesReceived(FrameType.WRITE_ACK)).isEqualTo(1 + PAGES);
+        assertThat(Internals.agent(decode).framesReceived(FrameType.SHM_WRITTEN)).isEqualTo(backend == Backend.SHM ? 1 + PAGES : 0);
 
         get(tx.complete(new byte[] {3}));
         assertThat(get(rx.completion())).containsExactly(3);
@@ -132,7 +114,7 @@ class BatchedSendTest extends AgentsPerTest {
                 .as("a span beyond the source region").isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> tx.sendBatch(src, scatteredSourcePages(0, 2), PAGE))
                 .as("beyond the receiver's bytes").isInstanceOf(IllegalArgumentException.class);
-        assertThat(src.references()).isZero();
+        assertThat(Internals.region(src).references()).isZero();
         assertThat(tx.abort("done")).isTrue();
         assertThat(get(rx.released())).isEqualTo(SessionState.ABORTED);
         get(tx.released());
@@ -171,11 +153,11 @@ class BatchedSendTest extends AgentsPerTest {
         }
         assertThat(get(rx.released())).isEqualTo(SessionState.ABORTED);
         assertThat(get(tx.released())).isEqualTo(SessionState.ABORTED);
-        assertThat(decode.framesReceived(FrameType.SHM_WRITTEN)).isZero();
-        assertThat(prefill.framesReceived(FrameType.WRITE_ACK)).isZero();
+        assertThat(Internals.agent(decode).framesReceived(FrameType.SHM_WRITTEN)).isZero();
+        assertThat(Internals.agent(prefill).framesReceived(FrameType.WRITE_ACK)).isZero();
         assertThat(rx.bytesReceived()).isZero();
         assertThat(Patterns.firstNonPoison(pool.segment(), 0, pool.byteSize())).isEqualTo(-1);
-        assertThat(src.references()).isZero();
+        assertThat(Internals.region(src).references()).isZero();
         pool.close();
         src.close();
     }
@@ -218,20 +200,20 @@ class BatchedSendTest extends AgentsPerTest {
                 first.body().skipBytes(16);
                 assertThat(first.body().readLong()).as("the first piece lands at the batch's destination")
                         .isZero();
-                await().atMost(WAIT).until(tx::transportBackedUp);
+                await().atMost(WAIT).until(() -> Internals.send(tx).transportBackedUp());
                 receiver.send(Frames.abort(RawPeer.ALLOC, 7, AbortReason.Cause.REQUESTED.ordinal(), "gone", null,
                         null));
                 await().atMost(WAIT).until(write::isDone);
                 assertThat(write).isCompletedExceptionally();
                 assertThat(tx.state()).isEqualTo(SessionState.ABORTING);
                 assertThat(tx.released()).isNotDone();
-                assertThat(src.references()).isPositive();
+                assertThat(Internals.region(src).references()).isPositive();
                 events.add("transport let go");
             }
             assertThat(get(tx.released())).isEqualTo(SessionState.ABORTED);
             get(releaseRecorded);
         }
-        assertThat(src.references()).isZero();
+        assertThat(Internals.region(src).references()).isZero();
         assertThat(events).containsExactly("transport let go", "session released");
         src.close();
     }
@@ -271,7 +253,7 @@ class BatchedSendTest extends AgentsPerTest {
                 assertThat(write).isCompletedExceptionally();
                 assertThat(TransferAbortedException.reasonOf(write)).map(AbortReason::cause)
                         .contains(AbortReason.Cause.LEASE_EXPIRED);
-                assertThat(src.references()).isZero();
+                assertThat(Internals.region(src).references()).isZero();
                 assertThat(registry.get("ripcord.kv.lease.expiries").tag("agent", "prefill").counter().count())
                         .isEqualTo(1);
             }
@@ -344,17 +326,17 @@ class BatchedSendTest extends AgentsPerTest {
             if (backend == Backend.SHM) {
                 assertThat(rx.bytesReceived()).as("round %s: all or nothing", round).isIn(0L, bytes);
             }
-            assertThat(pool.references()).isZero();
-            assertThat(src.references()).isZero();
+            assertThat(Internals.region(pool).references()).isZero();
+            assertThat(Internals.region(src).references()).isZero();
         }
         // An acknowledgement may trail its round's release (the sender aborted first), so count them all at the end.
         long ackedBatches = acked;
-        await().atMost(WAIT).until(() -> prefill.framesReceived(FrameType.WRITE_ACK) >= ackedBatches);
-        assertThat(prefill.framesReceived(FrameType.WRITE_ACK)).as("at most one acknowledgement per batch")
+        await().atMost(WAIT).until(() -> Internals.agent(prefill).framesReceived(FrameType.WRITE_ACK) >= ackedBatches);
+        assertThat(Internals.agent(prefill).framesReceived(FrameType.WRITE_ACK)).as("at most one acknowledgement per batch")
                 .isLessThanOrEqualTo(rounds);
-        assertThat(decode.framesReceived(FrameType.SHM_WRITTEN)).as("at most one announcement per batch")
+        assertThat(Internals.agent(decode).framesReceived(FrameType.SHM_WRITTEN)).as("at most one announcement per batch")
                 .isLessThanOrEqualTo(rounds);
-        assertThat(decode.fenceSlotsInUse()).isZero();
+        assertThat(Internals.agent(decode).fenceSlotsInUse()).isZero();
         assertThat(decode.stats().liveSessions()).isZero();
         assertThat(prefill.stats().liveSessions()).isZero();
         System.out.printf("%s: %d of %d batches acknowledged before the abort%n", backend, acked, rounds);

@@ -45,7 +45,7 @@ class CrossProcessIT {
         for (AutoCloseable c : closeLast.reversed()) {
             c.close();
         }
-        ShmFiles.sweepStale(ShmFiles.defaultDirectory()); // files of the child we killed with -9
+        ShmFiles.sweepStale(TransferAgentOptions.defaultShmDirectory()); // files of the child we killed with -9
     }
 
     TransferAgent agent(TransferAgentOptions options) {
@@ -194,11 +194,11 @@ class CrossProcessIT {
         assertThat(get(tx.released())).isEqualTo(SessionState.ABORTED);
         assertThat(tx.abortReason()).get().extracting(AbortReason::cause).isEqualTo(AbortReason.Cause.PEER_LOST);
         assertThat(streaming).failsWithin(WAIT);
-        assertThat(src.references()).isZero();
-        assertThat(pool.references()).isZero();
+        assertThat(Internals.region(src).references()).isZero();
+        assertThat(Internals.region(pool).references()).isZero();
         assertThat(decode.stats().liveSessions()).isZero();
         assertThat(prefill.stats().liveSessions()).isZero();
-        assertThat(decode.fenceSlotsInUse()).isZero();
+        assertThat(Internals.agent(decode).fenceSlotsInUse()).isZero();
         // The survivor carries on: the same pages take a fresh session at once.
         ReceiveSession again = decode.openReceive("after", pool, List.of(new ByteRange(0, 16 * MIB)));
         again.abort("done");
@@ -234,8 +234,8 @@ class CrossProcessIT {
         assertThat(registry.get("ripcord.kv.lease.expiries").tag("agent", "decode").counter().count()).isEqualTo(1);
         assertThat(registry.get("ripcord.kv.lease.expiries").tag("agent", "prefill").counter().count())
                 .isEqualTo(1);
-        assertThat(pool.references()).isZero();
-        assertThat(src.references()).isZero();
+        assertThat(Internals.region(pool).references()).isZero();
+        assertThat(Internals.region(src).references()).isZero();
         pool.close();
         src.close();
     }
@@ -252,7 +252,7 @@ class CrossProcessIT {
         peer.await("INSIDE 1");
 
         assertThat(rx.abort("client went away")).isTrue();
-        rx.maybeRelease(); // a recheck while the writer is alive inside the bracket: nothing may be released
+        Internals.receive(rx).maybeRelease(); // a recheck while the writer is alive inside the bracket: nothing may be released
         assertThat(rx.released()).isNotDone();
         assertThat(rx.state()).isEqualTo(SessionState.ABORTING);
 
@@ -263,7 +263,7 @@ class CrossProcessIT {
                 .isEqualTo(SessionState.ABORTED);
         pool.close();
         get(pool.released());
-        assertThat(decode.fenceSlotsInUse()).isZero();
+        assertThat(Internals.agent(decode).fenceSlotsInUse()).isZero();
     }
 
     @Test
@@ -278,7 +278,7 @@ class CrossProcessIT {
         peer.signal("STOP");
 
         assertThat(rx.abort("client went away")).isTrue();
-        Awaitility.await().atMost(WAIT).until(() -> decode.drainsQuarantined() == 1);
+        Awaitility.await().atMost(WAIT).until(() -> Internals.agent(decode).drainsQuarantined() == 1);
 
         assertThat(rx.released()).as("pinned while its writer is alive inside the bracket").isNotDone();
         assertThat(rx.state()).isEqualTo(SessionState.ABORTING);
@@ -293,7 +293,7 @@ class CrossProcessIT {
     @Test
     void filesOfAKilledProcessAreSweptByTheNextAgentThatStarts() throws Exception {
         Peer peer = peer(5000);
-        Path dir = ShmFiles.defaultDirectory();
+        Path dir = TransferAgentOptions.defaultShmDirectory();
         String name = ShmFiles.fenceFile(dir, peer.pid, 0).getFileName().toString();
         String owned = name.substring(0, name.indexOf("-" + peer.pid + "-") + ("-" + peer.pid + "-").length());
         List<Path> left;

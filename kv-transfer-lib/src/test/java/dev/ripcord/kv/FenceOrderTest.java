@@ -2,6 +2,7 @@ package dev.ripcord.kv;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.ripcord.kv.session.DefaultReceiveSession;
 import dev.ripcord.kv.shm.FenceTable;
 import dev.ripcord.kv.testing.KvLeakCheck;
 import java.nio.file.Path;
@@ -14,7 +15,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * A receive session never releases before its fence is closed and its verdict's thread has told the caller,
  * whoever drives the release. Each test runs another thread's step (a lost connection, an ABORT_ACK, a watchdog
- * recheck) exactly between the verdict's locked block and the rest, through {@link ReceiveSession.Interleaving}:
+ * recheck) exactly between the verdict's locked block and the rest, through {@link DefaultReceiveSession.Interleaving}:
  * the interleaving is forced, not hoped for.
  */
 @ExtendWith(KvLeakCheck.class)
@@ -46,8 +47,8 @@ class FenceOrderTest extends AgentsPerTest {
         ReceiveDescriptor d = rx.descriptor();
         try (FenceTable fences = FenceTable.open(Path.of(d.shmFenceFile()).getParent(), d.shmFenceFile(), d.agentIncarnation())) {
             CompletableFuture<List<String>> seen = watchRelease(rx, fences);
-            rx.interleave((step, s) -> {
-                if (step == ReceiveSession.Interleaving.Step.ACCEPTANCE_STOPPED) {
+            Internals.receive(rx).interleave((step, s) -> {
+                if (step == DefaultReceiveSession.Interleaving.Step.ACCEPTANCE_STOPPED) {
                     s.onConnectionLost(null, LOST); // its own abort returns false; it still tries to release
                 }
             });
@@ -60,7 +61,7 @@ class FenceOrderTest extends AgentsPerTest {
             assertThat(rx.abortReason()).get().extracting(AbortReason::cause).isEqualTo(AbortReason.Cause.REQUESTED);
         }
         pool.close();
-        assertThat(decode.fenceSlotsInUse()).isZero();
+        assertThat(Internals.agent(decode).fenceSlotsInUse()).isZero();
     }
 
     @Test
@@ -69,9 +70,9 @@ class FenceOrderTest extends AgentsPerTest {
         KvRegion pool = decode.allocateRegion(8 * PAGE);
         ReceiveSession rx = decode.openReceive("req-first", pool, List.of(new ByteRange(0, 4 * PAGE)));
         AtomicReference<ReceiveSession> next = new AtomicReference<>();
-        rx.interleave((step, s) -> {
-            if (step == ReceiveSession.Interleaving.Step.ACCEPTANCE_STOPPED) {
-                s.maybeRelease(); // an ABORT_ACK or a watchdog recheck on another thread
+        Internals.receive(rx).interleave((step, s) -> {
+            if (step == DefaultReceiveSession.Interleaving.Step.ACCEPTANCE_STOPPED) {
+                Internals.receive(s).maybeRelease(); // an ABORT_ACK or a watchdog recheck on another thread
                 // The next request opens a session now: it must not be handed the slot of one still unfenced.
                 next.set(decode.openReceive("req-next", pool, List.of(new ByteRange(4 * PAGE, 4 * PAGE))));
             }
@@ -93,7 +94,7 @@ class FenceOrderTest extends AgentsPerTest {
         assertThat(next.get().abort("done")).isTrue();
         assertThat(get(next.get().released())).isEqualTo(SessionState.ABORTED);
         pool.close();
-        assertThat(decode.fenceSlotsInUse()).isZero();
+        assertThat(Internals.agent(decode).fenceSlotsInUse()).isZero();
     }
 
     @Test
@@ -106,9 +107,9 @@ class FenceOrderTest extends AgentsPerTest {
         ReceiveDescriptor d = rx.descriptor();
         try (FenceTable fences = FenceTable.open(Path.of(d.shmFenceFile()).getParent(), d.shmFenceFile(), d.agentIncarnation())) {
             CompletableFuture<List<String>> seen = watchRelease(rx, fences);
-            rx.interleave((step, s) -> {
-                if (step == ReceiveSession.Interleaving.Step.VERDICT_REACHED) {
-                    s.maybeRelease(); // an ABORT_ACK or a watchdog recheck on another thread
+            Internals.receive(rx).interleave((step, s) -> {
+                if (step == DefaultReceiveSession.Interleaving.Step.VERDICT_REACHED) {
+                    Internals.receive(s).maybeRelease(); // an ABORT_ACK or a watchdog recheck on another thread
                 }
             });
             SendSession tx = prefill.connect(d);
@@ -124,6 +125,6 @@ class FenceOrderTest extends AgentsPerTest {
         }
         pool.close();
         src.close();
-        assertThat(decode.fenceSlotsInUse()).isZero();
+        assertThat(Internals.agent(decode).fenceSlotsInUse()).isZero();
     }
 }

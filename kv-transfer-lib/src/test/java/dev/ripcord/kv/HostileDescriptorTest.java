@@ -85,7 +85,7 @@ class HostileDescriptorTest extends AgentsPerTest {
                 .hasMessageContaining("cannot map the receiver's shared memory")
                 .cause().isInstanceOf(RefusedShmFileException.class)
                 .hasMessageContaining("refused: " + hostile.why);
-        assertThat(prefill.sharedFilesMapped()).as("files the sender mapped").isZero();
+        assertThat(Internals.agent(prefill).sharedFilesMapped()).as("files the sender mapped").isZero();
         assertThat(prefill.stats().liveSessions()).isZero();
         rx.abort("test over");
     }
@@ -100,7 +100,7 @@ class HostileDescriptorTest extends AgentsPerTest {
         ReceiveSession rx = decode.openReceive("req-honest", pool, List.of(new ByteRange(0, 4 * PAGE)));
         SendSession tx = prefill.connect(rx.descriptor());
         assertThat(tx.backend()).isEqualTo(Backend.SHM);
-        assertThat(prefill.sharedFilesMapped()).isEqualTo(2);
+        assertThat(Internals.agent(prefill).sharedFilesMapped()).isEqualTo(2);
         tx.abort("test over");
         get(rx.released());
     }

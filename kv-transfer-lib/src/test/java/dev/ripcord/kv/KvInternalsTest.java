@@ -28,13 +28,16 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@code dev.ripcord.kv.wire} (the frame codec) and {@code dev.ripcord.kv.shm} (fence table, shared-memory files)
- * are the library's internals, not its API: the services use {@code dev.ripcord.kv} only. Java without a module
+ * Every package but {@code dev.ripcord.kv} is the library's internals, not its API: the session lifecycle
+ * ({@code kv.session}), the transports ({@code kv.transport.tcp}, {@code kv.transport.shm}), the agent that wires
+ * them ({@code kv.agent}), the frame codec ({@code kv.wire}) and the fence table and shared-memory files
+ * ({@code kv.shm}). The services use {@code dev.ripcord.kv} only. Java without a module
  * path cannot hide a public class of another package, so these rules keep the boundary instead (the services
  * consume this library on the class path, where a module-info's exports would change nothing).
  */
 class KvInternalsTest {
-    static final String[] INTERNALS = {"dev.ripcord.kv.wire..", "dev.ripcord.kv.shm.."};
+    static final String[] INTERNALS = {"dev.ripcord.kv.wire..", "dev.ripcord.kv.shm..", "dev.ripcord.kv.session..",
+            "dev.ripcord.kv.transport..", "dev.ripcord.kv.agent.."};
 
     /**
      * Every Ripcord class on this module's class path: the library, its tests, pd-protocol. Imported from where
@@ -57,20 +60,21 @@ class KvInternalsTest {
     void theRulesSeeTheLibraryItsTestsAndPdProtocol() {
         assertThat(RIPCORD.contain(TransferAgent.class)).isTrue();
         assertThat(RIPCORD.contain(dev.ripcord.kv.wire.Frames.class)).isTrue();
+        assertThat(RIPCORD.contain(dev.ripcord.kv.agent.DefaultTransferAgent.class)).isTrue();
         assertThat(RIPCORD.contain(KvInternalsTest.class)).isTrue();
         assertThat(RIPCORD.contain(dev.ripcord.protocol.CancelReason.class)).isTrue();
     }
 
     @Test
-    void noClassOutsideTheLibraryDependsOnWireOrShm() {
+    void noClassOutsideTheLibraryDependsOnItsInternals() {
         noClasses().that().resideOutsideOfPackage("dev.ripcord.kv..")
                 .should().dependOnClassesThat().resideInAnyPackage(INTERNALS)
-                .because("wire and shm are kv-transfer-lib internals; use the dev.ripcord.kv API")
+                .because("only dev.ripcord.kv is kv-transfer-lib's API; the other packages are its internals")
                 .check(RIPCORD);
     }
 
     @Test
-    void thePublicApiExposesNoWireOrShmType() {
+    void thePublicApiExposesNoInternalType() {
         members().that().areDeclaredInClassesThat().resideInAPackage("dev.ripcord.kv")
                 .and().areDeclaredInClassesThat(visibleOutsideThePackage())
                 .and(visibleOutsideTheLibrary())
@@ -86,6 +90,16 @@ class KvInternalsTest {
         noClasses().that().resideInAPackage("dev.ripcord.kv.shm..")
                 .should().dependOnClassesThat().resideInAnyPackage("dev.ripcord.kv", "dev.ripcord.kv.wire..")
                 .check(RIPCORD);
+    }
+
+    private static boolean isInternal(String pkg) {
+        for (String internal : INTERNALS) {
+            String root = internal.substring(0, internal.length() - 2);
+            if (pkg.equals(root) || pkg.startsWith(root + ".")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Public, and so is every class it is nested in (a public record nested in a package-private interface is not). */
@@ -106,7 +120,7 @@ class KvInternalsTest {
     }
 
     private static ArchCondition<JavaMember> notMentionInternalTypes() {
-        return new ArchCondition<>("not mention a wire or shm type in their signature") {
+        return new ArchCondition<>("not mention an internal type in their signature") {
             @Override
             public void check(JavaMember member, ConditionEvents events) {
                 List<JavaClass> types = new ArrayList<>();
@@ -119,8 +133,7 @@ class KvInternalsTest {
                 }
                 for (JavaClass t : types) {
                     JavaClass base = t.isArray() ? t.getBaseComponentType() : t;
-                    if (base.getPackageName().startsWith("dev.ripcord.kv.wire")
-                            || base.getPackageName().startsWith("dev.ripcord.kv.shm")) {
+                    if (isInternal(base.getPackageName())) {
                         events.add(SimpleConditionEvent.violated(member,
                                 member.getFullName() + " exposes internal type " + base.getName()));
                     }

@@ -32,10 +32,10 @@ class ListenerLimitsTest extends AgentsPerTest {
                 assertThat(c.getInputStream().read()).as("the third connection is closed unread").isEqualTo(-1);
             }
             assertThat(refused()).isEqualTo(1);
-            assertThat(decode.listenerConnections()).isEqualTo(2);
+            assertThat(Internals.agent(decode).listenerConnections()).isEqualTo(2);
 
             a.close();
-            await().atMost(WAIT).until(() -> decode.listenerConnections() == 1);
+            await().atMost(WAIT).until(() -> Internals.agent(decode).listenerConnections() == 1);
             try (RawPeer d = connect(decode)) {
                 assertThat(handshake(d, 4).type()).as("a closed connection gives its place back")
                         .isEqualTo(FrameType.HELLO);

@@ -75,7 +75,7 @@ class SafetyRulesTest extends AgentsPerTest {
             get(pool.released());
         }
         assertThat(events).hasSize(3).first().isEqualTo("writer left");
-        assertThat(decode.fenceSlotsInUse()).isZero();
+        assertThat(Internals.agent(decode).fenceSlotsInUse()).isZero();
     }
 
     @Test
@@ -149,7 +149,7 @@ class SafetyRulesTest extends AgentsPerTest {
                 receiver.send(Frames.attached(RawPeer.ALLOC, 7));
 
                 CompletableFuture<Void> write = tx.send(src, 0, size, 0);
-                await().atMost(WAIT).until(tx::transportBackedUp);
+                await().atMost(WAIT).until(() -> Internals.send(tx).transportBackedUp());
 
                 assertThat(tx.abort("client went away")).isTrue();
                 assertThat(write).isCompletedExceptionally();
@@ -157,7 +157,7 @@ class SafetyRulesTest extends AgentsPerTest {
                 assertThat(tx.state()).isEqualTo(SessionState.ABORTING);
                 assertThat(tx.released()).isNotDone();
                 assertThat(src.released()).isNotDone();
-                assertThat(src.references()).isPositive();
+                assertThat(Internals.region(src).references()).isPositive();
                 events.add("transport let go");
             } // the receiver goes away: the stuck writes fail, and only now may the source be freed
             assertThat(get(tx.released())).isEqualTo(SessionState.ABORTED);
@@ -339,10 +339,10 @@ class SafetyRulesTest extends AgentsPerTest {
                 assertThat(Patterns.firstMismatch(pool.segment(), 0, 16 * PAGE, 11, 0)).isEqualTo(-1);
             }
             await().atMost(WAIT).until(() -> releases.get() == 2); // callbacks may trail get()
-            assertThat(pool.references()).isZero();
-            assertThat(src.references()).isZero();
+            assertThat(Internals.region(pool).references()).isZero();
+            assertThat(Internals.region(src).references()).isZero();
         }
-        assertThat(decode.fenceSlotsInUse()).isZero();
+        assertThat(Internals.agent(decode).fenceSlotsInUse()).isZero();
         double rxTotal = registry.get("ripcord.kv.sessions").tags("agent", "decode", "side", "receiver").counters()
                 .stream().mapToDouble(cnt -> cnt.count()).sum();
         assertThat(rxTotal).isEqualTo(rounds);

@@ -151,11 +151,11 @@ class StaleWriteStressTest {
         assertThat(completed.get() + aborted.get()).isEqualTo(sessions);
         assertThat(completed.get()).isGreaterThan(sessions / 10);
         assertThat(aborted.get()).isGreaterThan(sessions / 10);
-        assertThat(decode.fenceSlotsInUse()).isZero();
+        assertThat(Internals.agent(decode).fenceSlotsInUse()).isZero();
         assertThat(decode.stats().liveSessions()).isZero();
         assertThat(prefill.stats().liveSessions()).isZero();
-        assertThat(pool.references()).isZero();
-        assertThat(src.references()).isZero();
+        assertThat(Internals.region(pool).references()).isZero();
+        assertThat(Internals.region(src).references()).isZero();
         pool.close();
         src.close();
     }

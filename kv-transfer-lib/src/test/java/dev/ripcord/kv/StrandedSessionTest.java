@@ -2,6 +2,7 @@ package dev.ripcord.kv;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.ripcord.kv.session.LiveResources;
 import dev.ripcord.kv.testing.KvLeakCheck;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -40,7 +41,7 @@ class StrandedSessionTest extends AgentsPerTest {
         assertThat(rx.state()).isEqualTo(SessionState.RELEASED);
         assertThat(seen).containsExactly(SessionState.OPEN, SessionState.ABORTING, SessionState.ABORTED,
                 SessionState.RELEASED);
-        assertThat(decode.fenceSlotsInUse()).isZero();
+        assertThat(Internals.agent(decode).fenceSlotsInUse()).isZero();
         assertThat(decode.stats().liveSessions()).isZero();
         pool.close();
     }
@@ -75,15 +76,15 @@ class StrandedSessionTest extends AgentsPerTest {
         TransferAgent decode = agent(TransferAgentOptions.defaults("decode").withBackend(Backend.SHM));
         KvRegion pool = decode.allocateRegion(4 * PAGE);
         ReceiveSession rx = decode.openReceive("req-release", pool, List.of(new ByteRange(0, 4 * PAGE)));
-        pool.unretain(rx.targets()); // planted: the session's region hold let go early, so its own let-go throws
+        Internals.region(pool).unretain(Internals.receive(rx).targets()); // planted: the session's region hold let go early, so its own let-go throws
 
         assertThat(rx.abort("client went away")).isTrue();
 
         assertThat(get(rx.released())).isEqualTo(SessionState.ABORTED);
-        assertThat(LiveResources.takeViolations("region " + pool.id() + "'s reference by " + rx.targets()))
+        assertThat(LiveResources.takeViolations("region " + pool.id() + "'s reference by " + Internals.receive(rx).targets()))
                 .as("caught at the session's own let-go, the second").hasSize(1);
         assertThat(rx.state()).isEqualTo(SessionState.RELEASED);
-        assertThat(decode.fenceSlotsInUse()).isZero();
+        assertThat(Internals.agent(decode).fenceSlotsInUse()).isZero();
         assertThat(decode.stats().liveSessions()).isZero();
         pool.close();
         get(pool.released());

@@ -41,14 +41,6 @@ public final class ShmFiles {
     private ShmFiles() {
     }
 
-    /** {@code /dev/shm} when it is a writable directory (tmpfs: no disk I/O), else {@code java.io.tmpdir}. */
-    public static Path defaultDirectory() {
-        Path shm = Path.of("/dev/shm");
-        if (Files.isDirectory(shm) && Files.isWritable(shm)) {
-            return shm;
-        }
-        return Path.of(System.getProperty("java.io.tmpdir"));
-    }
 
     public static Path fenceFile(Path dir, long pid, long incarnation) {
         return dir.resolve(PREFIX + NAMESPACE + "-" + pid + "-" + Long.toHexString(incarnation) + FENCE_SUFFIX);

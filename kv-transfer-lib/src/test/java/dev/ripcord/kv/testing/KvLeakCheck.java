@@ -1,6 +1,6 @@
 package dev.ripcord.kv.testing;
 
-import dev.ripcord.kv.LiveResources;
+import dev.ripcord.kv.session.LiveResources;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
