@@ -2,13 +2,19 @@ package dev.ripcord.kv;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.ripcord.kv.shm.FenceTable;
+import dev.ripcord.kv.shm.HostIdentity;
 import dev.ripcord.kv.shm.ShmFiles;
+import dev.ripcord.kv.wire.FrameType;
+import dev.ripcord.kv.wire.Frames;
 import dev.ripcord.kv.testing.KvLeakCheck;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,6 +25,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
 import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -288,6 +295,77 @@ class CrossProcessIT {
         assertThat(get(rx.released())).isEqualTo(SessionState.ABORTED);
         assertThat(pool.released()).isDone();
         peer.signal("CONT");
+    }
+
+    // ---- a recycled pid: the fence word names a pid that another process has now -------------------------------
+
+    @Test
+    void aWriterWhosePidWasRecycledIsNotTakenForTheLiveWriter() throws Exception {
+        Process other = new ProcessBuilder("sleep", "60").start(); // holds the dead sender's pid now, as far as we know
+        try {
+            long otherStart = other.info().startInstant().orElseThrow().toEpochMilli();
+            // The sender's HELLO named the process that had this pid before: same pid, started a minute earlier.
+            ReceiveSession rx = abortedWithWriterInside("xp-recycled-pid", other.pid(), otherStart - 60_000,
+                    (fences, d) -> { });
+
+            assertThat(get(rx.released())).as("the pid names another process now: the sender is gone")
+                    .isEqualTo(SessionState.ABORTED);
+        } finally {
+            other.destroyForcibly().waitFor();
+        }
+    }
+
+    @Test
+    void aWriterWhosePidAndStartMatchTheSenderStaysTheLiveWriter() throws Exception {
+        Process sender = new ProcessBuilder("sleep", "60").start(); // stands for the sender, alive inside the bracket
+        try {
+            long start = sender.info().startInstant().orElseThrow().toEpochMilli();
+            FenceTable[] table = new FenceTable[1];
+            ReceiveDescriptor[] descriptor = new ReceiveDescriptor[1];
+            ReceiveSession rx = abortedWithWriterInside("xp-live-pid", sender.pid(), start, (fences, d) -> {
+                table[0] = fences;
+                descriptor[0] = d;
+            });
+
+            Internals.receive(rx).maybeRelease(); // a recheck while the sender is alive inside the bracket
+            assertThat(rx.released()).as("pinned while its writer is alive inside the bracket").isNotDone();
+            assertThat(rx.state()).isEqualTo(SessionState.ABORTING);
+
+            table[0].endWrite(descriptor[0].fenceSlot()); // the copy leaves the bracket
+            assertThat(get(rx.released())).isEqualTo(SessionState.ABORTED);
+        } finally {
+            sender.destroyForcibly().waitFor();
+        }
+    }
+
+    /**
+     * A shared-memory receive session whose sender (a raw peer saying HELLO as process {@code pid} started at
+     * {@code startMillis}) attached, whose fence word then shows a copy by {@code pid} inside the bracket, and
+     * which the receiver then aborted. {@code inside} sees the sender's mapping of the fence table while it is open.
+     */
+    private ReceiveSession abortedWithWriterInside(String requestId, long pid, long startMillis,
+                                                   BiConsumer<FenceTable, ReceiveDescriptor> inside)
+            throws Exception {
+        TransferAgent decode = agent(TransferAgentOptions.defaults("decode-" + requestId).withBackend(Backend.SHM));
+        KvRegion pool = decode.allocateRegion(MIB);
+        closeLast.add(pool);
+        ReceiveSession rx = decode.openReceive(requestId, pool, List.of(new ByteRange(0, MIB)));
+        ReceiveDescriptor d = rx.descriptor();
+        Path fenceFile = Path.of(d.shmFenceFile());
+        FenceTable fences = FenceTable.open(fenceFile.getParent(), d.shmFenceFile(), d.agentIncarnation());
+        closeLast.add(fences);
+        RawPeer sender = new RawPeer(new Socket(InetAddress.getLoopbackAddress(), decode.listenAddress().getPort()));
+        closeLast.add(sender);
+        sender.send(new Frames.Hello(99, pid, startMillis, 60_000, HostIdentity.local(), "sender-" + requestId)
+                .encode(RawPeer.ALLOC));
+        sender.readUntil(FrameType.HELLO, -1);
+        sender.send(Frames.attach(RawPeer.ALLOC, d.sessionId(), d.attachToken(), d.epoch(), true));
+        sender.readUntil(FrameType.ATTACHED, d.sessionId());
+        assertThat(fences.tryBeginWrite(d.fenceSlot(), d.epoch(), pid)).isEqualTo(FenceTable.Begin.WRITING);
+        inside.accept(fences, d);
+
+        assertThat(rx.abort("client went away")).isTrue();
+        return rx;
     }
 
     @Test

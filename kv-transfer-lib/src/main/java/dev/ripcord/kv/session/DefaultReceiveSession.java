@@ -7,6 +7,7 @@ import dev.ripcord.kv.ReceiveSession;
 import dev.ripcord.kv.SessionState;
 import dev.ripcord.kv.Side;
 import dev.ripcord.kv.TransferAbortedException;
+import dev.ripcord.kv.shm.PeerProcess;
 import dev.ripcord.kv.wire.FrameDecoder;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -66,6 +67,7 @@ public final class DefaultReceiveSession implements ReceiveSession {
     private SessionState state = SessionState.OPEN;
     private ReceiveLink connection;
     private boolean sharedMemoryAttached;
+    private PeerProcess sender; // the attached sender's process, as its HELLO named it: pid and start time
     private int landingsInProgress;
     private long bytesLanded;
     private AbortReason abortReason;
@@ -219,6 +221,7 @@ public final class DefaultReceiveSession implements ReceiveSession {
             }
             connection = c;
             sharedMemoryAttached = sharedMemory;
+            sender = c.peerProcess();
             transition(SessionState.TRANSFERRING);
             c.bind(this);
             timer = attachTimer;
@@ -475,7 +478,7 @@ public final class DefaultReceiveSession implements ReceiveSession {
             if (releaseClaimed || settling || !fenced) {
                 return; // not terminal yet, or the verdict's thread calls again once it has told the caller
             }
-            boolean drained = landingsInProgress == 0 && fence.drained();
+            boolean drained = landingsInProgress == 0 && fence.drained(sender);
             if (state == SessionState.ABORTING && drained) {
                 transition(SessionState.ABORTED);
             }

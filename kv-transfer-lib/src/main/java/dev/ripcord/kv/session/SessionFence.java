@@ -23,8 +23,13 @@ public sealed interface SessionFence permits SessionFence.None, SessionFence.Slo
     /** The pid of the process inside the write bracket, 0 when none. */
     long writer();
 
-    /** True when no copy is inside the bracket, or the process inside it is gone (it has no mappings left). */
-    boolean drained();
+    /**
+     * True when no copy is inside the bracket, or the process inside it is gone (it has no mappings left). The
+     * fence word names the writer by pid only; when that pid is the attached {@code sender}'s, the sender's start
+     * time decides too, so a pid recycled by another process since the sender died is not taken for a live
+     * writer. Any other pid (or no sender known) counts as live while a process has it: the safe direction.
+     */
+    boolean drained(PeerProcess sender);
 
     /** Gives the slot back (the session released). Once. */
     void free();
@@ -46,7 +51,7 @@ public sealed interface SessionFence permits SessionFence.None, SessionFence.Slo
         }
 
         @Override
-        public boolean drained() {
+        public boolean drained(PeerProcess sender) {
             return true;
         }
 
@@ -76,10 +81,14 @@ public sealed interface SessionFence permits SessionFence.None, SessionFence.Slo
         }
 
         @Override
-        public boolean drained() {
+        public boolean drained(PeerProcess sender) {
             long pid = writer();
+            if (pid == 0) {
+                return true;
+            }
             // A copy is inside the bracket. Only a process that is gone can be ignored: it has no mappings left.
-            return pid == 0 || new PeerProcess(pid, 0).isGone();
+            PeerProcess writer = sender != null && sender.pid() == pid ? sender : new PeerProcess(pid, 0);
+            return writer.isGone();
         }
 
         @Override

@@ -4,6 +4,7 @@ import dev.ripcord.kv.AbortReason;
 import dev.ripcord.kv.Side;
 import dev.ripcord.kv.session.DefaultReceiveSession;
 import dev.ripcord.kv.session.ReceiveLink;
+import dev.ripcord.kv.shm.PeerProcess;
 import dev.ripcord.kv.wire.FrameDecoder;
 import dev.ripcord.kv.wire.FrameType;
 import dev.ripcord.kv.wire.Frames;
@@ -47,6 +48,12 @@ public final class ReceiverConnection extends FrameDecoder implements ReceiveLin
     public String peerName() {
         Frames.Hello h = peer;
         return h == null ? "?" : h.agentName();
+    }
+
+    @Override
+    public PeerProcess peerProcess() {
+        Frames.Hello h = peer;
+        return h == null ? null : new PeerProcess(h.pid(), h.pidStartMillis());
     }
 
     @Override
