@@ -313,6 +313,9 @@ public final class DefaultSendSession implements SendSession, Transport.Callback
             finished = op.pieceDone();
         }
         if (finished) {
+            op.bytesOut(); // TCP: the kernel took the write's last piece
+        }
+        if (finished) {
             finishOp(op, true);
         }
     }
@@ -367,7 +370,9 @@ public final class DefaultSendSession implements SendSession, Transport.Callback
             }
         }
         if (op != null) {
-            host.metrics().bytes(true, transport.backend() == Backend.SHM, length);
+            boolean shm = transport.backend() == Backend.SHM;
+            host.metrics().bytes(true, shm, length);
+            host.metrics().writeAcknowledged(shm, op.postedNanos, op.outNanos(), System.nanoTime());
             op.acked.complete(null);
         }
     }

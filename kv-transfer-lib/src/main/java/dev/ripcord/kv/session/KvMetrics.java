@@ -20,6 +20,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>{@code ripcord.kv.sessions} (counter; {@code side}, {@code outcome=completed|aborted}): sessions
  *   released, by terminal state;</li>
  *   <li>{@code ripcord.kv.abort.latency} (timer; {@code side}): abort requested to session released;</li>
+ *   <li>{@code ripcord.kv.write.time} (timer; {@code backend}, {@code phase=transport|acknowledgement}): one
+ *   acknowledged write of a send session, in two parts: accepted to its bytes out of the source (the copy into
+ *   the receiver's pages, or the kernel taking the last TCP piece), then to its WRITE_ACK read back;</li>
  *   <li>{@code ripcord.kv.lease.expiries} (counter): connections closed because the peer fell silent;</li>
  *   <li>{@code ripcord.kv.connections.refused} (counter): connections the listener closed as it accepted them,
  *   because it held {@code maxConnections} already;</li>
@@ -45,6 +48,10 @@ public final class KvMetrics {
     private final Counter receiverAborted;
     private final Timer senderAbortLatency;
     private final Timer receiverAbortLatency;
+    private final Timer writeTransportTcp;
+    private final Timer writeTransportShm;
+    private final Timer writeAckTcp;
+    private final Timer writeAckShm;
     private final Counter leaseExpiries;
     private final Counter connectionsRefused;
 
@@ -70,6 +77,14 @@ public final class KvMetrics {
                 .register(registry));
         receiverAbortLatency = keep(Timer.builder("ripcord.kv.abort.latency").tags("agent", agent, "side",
                 "receiver").register(registry));
+        writeTransportTcp = keep(Timer.builder("ripcord.kv.write.time").tags("agent", agent, "backend", "tcp",
+                "phase", "transport").register(registry));
+        writeTransportShm = keep(Timer.builder("ripcord.kv.write.time").tags("agent", agent, "backend", "shm",
+                "phase", "transport").register(registry));
+        writeAckTcp = keep(Timer.builder("ripcord.kv.write.time").tags("agent", agent, "backend", "tcp",
+                "phase", "acknowledgement").register(registry));
+        writeAckShm = keep(Timer.builder("ripcord.kv.write.time").tags("agent", agent, "backend", "shm",
+                "phase", "acknowledgement").register(registry));
         leaseExpiries = keep(Counter.builder("ripcord.kv.lease.expiries").tags("agent", agent).register(registry));
         connectionsRefused = keep(Counter.builder("ripcord.kv.connections.refused").tags("agent", agent)
                 .register(registry));
@@ -98,6 +113,16 @@ public final class KvMetrics {
             (side == Side.SENDER ? senderAbortLatency : receiverAbortLatency)
                     .record(System.nanoTime() - abortStartNanos, TimeUnit.NANOSECONDS);
         }
+    }
+
+    /**
+     * A write was acknowledged: accepted at {@code postedNanos}, its bytes out of the source at {@code outNanos}
+     * (0 when not seen: then the whole time counts as transport), acknowledged at {@code ackedNanos}.
+     */
+    public void writeAcknowledged(boolean sharedMemory, long postedNanos, long outNanos, long ackedNanos) {
+        long out = outNanos == 0 || outNanos > ackedNanos ? ackedNanos : Math.max(outNanos, postedNanos);
+        (sharedMemory ? writeTransportShm : writeTransportTcp).record(out - postedNanos, TimeUnit.NANOSECONDS);
+        (sharedMemory ? writeAckShm : writeAckTcp).record(ackedNanos - out, TimeUnit.NANOSECONDS);
     }
 
     public void leaseExpired() {

@@ -23,6 +23,9 @@ public final class WriteOp {
     final long length;
     final long dstOffset;
     final CompletableFuture<Void> acked = new CompletableFuture<>();
+    /** When the session accepted the write, and when its bytes left the source (0 until then): for the meters. */
+    final long postedNanos = System.nanoTime();
+    private volatile long outNanos;
     // guarded by the session
     private long issuedBytes;
     private int issuedPieces;
@@ -71,6 +74,21 @@ public final class WriteOp {
     /** Number of source spans (1 for {@code send}). */
     public int spans() {
         return spanSource.length;
+    }
+
+    /**
+     * The write's bytes left the source: the shared-memory copy ended (before its SHM_WRITTEN is written), or the
+     * kernel took the last TCP piece. The first call counts.
+     */
+    public void bytesOut() {
+        if (outNanos == 0) {
+            outNanos = System.nanoTime();
+        }
+    }
+
+    /** When the bytes left the source, or 0 when that was not seen (the write failed, or its ack came first). */
+    long outNanos() {
+        return outNanos;
     }
 
     /** Session monitor held: bytes handed to the transport so far. */

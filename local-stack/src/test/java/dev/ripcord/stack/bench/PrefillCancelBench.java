@@ -302,9 +302,34 @@ public final class PrefillCancelBench {
         double rate = bytes / seconds;
         return ("%-14s KV transfer (%s): %.0f bursts, mean %.0f KiB, %.0f MB/s in the services; this machine, same "
                 + "burst size, between the same iterations: memcpy %.0f MB/s (services %.0f %%), loopback TCP %.0f MB/s "
-                + "(services %.0f %%)").formatted(mode, backend, bursts, bytes / bursts / 1024, rate / 1e6,
+                + "(services %.0f %%)%s").formatted(mode, backend, bursts, bytes / bursts / 1024, rate / 1e6,
                 limits.memcpyRate() / 1e6, 100 * rate / limits.memcpyRate(), limits.tcpRate() / 1e6,
-                100 * rate / limits.tcpRate());
+                100 * rate / limits.tcpRate(), writeBreakdown(backend, before, after, most, limits));
+    }
+
+    /**
+     * Where the pages' time in the library went, from kv-transfer-lib's {@code ripcord.kv.write.time} (one sample per
+     * acknowledged write, in two phases): the mean per write of {@code transport} (accepted → bytes out of the
+     * source: the copy, or the kernel taking the last TCP piece) and {@code acknowledgement} (→ WRITE_ACK read back),
+     * and the bytes acknowledged over the two together, against memcpy and the socket.
+     */
+    private static String writeBreakdown(String backend, Prometheus before, Prometheus after, double sentBytes,
+                                         CopyLimits limits) {
+        String name = "ripcord_kv_write_time_seconds";
+        double writes = after.sum(name + "_count", "backend", backend, "phase", "transport")
+                - before.sum(name + "_count", "backend", backend, "phase", "transport");
+        double transport = after.sum(name + "_sum", "backend", backend, "phase", "transport")
+                - before.sum(name + "_sum", "backend", backend, "phase", "transport");
+        double ack = after.sum(name + "_sum", "backend", backend, "phase", "acknowledgement")
+                - before.sum(name + "_sum", "backend", backend, "phase", "acknowledgement");
+        if (writes <= 0 || transport + ack <= 0) {
+            return "";
+        }
+        double inLibrary = sentBytes / (transport + ack);
+        return ("; per write (%.0f): transport %.2f ms, waiting for the acknowledgement %.2f ms; bytes over the time "
+                + "in the library %.0f MB/s (memcpy %.0f %%, loopback TCP %.0f %%)").formatted(writes,
+                1000 * transport / writes, 1000 * ack / writes, inLibrary / 1e6,
+                100 * inLibrary / limits.memcpyRate(), 100 * inLibrary / limits.tcpRate());
     }
 
     /**

@@ -58,6 +58,7 @@ public final class ShmCopier implements Transport {
         }
         if (outcome == Transport.CopyOutcome.DELIVERED) {
             // Before the op finishes: COMPLETE, written when the last op finished, must follow every SHM_WRITTEN.
+            op.bytesOut();
             connection.writeShmWritten(session.sessionId(), op.writeId(), op.dstOffset(), op.length());
         }
         session.copied(op, outcome);
