@@ -130,12 +130,15 @@ public final class CacheEventPublisher implements PrefixCacheListener, AutoClose
     }
 
     private void run() {
-        while (running) {
+        while (true) {
             Change change;
             try {
-                change = queue.poll(100, TimeUnit.MILLISECONDS);
+                change = queue.poll(running ? 100 : 0, TimeUnit.MILLISECONDS);
             } catch (InterruptedException e) {
                 return;
+            }
+            if (change == null && !running) {
+                return; // closed, and everything offered before is published
             }
             try {
                 if (gap.getAndSet(false)) {
@@ -183,7 +186,10 @@ public final class CacheEventPublisher implements PrefixCacheListener, AutoClose
         return published.get();
     }
 
-    /** Stops the publisher thread; what is still queued is not published. */
+    /**
+     * Publishes what is queued (for at most two seconds), stops the publisher thread and closes the sink; changes
+     * offered afterwards are dropped.
+     */
     @Override
     public void close() {
         Thread t;
