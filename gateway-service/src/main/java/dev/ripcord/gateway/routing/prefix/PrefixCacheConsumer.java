@@ -46,6 +46,8 @@ public final class PrefixCacheConsumer implements AutoCloseable {
     private final Counter invalid;
     private volatile boolean running = true;
     private volatile long records;
+    /** The last attempt to read failed (this thread only). */
+    private boolean failing;
 
     /**
      * @param consumerConfig client settings (brokers, security); deserializers, no group and no auto-commit are set
@@ -85,7 +87,7 @@ public final class PrefixCacheConsumer implements AutoCloseable {
 
     private void run() {
         List<TopicPartition> assigned = List.of();
-        long nextRefresh = 0;
+        long nextRefresh = System.nanoTime(); // due at once
         while (running) {
             try {
                 if (System.nanoTime() - nextRefresh >= 0) {
@@ -99,11 +101,22 @@ public final class PrefixCacheConsumer implements AutoCloseable {
                 for (ConsumerRecord<String, byte[]> record : consumer.poll(POLL)) {
                     handle(record);
                 }
+                if (failing) {
+                    failing = false;
+                    log.info("prefix-cache index: reading {} again", topic);
+                }
             } catch (WakeupException | InterruptedException e) {
                 return;
             } catch (RuntimeException e) {
                 if (running) {
-                    log.warn("prefix-cache index: reading {} failed, retrying: {}", topic, e.toString());
+                    // Once per outage at WARN: routing goes on by what the index holds, or by load.
+                    if (!failing) {
+                        log.warn("prefix-cache index: reading {} failed, retrying every {}: {}", topic, RETRY,
+                                e.toString());
+                    } else {
+                        log.debug("prefix-cache index: reading {} failed again: {}", topic, e.toString());
+                    }
+                    failing = true;
                     try {
                         Thread.sleep(RETRY.toMillis());
                     } catch (InterruptedException interrupted) {
