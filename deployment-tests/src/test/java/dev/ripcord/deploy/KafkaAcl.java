@@ -8,7 +8,9 @@ import java.util.Set;
 import dev.ripcord.cancel.kafka.CancelProperties;
 import dev.ripcord.cancel.kafka.ProvisionedTopics;
 import dev.ripcord.gateway.relay.CancelRelayProperties;
+import dev.ripcord.gateway.routing.prefix.RoutingProperties;
 import dev.ripcord.lifecycle.kafka.LifecycleProperties;
+import dev.ripcord.prefill.prefix.CacheEventsProperties;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
 
@@ -32,7 +34,8 @@ record KafkaAcl(String user, String resourceType, String name, boolean prefixed,
     /**
      * Exactly what the services need, on exactly the topics they use, read from their own defaults: the gateway
      * publishes cancels and lifecycle records and shares the cancel-relay topic with the other gateways (no consumer
-     * group); each worker consumes the cancellations (one group per process, under
+     * group) and reads the prefix-cache topic (no consumer group either), which the prefill workers write; each worker
+     * consumes the cancellations (one group per process, under
      * {@code ripcord-cancel.<spring.application.name>.}), publishes dead letters and lifecycle records. Describe
      * goes with every topic a client uses (metadata, the binder's topic check). Nothing may create topics or ACLs.
      */
@@ -41,10 +44,15 @@ record KafkaAcl(String user, String resourceType, String name, boolean prefixed,
         CancelProperties cancel = defaults.bindOrCreate("ripcord.cancel", CancelProperties.class);
         String lifecycle = defaults.bindOrCreate("ripcord.lifecycle", LifecycleProperties.class).topic();
         String relay = defaults.bindOrCreate("ripcord.gateway.cancel-relay", CancelRelayProperties.class).topic();
+        String prefixCache = defaults.bindOrCreate("ripcord.prefill.cache-events", CacheEventsProperties.class).topic();
+        assertThat(defaults.bindOrCreate("ripcord.gateway.routing", RoutingProperties.class).cacheEventsTopic())
+                .as("the gateways read the topic the prefill workers write").isEqualTo(prefixCache);
         Set<KafkaAcl> acls = new LinkedHashSet<>();
         topic(acls, "gateway", cancel.topic(), "Write", "Describe");
         topic(acls, "gateway", lifecycle, "Write", "Describe");
         topic(acls, "gateway", relay, "Read", "Write", "Describe");
+        topic(acls, "gateway", prefixCache, "Read", "Describe");
+        topic(acls, "prefill", prefixCache, "Write", "Describe");
         for (String worker : List.of("prefill", "decode")) {
             topic(acls, worker, cancel.topic(), "Read", "Describe");
             topic(acls, worker, cancel.dltTopic(), "Write", "Describe");

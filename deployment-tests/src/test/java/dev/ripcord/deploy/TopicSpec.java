@@ -11,6 +11,8 @@ import dev.ripcord.gateway.relay.CancelRelayConfiguration;
 import dev.ripcord.gateway.relay.CancelRelayProperties;
 import dev.ripcord.lifecycle.kafka.LifecycleAutoConfiguration;
 import dev.ripcord.lifecycle.kafka.LifecycleProperties;
+import dev.ripcord.prefill.prefix.CacheEventsConfiguration;
+import dev.ripcord.prefill.prefix.CacheEventsProperties;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
@@ -53,7 +55,8 @@ record TopicSpec(int partitions, Map<String, String> config) {
      * The cancellations topic and its dead-letter topic, as the services create them ({@code CancelTopics}' NewTopic
      * beans) with the defaults, the lifecycle topic as the services declare it
      * ({@code LifecycleAutoConfiguration.topic}, defaults), and the gateways' cancel-relay topic as the gateway
-     * creates it ({@code CancelRelayConfiguration.topic}, defaults).
+     * creates it ({@code CancelRelayConfiguration.topic}, defaults), and the prefix-cache topic as the prefill workers
+     * declare it ({@code CacheEventsConfiguration.topic}, defaults).
      */
     static Map<String, TopicSpec> asTheServicesCreateThem() {
         return asTheServicesCreateThem(1);
@@ -75,6 +78,11 @@ record TopicSpec(int partitions, Map<String, String> config) {
                 cancel.bindOrCreate("ripcord.gateway.cancel-relay", CancelRelayProperties.class),
                 cancel.bindOrCreate("ripcord.cancel", CancelProperties.class));
         topics.put(relay.name(), new TopicSpec(relay.numPartitions(), relay.configs()));
+        CacheEventsProperties cacheEvents = new Binder(new MapConfigurationPropertySource(Map.of(
+                "ripcord.prefill.cache-events.replication-factor", String.valueOf(replicationFactor))))
+                .bindOrCreate("ripcord.prefill.cache-events", CacheEventsProperties.class);
+        NewTopic prefixCache = CacheEventsConfiguration.topic(cacheEvents);
+        topics.put(prefixCache.name(), new TopicSpec(prefixCache.numPartitions(), prefixCache.configs()));
         return topics;
     }
 }

@@ -85,6 +85,10 @@ public final class LocalStack implements AutoCloseable {
             if (!instanceIdGiven) {
                 args.add("--" + CANCEL_INSTANCE_ID + "=" + id + suffix);
             }
+            if (role == Role.PREFILL) {
+                // Its prefix-cache events name it as the gateways' worker list does (http://localhost:<port>).
+                args.add("--ripcord.prefill.cache-events.worker-id=localhost:" + port);
+            }
             return ServiceProcess.start(role, id, jar(options.root(), role), port, managementPort, jvmFlags.get(role),
                     args, environment(credentials, role), options.logDir(), console, verbose);
         }

@@ -34,11 +34,22 @@ import org.jspecify.annotations.Nullable;
  * @param n            how many choices to generate, {@code >= 1}; each is its own generation of the prompt
  * @param continuousUsage whether every streamed chunk carries the usage so far
  *                     ({@code stream_options.continuous_usage_stats})
+ * @param cacheSalt    the client's {@code cache_salt}, or null: only requests with the same salt share cached prompt
+ *                     pages (it seeds their prefix-cache keys, at the prefill worker and in routing)
  */
 public record GenerationRequest(String requestId, String model, int[] promptTokens, int maxTokens,
         double temperature, double topP, OptionalLong seed, List<String> stop,
         boolean ignoreEos, boolean stream, boolean includeUsage, @Nullable String user, @Nullable Duration timeout,
-        Kind kind, SamplingOptions sampling, int n, boolean continuousUsage) {
+        Kind kind, SamplingOptions sampling, int n, boolean continuousUsage, @Nullable String cacheSalt) {
+
+    /** No cache salt. */
+    public GenerationRequest(String requestId, String model, int[] promptTokens, int maxTokens,
+            double temperature, double topP, OptionalLong seed, List<String> stop,
+            boolean ignoreEos, boolean stream, boolean includeUsage, @Nullable String user,
+            @Nullable Duration timeout, Kind kind, SamplingOptions sampling, int n, boolean continuousUsage) {
+        this(requestId, model, promptTokens, maxTokens, temperature, topP, seed, stop, ignoreEos, stream,
+                includeUsage, user, timeout, kind, sampling, n, continuousUsage, null);
+    }
 
     /** One choice, no other sampling knobs, no continuous usage. */
     public GenerationRequest(String requestId, String model, int[] promptTokens, int maxTokens,
@@ -87,13 +98,13 @@ public record GenerationRequest(String requestId, String model, int[] promptToke
                 && seed.equals(r.seed) && stop.equals(r.stop) && ignoreEos == r.ignoreEos && stream == r.stream
                 && includeUsage == r.includeUsage && Objects.equals(user, r.user)
                 && Objects.equals(timeout, r.timeout) && kind == r.kind && sampling.equals(r.sampling) && n == r.n
-                && continuousUsage == r.continuousUsage;
+                && continuousUsage == r.continuousUsage && Objects.equals(cacheSalt, r.cacheSalt);
     }
 
     @Override
     public int hashCode() {
         return Objects.hash(requestId, model, Arrays.hashCode(promptTokens), maxTokens, temperature, topP, seed, stop,
-                ignoreEos, stream, includeUsage, user, timeout, kind, sampling, n, continuousUsage);
+                ignoreEos, stream, includeUsage, user, timeout, kind, sampling, n, continuousUsage, cacheSalt);
     }
 
     /** Sizes only: prompts and stop strings are user content and stay out of logs. */
@@ -108,6 +119,6 @@ public record GenerationRequest(String requestId, String model, int[] promptToke
                 + ", repetitionPenalty=" + sampling.repetitionPenalty()
                 + ", presencePenalty=" + sampling.presencePenalty() + ", frequencyPenalty=" + sampling.frequencyPenalty()
                 + ", logitBias=" + sampling.logitBias().size() + ", stopTokenIds=" + sampling.stopTokenIds().size()
-                + ", logprobs=" + sampling.logprobs() + ", continuousUsage=" + continuousUsage + "]";
+                + ", logprobs=" + sampling.logprobs() + ", continuousUsage=" + continuousUsage + ", cacheSalt=" + (cacheSalt == null ? "none" : "set") + "]";
     }
 }

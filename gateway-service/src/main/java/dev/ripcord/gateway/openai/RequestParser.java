@@ -65,7 +65,9 @@ final class RequestParser {
             // vLLM's sampling extensions
             "top_k", "min_p", "repetition_penalty", "stop_token_ids",
             // Ripcord extension: special-token text in client text becomes special tokens (off by default)
-            "parse_special");
+            "parse_special",
+            // vLLM's prefix-cache isolation: only requests with the same salt share cached prompt pages
+            "cache_salt");
     private static final Set<String> COMPLETION_FIELDS = Set.of("prompt", "echo", "suffix", "best_of");
     private static final Set<String> CHAT_FIELDS = Set.of("messages", "max_completion_tokens", "top_logprobs",
             // accepted only with their neutral values, or ignored
@@ -117,6 +119,7 @@ final class RequestParser {
         OptionalLong seed = integer(root.get("seed"), "seed");
         List<String> stop = stop(root.get("stop"));
         String user = string(root.get("user"), "user");
+        String cacheSalt = cacheSalt(root.get("cache_salt"));
         int n = choices(root.get("n"));
         boolean ignoreEos = bool(root.get("ignore_eos"), "ignore_eos", false);
         Duration timeout = shorter(timeout(root.get("timeout")), headerTimeout);
@@ -136,8 +139,21 @@ final class RequestParser {
         int limit = checkContext(promptTokens.length, maxTokens, promptParam,
                 kind == Kind.COMPLETION ? COMPLETIONS_DEFAULT_MAX_TOKENS : Integer.MAX_VALUE);
         return new GenerationRequest(requestId, model, promptTokens, limit, temperature, topP, seed, stop,
-                ignoreEos, stream, includeUsage, user, timeout, kind, sampling, n, continuousUsage);
+                ignoreEos, stream, includeUsage, user, timeout, kind, sampling, n, continuousUsage, cacheSalt);
     }
+
+    /** {@code cache_salt}: absent, or a non-empty string of at most {@value #MAX_CACHE_SALT_LENGTH} characters. */
+    private @Nullable String cacheSalt(@Nullable JsonNode node) {
+        String salt = string(node, "cache_salt");
+        if (salt != null) {
+            require(!salt.isEmpty() && salt.length() <= MAX_CACHE_SALT_LENGTH, ErrorCode.INVALID_VALUE, "cache_salt",
+                    "'cache_salt' must be a non-empty string of at most %s characters.", MAX_CACHE_SALT_LENGTH);
+        }
+        return salt;
+    }
+
+    /** The longest {@code cache_salt}: a salt is an identifier (a tenant's), not content. */
+    static final int MAX_CACHE_SALT_LENGTH = 256;
 
     /** Parses {@value #TIMEOUT_HEADER}: seconds, e.g. {@code 30} or {@code 2.5}; null when absent. */
     @Nullable Duration timeoutHeader(@Nullable String value) {

@@ -70,7 +70,7 @@ public class CancelRelayConfiguration {
     }
 
     /** Boot's client settings, the binder's brokers, and the binder's client configuration map (security). */
-    static Map<String, Object> clientConfig(Map<String, Object> base, Environment environment) {
+    public static Map<String, Object> clientConfig(Map<String, Object> base, Environment environment) {
         Map<String, Object> config = new HashMap<>(base);
         String brokers = environment.getProperty("spring.cloud.stream.kafka.binder.brokers");
         if (brokers != null && !brokers.isBlank()) {

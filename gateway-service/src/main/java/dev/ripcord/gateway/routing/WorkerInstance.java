@@ -42,6 +42,14 @@ public final class WorkerInstance {
         return role + ":" + uri.getHost() + ":" + port;
     }
 
+    /**
+     * {@code <host>:<port>} (the port defaulted by scheme): how a worker names itself on the prefix-cache topic
+     * ({@code ripcord.prefill.cache-events.worker-id}).
+     */
+    public String authority() {
+        return name.substring(role.length() + 1);
+    }
+
     public String role() {
         return role;
     }

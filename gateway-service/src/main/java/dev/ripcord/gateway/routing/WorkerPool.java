@@ -17,13 +17,14 @@ import io.github.resilience4j.bulkhead.Bulkhead;
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 
 /**
- * The instances of one worker role, chosen by least outstanding legs among those whose circuit breaker and bulkhead
- * let a call through.
+ * The instances of one worker role, chosen by the pool's {@link RoutingPolicy} (least outstanding legs by default)
+ * among those whose circuit breaker and bulkhead let a call through.
  *
  * <p>Least-outstanding rather than round-robin because request cost varies by orders of magnitude (a 16K-token
  * prefill against a 5-token one): the count of requests in flight is the cheapest honest proxy for load. Ties go
  * to the instance after the last one chosen, so equal load spreads evenly. Spring Cloud LoadBalancer offers
- * round-robin and random only, hence this small class.
+ * round-robin and random only, hence this small class. The prefill pool weighs load against the request's cached
+ * prefix at each instance ({@link RoutingPolicy#CACHE_AWARE}, with an {@link Affinity}).
  *
  * <p>Routing asks each candidate, in load order, for a bulkhead slot and then a breaker permission, and takes the
  * first that grants both: an open breaker (or a half-open one whose probes are all out) takes its instance out of
@@ -50,6 +51,9 @@ public final class WorkerPool {
     private final Map<URI, WorkerInstance> known = new LinkedHashMap<>();
     private volatile List<WorkerInstance> instances = List.of();
     private final AtomicInteger next = new AtomicInteger();
+    private final RoutingPolicy policy;
+    private final List<java.util.function.Consumer<WorkerInstance>> leaveListeners =
+            new java.util.concurrent.CopyOnWriteArrayList<>();
 
     /** A pool with a fixed list of addresses (it may still be {@link #update}d). */
     public WorkerPool(String role, List<URI> uris, WorkerResilience resilience) {
@@ -63,8 +67,26 @@ public final class WorkerPool {
 
     /** An empty pool, filled by {@link #update} (discovery); until then {@link #acquire} finds no worker. */
     public WorkerPool(String role, WorkerResilience resilience) {
+        this(role, resilience, RoutingPolicy.LEAST_LOADED);
+    }
+
+    /** An empty pool that orders its instances by {@code policy}. */
+    public WorkerPool(String role, WorkerResilience resilience, RoutingPolicy policy) {
         this.role = role;
         this.resilience = resilience;
+        this.policy = java.util.Objects.requireNonNull(policy, "policy");
+    }
+
+    public RoutingPolicy policy() {
+        return policy;
+    }
+
+    /**
+     * Calls {@code listener} with every instance that leaves the pool ({@link #update}), on the updating thread
+     * (the prefix index forgets such a worker's pages).
+     */
+    public void onLeave(java.util.function.Consumer<WorkerInstance> listener) {
+        leaveListeners.add(listener);
     }
 
     public String role() {
@@ -85,9 +107,11 @@ public final class WorkerPool {
         List<WorkerInstance> before = instances;
         List<String> added = new ArrayList<>();
         List<String> removed = new ArrayList<>();
+        List<WorkerInstance> left = new ArrayList<>();
         for (WorkerInstance instance : before) {
             if (!wanted.contains(instance.uri())) {
                 removed.add(instance.name());
+                left.add(instance);
             }
         }
         List<WorkerInstance> after = new ArrayList<>(wanted.size());
@@ -109,6 +133,9 @@ public final class WorkerPool {
         // (their breakers stay in the registry under their names, so one that comes back finds its state).
         known.values().removeIf(i -> !wanted.contains(i.uri()) && i.outstanding() == 0);
         instances = List.copyOf(after);
+        for (WorkerInstance instance : left) {
+            leaveListeners.forEach(listener -> listener.accept(instance));
+        }
         return new Membership(List.copyOf(added), List.copyOf(removed));
     }
 
@@ -142,6 +169,16 @@ public final class WorkerPool {
      * @throws NoWorkerAvailableException when no instance outside {@code excluded} grants a slot and a permission
      */
     public Lease acquire(Collection<WorkerInstance> tried, Collection<WorkerInstance> excluded) {
+        return acquire(tried, excluded, Affinity.NONE);
+    }
+
+    /**
+     * Like {@link #acquire(Collection, Collection)}, ordering the candidates by the pool's {@link RoutingPolicy}
+     * with the request's {@code affinity} (used by {@link RoutingPolicy#CACHE_AWARE} only).
+     *
+     * @throws NoWorkerAvailableException when no instance outside {@code excluded} grants a slot and a permission
+     */
+    public Lease acquire(Collection<WorkerInstance> tried, Collection<WorkerInstance> excluded, Affinity affinity) {
         List<WorkerInstance> members = instances; // one snapshot per decision: membership may change meanwhile
         int n = members.size();
         if (n == 0) {
@@ -150,9 +187,20 @@ public final class WorkerPool {
         int start = Math.floorMod(next.getAndIncrement(), n);
         List<WorkerInstance> order = new ArrayList<>(members);
         order.removeAll(excluded);
-        order.sort(Comparator.<WorkerInstance>comparingInt(i -> tried.contains(i) ? 1 : 0)
-                .thenComparingInt(WorkerInstance::outstanding)
-                .thenComparingInt(i -> Math.floorMod(members.indexOf(i) - start, n)));
+        Comparator<WorkerInstance> byTried = Comparator.comparingInt(i -> tried.contains(i) ? 1 : 0);
+        Comparator<WorkerInstance> byTurn = Comparator.comparingInt(i -> Math.floorMod(members.indexOf(i) - start, n));
+        switch (policy) {
+            case ROUND_ROBIN -> order.sort(byTried.thenComparing(byTurn));
+            case LEAST_LOADED -> order.sort(byTried.thenComparingInt(WorkerInstance::outstanding).thenComparing(byTurn));
+            case CACHE_AWARE -> {
+                Map<WorkerInstance, Double> score = new java.util.HashMap<>();
+                for (WorkerInstance i : order) {
+                    score.put(i, affinity.of(i) - i.outstanding()); // one read per instance: counts move meanwhile
+                }
+                order.sort(byTried.thenComparing(Comparator.comparingDouble((WorkerInstance i) -> score.get(i))
+                        .reversed()).thenComparing(byTurn));
+            }
+        }
         int open = 0;
         int full = 0;
         int draining = 0;

@@ -28,8 +28,10 @@ import dev.ripcord.gateway.generation.TokenGenerator;
 import dev.ripcord.gateway.generation.WarmUp;
 import dev.ripcord.gateway.generation.WorkerUnavailableException;
 import dev.ripcord.gateway.resilience.WorkerResilience;
+import dev.ripcord.gateway.routing.Affinity;
 import dev.ripcord.gateway.routing.WorkerInstance;
 import dev.ripcord.gateway.routing.WorkerPool;
+import dev.ripcord.gateway.routing.prefix.PrefixRouting;
 import dev.ripcord.protocol.Cancelled;
 import dev.ripcord.protocol.DecodeEvent;
 import dev.ripcord.protocol.Failed;
@@ -107,6 +109,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
     private final RequestContexts contexts;
     private final Duration defaultRetryAfter;
     private final String modelIdentity;
+    private final PrefixRouting prefixRouting;
 
     public DisaggregatedGenerator(WebClient client, WorkerPool prefillPool, WorkerPool decodePool,
                                   RequestContexts contexts, WorkerResilience resilience) {
@@ -128,7 +131,18 @@ public final class DisaggregatedGenerator implements TokenGenerator {
     public DisaggregatedGenerator(WebClient client, WorkerPool prefillPool, WorkerPool decodePool,
                                   RequestContexts contexts, WorkerResilience resilience, Scheduler timer,
                                   String modelIdentity) {
+        this(client, prefillPool, decodePool, contexts, resilience, timer, modelIdentity, null);
+    }
+
+    /**
+     * @param prefixRouting each prompt's affinity for the prefill workers (their cached prefix of it); null: prefill
+     *                      is routed by its pool's policy without one
+     */
+    public DisaggregatedGenerator(WebClient client, WorkerPool prefillPool, WorkerPool decodePool,
+                                  RequestContexts contexts, WorkerResilience resilience, Scheduler timer,
+                                  String modelIdentity, PrefixRouting prefixRouting) {
         this.modelIdentity = modelIdentity;
+        this.prefixRouting = prefixRouting;
         this.client = client;
         this.timer = timer;
         this.prefillLeg = WorkerLeg.prefill(prefillPool, resilience, timer);
@@ -361,8 +375,11 @@ public final class DisaggregatedGenerator implements TokenGenerator {
         return Flux.deferContextual(view -> {
             // Decode's pairing travels to prefill, which refuses (409 pairing_mismatch) unless it is its own.
             PrefillRequest prefillRequest = new PrefillRequest(id, request.promptTokens(), sampling, transfer,
-                    pairing);
-            return ctx.link(prefillLeg.events(id, instance -> routed(id, "prefill", instance, timings,
+                    pairing, request.cacheSalt());
+            // The worker holding the longest cached prefix of the prompt, weighed against load.
+            Affinity affinity = prefixRouting == null ? Affinity.NONE
+                    : prefixRouting.affinity(request.promptTokens(), request.cacheSalt());
+            return ctx.link(prefillLeg.events(id, affinity, instance -> routed(id, "prefill", instance, timings,
                     InBandCancel.tellWhyBeforeClosing(client, instance, id, ctx::cancelReason, client.post()
                             .uri(instance.uri().resolve(InternalApi.PREFILL))
                             .header(RequestIds.HEADER, id)

@@ -15,6 +15,8 @@ import io.micrometer.core.instrument.MeterRegistry;
 import dev.ripcord.gateway.generation.TokenGenerator;
 import dev.ripcord.gateway.routing.WorkerDiscovery;
 import dev.ripcord.gateway.routing.WorkerPool;
+import dev.ripcord.gateway.routing.prefix.PrefixRouting;
+import dev.ripcord.gateway.routing.prefix.RoutingProperties;
 import io.netty.channel.ChannelOption;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.beans.factory.ObjectProvider;
@@ -30,14 +32,15 @@ import reactor.netty.resources.ConnectionProvider;
 
 /** Wires the serving core: worker pools, the internal HTTP client and the {@link TokenGenerator}. */
 @Configuration(proxyBeanMethods = false)
-@EnableConfigurationProperties(GatewayProperties.class)
+@EnableConfigurationProperties({GatewayProperties.class, RoutingProperties.class})
 public class ServingConfiguration {
 
     private static final Logger log = LoggerFactory.getLogger(ServingConfiguration.class);
 
+    /** Prefill legs go by {@code ripcord.gateway.routing.policy} (cache-aware by default); decode's by load. */
     @Bean
-    WorkerPool prefillPool(WorkerResilience resilience) {
-        return new WorkerPool("prefill", resilience);
+    WorkerPool prefillPool(WorkerResilience resilience, RoutingProperties routing) {
+        return new WorkerPool("prefill", resilience, routing.policy());
     }
 
     @Bean
@@ -97,11 +100,11 @@ public class ServingConfiguration {
     @Bean
     TokenGenerator tokenGenerator(WebClient internalWebClient, WorkerPool prefillPool, WorkerPool decodePool,
                                   RequestContexts requestContexts, WorkerResilience resilience,
-                                  ObjectProvider<ModelProperties> model) {
+                                  ObjectProvider<ModelProperties> model, ObjectProvider<PrefixRouting> prefixRouting) {
         ModelProperties served = model.getIfAvailable();
         String identity = served == null ? null : served.identity();
         log.info("model identity {}: decode workers that report another are not paired", identity);
         return new DisaggregatedGenerator(internalWebClient, prefillPool, decodePool, requestContexts, resilience,
-                Schedulers.parallel(), identity);
+                Schedulers.parallel(), identity, prefixRouting.getIfAvailable());
     }
 }

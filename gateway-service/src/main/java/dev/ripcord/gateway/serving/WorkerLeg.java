@@ -14,6 +14,7 @@ import java.util.function.Function;
 
 import dev.ripcord.gateway.generation.GenerationFailedException;
 import dev.ripcord.gateway.resilience.WorkerResilience;
+import dev.ripcord.gateway.routing.Affinity;
 import dev.ripcord.gateway.routing.NoWorkerAvailableException;
 import dev.ripcord.gateway.routing.WorkerInstance;
 import dev.ripcord.gateway.routing.WorkerPool;
@@ -105,13 +106,18 @@ final class WorkerLeg {
      * {@link GenerationFailedException} for a worker fault or an admitted stream that broke (500).
      */
     <E> Flux<E> events(String requestId, Function<WorkerInstance, Flux<E>> exchange) {
+        return events(requestId, Affinity.NONE, exchange);
+    }
+
+    /** {@link #events(String, Function)}, routing every attempt with the request's {@code affinity}. */
+    <E> Flux<E> events(String requestId, Affinity affinity, Function<WorkerInstance, Flux<E>> exchange) {
         return Flux.defer(() -> {
             Retry.AsyncContext<Object> retryContext = retry.asyncContext();
             Set<WorkerInstance> tried = ConcurrentHashMap.newKeySet();
             Set<WorkerInstance> mayHoldIt = ConcurrentHashMap.newKeySet();
             AtomicInteger attempts = new AtomicInteger();
             return Flux.defer(() -> attempt(requestId, exchange, tried, mayHoldIt, attempts.incrementAndGet(),
-                            retryContext))
+                            retryContext, affinity))
                     .retryWhen(reactor.util.retry.Retry.from(signals -> signals.concatMap(signal ->
                             backoff(requestId, signal.failure(), attempts.get(), retryContext))))
                     .onErrorMap(LegFailure.class, f -> {
@@ -138,10 +144,10 @@ final class WorkerLeg {
 
     private <E> Flux<E> attempt(String requestId, Function<WorkerInstance, Flux<E>> exchange,
                                 Set<WorkerInstance> tried, Set<WorkerInstance> mayHoldIt, int number,
-                                Retry.AsyncContext<Object> retryContext) {
+                                Retry.AsyncContext<Object> retryContext, Affinity affinity) {
         WorkerPool.Lease lease;
         try {
-            lease = pool.acquire(tried, mayHoldIt);
+            lease = pool.acquire(tried, mayHoldIt, affinity);
         } catch (NoWorkerAvailableException e) {
             log.info("requestId={} {}", requestId, e.getMessage());
             return Flux.error(new LegFailure(role, LegFailure.Kind.NO_WORKER, retriable.contains(LegFailure.Kind.NO_WORKER),

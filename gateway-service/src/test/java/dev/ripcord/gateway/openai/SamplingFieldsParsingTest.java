@@ -43,6 +43,17 @@ class SamplingFieldsParsingTest {
     }
 
     @Test
+    void cacheSaltIsReadInBothEndpointsAndMustBeANonEmptyString() {
+        assertThat(completion("").cacheSalt()).isNull();
+        assertThat(completion(",\"cache_salt\":\"tenant-7\"").cacheSalt()).isEqualTo("tenant-7");
+        assertThat(chat(",\"cache_salt\":\"tenant-7\"").cacheSalt()).isEqualTo("tenant-7");
+        assertThatThrownBy(() -> completion(",\"cache_salt\":\"\"")).isInstanceOf(ApiException.class)
+                .hasMessageContaining("cache_salt");
+        assertThatThrownBy(() -> chat(",\"cache_salt\":7")).isInstanceOf(ApiException.class)
+                .hasMessageContaining("cache_salt");
+    }
+
+    @Test
     void withoutTheNewFieldsEveryKnobIsNeutral() {
         GenerationRequest request = completion("");
         assertThat(request.sampling()).isEqualTo(SamplingOptions.NONE);

@@ -101,6 +101,14 @@ public final class ServeBench {
             System.exit(1);
             return;
         }
+        if (options.multiTurn() != null) {
+            MultiTurnBench multiTurn = new MultiTurnBench(options, bench.run, progress);
+            multiTurn.header(progress, machine, endpoints);
+            multiTurn.report(out, multiTurn.run(endpoints));
+            progress.printf("load average at the end: %s%n", ServeReport.Machine.loadAverage());
+            System.exit(0);
+            return;
+        }
         ServeReport report = new ServeReport(options, endpoints, machine);
         report.header(progress);
         List<LevelFigures> figures = bench.run(endpoints);
@@ -178,7 +186,7 @@ public final class ServeBench {
         HttpRequest request = TestCredentials.withApiKey(
                 HttpRequest.newBuilder(target.url().resolve("/v1/models")), key)
                 .timeout(Duration.ofSeconds(30)).GET().build();
-        try (HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build()) {
+        try (HttpClient http = http()) {
             HttpResponse<String> response = http.send(request, HttpResponse.BodyHandlers.ofString());
             if (response.statusCode() != 200) {
                 throw new WarmUpException("target " + target.name() + ": GET " + request.uri() + " answered "
@@ -197,6 +205,16 @@ public final class ServeBench {
             Thread.currentThread().interrupt();
             throw new WarmUpException("interrupted");
         }
+    }
+
+    /**
+     * The client of every call the bench makes outside a stream ({@code /v1/models}, a worker's metrics): HTTP/1.1,
+     * like {@link StreamingClient}'s, for every target. Java's default {@code HttpClient} asks a plain-HTTP server
+     * for an h2c upgrade on its first request, which some servers answer by closing the connection.
+     */
+    static HttpClient http() {
+        return HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(10))
+                .build();
     }
 
     /** Every round, level by level, the targets taking turns; then the figures per target and level. */

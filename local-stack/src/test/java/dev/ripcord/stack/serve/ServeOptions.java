@@ -40,11 +40,24 @@ import dev.ripcord.stack.bench.BenchUsage;
  * @param pause         idle time between two phases, so that a server can finish what the last phase left it
  * @param warmUp        warm-up requests per target before the first phase
  * @param json          print one JSON object per target and level instead of the tables
+ * @param multiTurn     the multi-turn scenario ({@code --scenario=multi-turn}), or null for the single-prompt load
+ * @param prefillMetrics per target, the actuator base URLs of its prefill workers, whose prefix-cache counters the
+ *                      multi-turn scenario reads before and after each phase ({@code --prefill-metrics=NAME=URL,URL};
+ *                      a target resolved from {@code .ripcord/stack.json} gets the stack's prefill workers)
  */
 public record ServeOptions(List<Target> targets, Map<String, String> apiKeys, String apiKey,
                            Map<String, String> models, String model, List<Integer> concurrency, Integer requests,
                            PromptWords promptWords, int maxTokens, double leaveShare, Duration leaveAfter, long seed,
-                           int rounds, Duration timeout, Duration pause, int warmUp, boolean json) {
+                           int rounds, Duration timeout, Duration pause, int warmUp, boolean json,
+                           MultiTurn multiTurn, Map<String, List<URI>> prefillMetrics) {
+
+    /**
+     * The multi-turn scenario: {@code conversations} conversations of {@code turns} turns each over one shared system
+     * prompt of about {@code systemTokens} tokens, each user turn about {@code turnTokens} tokens, every turn resending
+     * the whole history (the system prompt, every earlier user turn and answer) as a chat client does.
+     */
+    public record MultiTurn(int conversations, int turns, int systemTokens, int turnTokens) {
+    }
 
     static final String USAGE = BenchUsage.read(ServeBench.class);
 
@@ -53,6 +66,8 @@ public record ServeOptions(List<Target> targets, Map<String, String> apiKeys, St
     private static final Pattern DURATION = Pattern.compile("(\\d+(?:\\.\\d+)?)(ms|s)");
     private static final Pattern STATE_GATEWAY =
             Pattern.compile("\"role\"\\s*:\\s*\"gateway\"\\s*,\\s*\"url\"\\s*:\\s*\"([^\"]+)\"");
+    private static final Pattern STATE_PREFILL_METRICS = Pattern.compile("\"role\"\\s*:\\s*\"prefill\"\\s*,"
+            + "\\s*\"url\"\\s*:\\s*\"[^\"]+\"\\s*,\\s*\"managementUrl\"\\s*:\\s*\"([^\"]+)\"");
 
     /** A server to measure; {@code url} is null for the gateway of the stack {@code ./ripcord up} runs. */
     public record Target(String name, URI url) {
@@ -81,6 +96,7 @@ public record ServeOptions(List<Target> targets, Map<String, String> apiKeys, St
         apiKeys = Map.copyOf(apiKeys);
         models = Map.copyOf(models);
         concurrency = List.copyOf(concurrency);
+        prefillMetrics = Map.copyOf(prefillMetrics);
     }
 
     /** Requests of the level with {@code c} clients: {@code --requests}, else 5 per client and at least 20. */
@@ -104,6 +120,7 @@ public record ServeOptions(List<Target> targets, Map<String, String> apiKeys, St
         Set<String> names = new LinkedHashSet<>();
         List<String> keyArgs = new ArrayList<>();
         List<String> modelArgs = new ArrayList<>();
+        List<String> metricsArgs = new ArrayList<>();
         Map<String, String> single = new LinkedHashMap<>();
         boolean json = false;
         for (String arg : args) {
@@ -131,8 +148,9 @@ public record ServeOptions(List<Target> targets, Map<String, String> apiKeys, St
                 }
                 case "api-key" -> keyArgs.add(value);
                 case "model" -> modelArgs.add(value);
+                case "prefill-metrics" -> metricsArgs.add(value);
                 case "concurrency", "requests", "prompt-tokens", "max-tokens", "leave", "seed", "rounds", "timeout",
-                     "pause", "warm-up" -> {
+                     "pause", "warm-up", "scenario", "conversations", "turns", "system-tokens", "turn-tokens" -> {
                     if (single.put(key, value) != null) {
                         throw new UsageException("--" + key + " is given twice");
                     }
@@ -179,8 +197,41 @@ public record ServeOptions(List<Target> targets, Map<String, String> apiKeys, St
         }
         Duration pause = duration("pause", single.getOrDefault("pause", "1s"));
         int warmUp = positive("warm-up", single.getOrDefault("warm-up", "2"));
+        String scenario = single.getOrDefault("scenario", "single");
+        MultiTurn multiTurn = null;
+        if (scenario.equals("multi-turn")) {
+            multiTurn = new MultiTurn(positive("conversations", single.getOrDefault("conversations", "2")),
+                    positive("turns", single.getOrDefault("turns", "8")),
+                    positive("system-tokens", single.getOrDefault("system-tokens", "1024")),
+                    positive("turn-tokens", single.getOrDefault("turn-tokens", "32")));
+        } else if (!scenario.equals("single")) {
+            throw new UsageException("--scenario=" + scenario + ": expected single or multi-turn");
+        } else {
+            for (String option : List.of("conversations", "turns", "system-tokens", "turn-tokens")) {
+                if (single.containsKey(option)) {
+                    throw new UsageException("--" + option + " belongs to --scenario=multi-turn");
+                }
+            }
+        }
+        Map<String, List<URI>> prefillMetrics = new LinkedHashMap<>();
+        for (String value : metricsArgs) {
+            int eq = value.indexOf('=');
+            String name = eq > 0 ? value.substring(0, eq) : null;
+            if (name == null || !names.contains(name)) {
+                throw new UsageException("--prefill-metrics=" + value + ": expected NAME=URL[,URL...] naming a --target");
+            }
+            List<URI> urls = new ArrayList<>();
+            for (String url : value.substring(eq + 1).split(",")) {
+                urls.add(baseUrl("prefill-metrics=" + value, url.strip(),
+                        "the prefix-cache counters are read at /actuator/prometheus"));
+            }
+            if (prefillMetrics.put(name, List.copyOf(urls)) != null) {
+                throw new UsageException("--prefill-metrics for target '" + name + "' is given twice");
+            }
+        }
         return new ServeOptions(targets, apiKeys, apiKey, models, model, concurrency, requests, promptWords,
-                maxTokens, leaveShare, leaveAfter, seed, rounds, timeout, pause, warmUp, json);
+                maxTokens, leaveShare, leaveAfter, seed, rounds, timeout, pause, warmUp, json, multiTurn,
+                prefillMetrics);
     }
 
     /**
@@ -193,7 +244,14 @@ public record ServeOptions(List<Target> targets, Map<String, String> apiKeys, St
         }
         Optional<URI> gateway = localStackGateway(dir);
         List<Target> resolved = new ArrayList<>();
+        Map<String, List<URI>> metrics = new LinkedHashMap<>(prefillMetrics);
         for (Target t : targets) {
+            if (t.url() == null && !metrics.containsKey(t.name())) {
+                List<URI> prefills = localStackPrefillMetrics(dir);
+                if (!prefills.isEmpty()) {
+                    metrics.put(t.name(), prefills);
+                }
+            }
             if (t.url() == null && gateway.isEmpty()) {
                 throw new UsageException("--target=" + t.name() + " has no URL and there is no .ripcord/stack.json with"
                         + " a gateway in " + dir + " or above (is ./ripcord up running? else give --target="
@@ -202,7 +260,27 @@ public record ServeOptions(List<Target> targets, Map<String, String> apiKeys, St
             resolved.add(t.url() != null ? t : new Target(t.name(), gateway.orElseThrow()));
         }
         return new ServeOptions(resolved, apiKeys, apiKey, models, model, concurrency, requests, promptWords,
-                maxTokens, leaveShare, leaveAfter, seed, rounds, timeout, pause, warmUp, json);
+                maxTokens, leaveShare, leaveAfter, seed, rounds, timeout, pause, warmUp, json, multiTurn, metrics);
+    }
+
+    /** The actuator base URLs of the prefill workers of {@code .ripcord/stack.json}, as {@link #localStackGateway}. */
+    static List<URI> localStackPrefillMetrics(Path dir) {
+        for (Path d = dir.toAbsolutePath(); d != null; d = d.getParent()) {
+            Path state = d.resolve(".ripcord").resolve("stack.json");
+            if (Files.isRegularFile(state)) {
+                try {
+                    Matcher m = STATE_PREFILL_METRICS.matcher(Files.readString(state, StandardCharsets.UTF_8));
+                    List<URI> urls = new ArrayList<>();
+                    while (m.find()) {
+                        urls.add(URI.create(m.group(1)));
+                    }
+                    return urls;
+                } catch (IOException | IllegalArgumentException e) {
+                    return List.of();
+                }
+            }
+        }
+        return List.of();
     }
 
     /** The first gateway URL of {@code .ripcord/stack.json} in {@code dir} or the closest directory above it. */
@@ -235,7 +313,7 @@ public record ServeOptions(List<Target> targets, Map<String, String> apiKeys, St
             name = value;
             url = null;
         }
-        URI uri = url == null ? null : baseUrl(value, url);
+        URI uri = url == null ? null : baseUrl("target=" + value, url, "requests go to /v1/completions");
         if (name == null) {
             name = uri.getAuthority();
         }
@@ -245,20 +323,20 @@ public record ServeOptions(List<Target> targets, Map<String, String> apiKeys, St
         return new Target(name, uri);
     }
 
-    private static URI baseUrl(String value, String url) {
+    private static URI baseUrl(String option, String url, String why) {
         URI uri;
         try {
             uri = new URI(url);
         } catch (URISyntaxException e) {
-            throw new UsageException("--target=" + value + ": '" + url + "' is not a URL");
+            throw new UsageException("--" + option + ": '" + url + "' is not a URL");
         }
         if (!("http".equals(uri.getScheme()) || "https".equals(uri.getScheme())) || uri.getHost() == null) {
-            throw new UsageException("--target=" + value + ": '" + url + "' is not an http(s)://host[:port] URL");
+            throw new UsageException("--" + option + ": '" + url + "' is not an http(s)://host[:port] URL");
         }
         String path = uri.getPath() == null ? "" : uri.getPath();
         if (!path.isEmpty() && !path.equals("/") || uri.getQuery() != null) {
-            throw new UsageException("--target=" + value + ": give the server's base URL without a path"
-                    + " (requests go to /v1/completions)");
+            throw new UsageException("--" + option + ": give the server's base URL without a path"
+                    + " (" + why + ")");
         }
         return URI.create(uri.getScheme() + "://" + uri.getAuthority());
     }
