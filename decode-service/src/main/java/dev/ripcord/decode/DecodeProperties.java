@@ -14,7 +14,8 @@ import org.springframework.validation.annotation.Validated;
  * @param maxBatch   sequences advanced together by one decode step (capped by {@code ripcord.engine.max-batch});
  *                   sequences join and leave between steps
  * @param retryAfter what {@code Retry-After} says when a request is refused (its admission queue full, or it waited
- *                   {@code admission.max-wait} for KV pages)
+ *                   {@code admission.max-wait} for KV pages) before the first decode step; afterwards the scheduler
+ *                   estimates it from the tokens in hand and the measured step time
  * @param admission  the queue of requests waiting for KV pages
  */
 @Validated
@@ -26,7 +27,7 @@ public record DecodeProperties(
 
     /**
      * {@code ripcord.decode.admission.*}: a request whose KV pages cannot be committed at once waits for pages to
-     * come back, first in first out.
+     * come back, oldest first; a smaller one that fits may pass it until it has aged.
      *
      * @param maxQueued requests waiting at most; one more is refused (503 with {@code Retry-After})
      * @param maxWait   how long a request may wait; then it is refused (503). Shorter than the gateway's

@@ -52,13 +52,13 @@ import dev.ripcord.format.gguf.GgufFile;
  * threads (e.g. a transfer library reading pages).
  *
  * <h2>Safe points</h2>
- * Every layer boundary of a forward is a safe point, and so is, in a prefill, every eighth work item of a layer's
- * projections and attention (item 0 of each region always). {@link Sequence#requestStop()}, from any thread, makes a {@link #prefill} of that
- * sequence in progress stop at the next of them (the chunk in progress abandons its layer part way, or stops before
- * the next layer or the output head) and throw {@link ComputeStoppedException}, which says at which layer and
- * whether inside it; a {@link #decodeStep} stops at the next layer boundary
- * the same way once every sequence of its batch has a stop requested (if only some have, the step completes for
- * all). A stopped call leaves its sequences as they were before it (length, logits, pending token, history); only
+ * Every layer boundary of a forward is a safe point, and so is every eighth work item of a layer's projections
+ * and of the output head (item 0 of each region always) and every attention item. {@link Sequence#requestStop()},
+ * from any thread, makes a {@link #prefill} of that sequence in progress stop at the next of them (the chunk in
+ * progress abandons its layer or the output head part way, or stops before the next layer or the output head) and
+ * throw {@link ComputeStoppedException}, which says at which layer ({@code layers} for the output head) and
+ * whether inside it; a {@link #decodeStep} stops at the next of them the same way once every sequence of its batch
+ * has a stop requested (if only some have, the step completes for all). A stopped call leaves its sequences as they were before it (length, logits, pending token, history); only
  * pages it allocated for the stopped positions stay with the sequence until {@link #free}. Between two calls is a
  * safe point too: a scheduler may simply stop calling and free the sequence.
  *
@@ -109,13 +109,25 @@ public final class InferenceEngine implements AutoCloseable {
     private volatile LayerBoundaryListener layerListener;
     /** The layer boundary the forward in progress last reached, or -1; written (release) at each boundary. */
     private final AtomicInteger boundary = new AtomicInteger(-1);
-    private final Transformer.SafePoint decodeSafePoint = layer -> {
-        boundary.setRelease(layer);
-        LayerBoundaryListener listener = this.layerListener;
-        if (listener != null) {
-            listener.beforeLayer(layer);
+    private final Transformer.SafePoint decodeSafePoint = new Transformer.SafePoint() {
+        @Override
+        public boolean stopBefore(int layer) {
+            boundary.setRelease(layer);
+            LayerBoundaryListener listener = layerListener;
+            if (listener != null) {
+                listener.beforeLayer(layer);
+            }
+            return allStopRequested(stepBatch);
         }
-        return allStopRequested(this.stepBatch);
+
+        @Override
+        public boolean stopInside(int layer) {
+            LayerBoundaryListener listener = layerListener;
+            if (listener != null) {
+                listener.insideLayer(layer);
+            }
+            return allStopRequested(stepBatch);
+        }
     };
     private volatile boolean closed;
     /** The mapped model file the weights point into (GGUF), closed after the arena; null when nothing is mapped. */
@@ -554,8 +566,8 @@ public final class InferenceEngine implements AutoCloseable {
      * into the sequence's pages (allocating pages as needed) and keeping the logits of position {@code to - 1} for
      * {@link #sample}. {@code from} must equal {@link Sequence#length()}; afterwards the length is {@code to}.
      * It returns after one chunk, and no lock is held while it computes. A {@link Sequence#requestStop() stop}
-     * requested before or during the call stops it at the next safe point: within eight work items of the layer in
-     * progress (its projections and attention), or at the next layer boundary.
+     * requested before or during the call stops it at the next safe point: within eight work items of the layer's
+     * projections or the output head in progress, before the next attention item, or at the next layer boundary.
      *
      * @throws KvPoolExhaustedException if the pool lacks the pages (nothing is computed or allocated)
      * @throws ComputeStoppedException  if the sequence's stop was requested: the chunk is discarded (the length
@@ -668,7 +680,8 @@ public final class InferenceEngine implements AutoCloseable {
      * sequence alone.
      *
      * <p>Safe point: once every sequence of the batch has a {@link Sequence#requestStop() stop} requested, the step
-     * stops at the next layer boundary. If only some have, it completes for all of them (their tokens are returned
+     * stops at the next safe point: a layer boundary, or inside a layer or the output head before its next checked
+     * work item ({@link ComputeStoppedException#inside()}). If only some have, it completes for all of them (their tokens are returned
      * like the others'; dropping them is the scheduler's business, at its next step).
      *
      * @throws KvPoolExhaustedException if the pool lacks a page some sequence needs (nothing is computed)
@@ -717,7 +730,8 @@ public final class InferenceEngine implements AutoCloseable {
                 }
                 decodeNanos.addAndGet(System.nanoTime() - start);
                 decodeStops.incrementAndGet();
-                throw new ComputeStoppedException("decode step of " + n + " sequences", stoppedAt, config.layers(), n);
+                throw new ComputeStoppedException("decode step of " + n + " sequences", stoppedAt, config.layers(), n,
+                        transformer.stoppedInside());
             }
             int[] next = new int[n];
             for (int r = 0; r < n; r++) {

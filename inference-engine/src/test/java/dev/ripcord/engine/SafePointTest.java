@@ -188,6 +188,110 @@ class SafePointTest {
     }
 
     @Test
+    void aStopRequestedWhileTheOutputHeadComputesAbandonsItBeforeItsNextWorkItemLeavingTheSequenceAsBefore() {
+        InferenceEngine engine = engine();
+        int[] prompt = TestData.tokens(3 * CHUNK, 6, 259);
+        Snapshot reference = reference(engine, prompt);
+        Sequence seq = engine.newSequence(SamplingParams.greedy());
+        engine.prefill(seq, prompt, 0, CHUNK);
+        Snapshot before = Snapshot.of(engine, seq);
+        List<Integer> itemsAfterTheStop = new ArrayList<>();
+        List<Integer> headItems = new ArrayList<>();
+        engine.onLayerBoundary(new InferenceEngine.LayerBoundaryListener() {
+            @Override
+            public void beforeLayer(int l) {
+            }
+
+            @Override
+            public void insideLayer(int l) {
+                if (seq.stopRequested()) {
+                    itemsAfterTheStop.add(l);
+                } else if (l == LAYERS) {
+                    headItems.add(l);
+                    seq.requestStop(); // arrives as the output head's first item starts
+                }
+            }
+        });
+        ComputeStoppedException stopped;
+        try {
+            stopped = catchThrowableOfType(ComputeStoppedException.class,
+                    () -> engine.prefill(seq, prompt, CHUNK, 2 * CHUNK));
+        } finally {
+            engine.onLayerBoundary(null);
+        }
+
+        assertThat(headItems).as("the output head asks the safe point").hasSize(1);
+        assertThat(stopped).as("stopped inside the output head").isNotNull();
+        assertThat(stopped.inside()).isTrue();
+        assertThat(stopped.layer()).isEqualTo(LAYERS);
+        assertThat(itemsAfterTheStop).as("no work item asked again after the stop (one thread)").isEmpty();
+        assertThat(seq.length()).isEqualTo(CHUNK);
+        Snapshot after = Snapshot.of(engine, seq);
+        assertThat(after.logits()).as("the previous chunk's logits are kept").containsExactly(before.logits());
+        Sequence copy = engine.fork(seq, SamplingParams.greedy());
+        engine.free(seq);
+        TestData.prefill(engine, copy, prompt, CHUNK);
+        assertSameAs(Snapshot.of(engine, copy), reference);
+        engine.free(copy);
+        assertThat(engine.pagePool().pagesLive()).isZero();
+    }
+
+    @Test
+    void aDecodeStepWhoseEverySequenceIsStoppedWhileALayerOrTheHeadComputesAbandonsItBeforeItsNextWorkItem() {
+        InferenceEngine engine = engine();
+        int[] prompt = TestData.tokens(CHUNK, 7, 259);
+        for (int stopIn = 0; stopIn <= LAYERS; stopIn++) {
+            List<Sequence> batch = new ArrayList<>();
+            for (int i = 0; i < 2; i++) {
+                Sequence s = engine.newSequence(SamplingParams.greedy());
+                engine.prefill(s, prompt, 0, CHUNK - i);
+                engine.sample(s);
+                batch.add(s);
+            }
+            List<Sequence> copies = batch.stream().map(s -> engine.fork(s, SamplingParams.greedy())).toList();
+            int[] expected = engine.decodeStep(copies);
+            int[] lengths = batch.stream().mapToInt(Sequence::length).toArray();
+            int[] pending = batch.stream().mapToInt(Sequence::pendingToken).toArray();
+            List<Integer> itemsAfterTheStop = new ArrayList<>();
+            int layer = stopIn;
+            // Both stops arrive inside layer `layer` (the output head for `LAYERS`), at its first checked item.
+            engine.onLayerBoundary(new InferenceEngine.LayerBoundaryListener() {
+                @Override
+                public void beforeLayer(int l) {
+                }
+
+                @Override
+                public void insideLayer(int l) {
+                    if (batch.get(0).stopRequested()) {
+                        itemsAfterTheStop.add(l);
+                    } else if (l == layer) {
+                        batch.forEach(Sequence::requestStop);
+                    }
+                }
+            });
+            ComputeStoppedException stopped;
+            try {
+                stopped = catchThrowableOfType(ComputeStoppedException.class, () -> engine.decodeStep(batch));
+            } finally {
+                engine.onLayerBoundary(null);
+            }
+            assertThat(stopped).as("stopped inside layer %d", layer).isNotNull();
+            assertThat(stopped.inside()).isTrue();
+            assertThat(stopped.layer()).isEqualTo(layer);
+            assertThat(itemsAfterTheStop).as("no work item asked again after the stop (one thread)").isEmpty();
+            assertThat(batch).extracting(Sequence::length).containsExactly(lengths[0], lengths[1]);
+            assertThat(batch).extracting(Sequence::pendingToken).containsExactly(pending[0], pending[1]);
+            // Copies of the stopped sequences take the step they did not take, to the reference's tokens.
+            List<Sequence> resumed = batch.stream().map(s -> engine.fork(s, SamplingParams.greedy())).toList();
+            assertThat(engine.decodeStep(resumed)).containsExactly(expected);
+            batch.forEach(engine::free);
+            resumed.forEach(engine::free);
+            copies.forEach(engine::free);
+            assertThat(engine.pagePool().pagesLive()).isZero();
+        }
+    }
+
+    @Test
     void aStoppedSequenceLeavesOtherSequencesUntouched() {
         InferenceEngine engine = engine();
         int[] prompt = TestData.tokens(3 * CHUNK, 3, 259);

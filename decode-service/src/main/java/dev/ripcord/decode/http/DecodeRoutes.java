@@ -42,7 +42,7 @@ public final class DecodeRoutes extends WorkerEndpoint<DecodeRequest> {
                 .flatMap(admitted -> Mono.fromFuture(admitted).doOnCancel(() -> routes.closed(body.requestId())))
                 .flatMap(job -> routes.stream(job.requestId(), job.events(), DecodeEvent.class))
                 .onErrorResume(DecodeScheduler.NoCapacityException.class,
-                        e -> routes.busy(body.requestId(), e.getMessage()))
+                        e -> routes.busy(body.requestId(), e.getMessage(), e.retryAfter()))
                 .onErrorResume(DuplicateRegistrationException.class, e -> routes.duplicate(body.requestId(), e));
     }
 

@@ -39,6 +39,11 @@ public final class DecodeJob extends WorkerJob<DecodeEvent> {
 
     // Engine-loop state.
     int pagesNeeded;
+    /**
+     * Pages committed to requests admitted past this one while it waited: once they reach {@link #pagesNeeded},
+     * nobody passes it any more.
+     */
+    int pagesPassed;
     int committedPages;
     int generated;
     /** {@link System#nanoTime()} when its first token (prefill's) was emitted: the start of its decode time. */

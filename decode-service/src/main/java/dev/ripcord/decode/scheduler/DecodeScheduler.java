@@ -43,8 +43,10 @@ import org.slf4j.LoggerFactory;
  * <pre>
  *  admit (engine loop) ─► register (a tombstone cancels it here, before any work)
  *                      ─► pages for prompt + max_tokens not all uncommitted, max-batch jobs already admitted,
- *                         or others already waiting:
- *                         wait in the admission queue (FIFO, bounded: full ⇒ refused, 503; max-wait ⇒ 503)  WAITING
+ *                         or a waiting job that may no longer be passed:
+ *                         wait in the admission queue (oldest first; one that fits may pass one that does not
+ *                         until the latter has aged; bounded: full ⇒ refused, 503; max-wait ⇒ 503, both with
+ *                         an estimated Retry-After)                                                         WAITING
  *                      ─► commit pages for prompt + max_tokens, reserve the prompt's pages, open a receive session
  *                         into them, answer RESERVED(descriptor)                                           WAITING
  *  KV lands, prefill's done notification carries the first token
@@ -91,8 +93,10 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
      */
     private int admittedJobs;
     /**
-     * Requests waiting for their pages, oldest first (engine-loop state). Only the head is ever admitted: a later,
-     * smaller request never overtakes an earlier one, so a stream of small requests cannot starve a large one.
+     * Requests waiting for their pages, oldest first (engine-loop state). A request that fits may pass one that does
+     * not, but only until the passed one has seen as many pages committed past it as it needs itself
+     * ({@link DecodeJob#pagesPassed}); from then on nobody passes it, so a stream of small requests cannot starve a
+     * large one, and one large request does not hold back smaller ones that fit beside it.
      */
     private final ArrayDeque<DecodeJob> admissionQueue = new ArrayDeque<>();
     private volatile int queuedForPages;
@@ -107,6 +111,11 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
     private final Object stepLock = new Object();
     private volatile long stepsStarted;
     private final Timer decodeTime;
+    private final Duration retryAfter;
+    /** Tokens the admitted jobs may still generate: their max_tokens, less what they generated (engine loop). */
+    private long tokensPromised;
+    /** Nanoseconds a decode step takes, an exponential average over the steps; 0 before the first (engine loop). */
+    private double stepNanos;
     /** Sent with every {@code RESERVED}: what the prefill worker that pushes the KV must share. */
     private final Pairing pairing;
 
@@ -116,6 +125,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         this.maxBatch = Math.min(properties.maxBatch(), engine.options().maxBatch());
         this.maxQueued = properties.admission().maxQueued();
         this.maxWait = properties.admission().maxWait();
+        this.retryAfter = properties.retryAfter();
         this.stopTokens = engine.tokenizer().stopTokens();
         this.pairing = context.pairing();
         lifecycle.observedAt(job -> {
@@ -174,7 +184,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         int contextLength = engine.config().contextLength();
         int need = pool.layout().pagesFor(Math.min(request.promptTokens() + request.maxTokens(), contextLength));
         // The pool holds at least one full context (EngineOptions), so every valid request fits once pages are back.
-        boolean fits = admissionQueue.isEmpty() && canAdmit(need);
+        boolean fits = canAdmit(need) && mayPassQueue();
         if (fits || admissionQueue.size() >= maxQueued) {
             if (!job.queuedForPages.compareAndSet(true, false)) {
                 return job.admitted; // a cancel ended it as it registered
@@ -182,8 +192,9 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
             if (!fits) {
                 lifecycle.refuse(job);
                 throw new NoCapacityException("decode admission queue is full (" + maxQueued
-                        + " waiting for KV pages)");
+                        + " waiting for KV pages)", estimatedRetryAfter());
             }
+            passQueue(need);
             reserve(job, need);
             return CompletableFuture.completedFuture(job);
         }
@@ -201,15 +212,32 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         return job.admitted;
     }
 
-    /** Admits waiting requests from the head of the queue while their pages fit (engine loop). */
+    /**
+     * Admits waiting requests, oldest first, that fit; one that does not is passed over while it may be (it has seen
+     * fewer pages committed past it than it needs), else admission stops at it (engine loop).
+     */
     private void admitWaiting() {
-        DecodeJob head;
-        while ((head = admissionQueue.peekFirst()) != null && canAdmit(head.pagesNeeded)) {
-            admissionQueue.pollFirst();
-            queuedForPages = admissionQueue.size();
-            DecodeJob job = head;
+        java.util.Iterator<DecodeJob> it = admissionQueue.iterator();
+        List<DecodeJob> passed = new ArrayList<>();
+        while (it.hasNext() && admittedJobs < maxBatch) {
+            DecodeJob job = it.next();
+            if (!job.queuedForPages.get()) {
+                it.remove(); // a cancel or its max-wait took it out (and completed it)
+                continue;
+            }
+            if (!canAdmit(job.pagesNeeded)) {
+                if (job.pagesPassed >= job.pagesNeeded) {
+                    break; // aged: nobody passes it any more
+                }
+                passed.add(job);
+                continue;
+            }
+            it.remove();
             if (!job.queuedForPages.compareAndSet(true, false)) {
                 continue; // a cancel took it out (and completed it)
+            }
+            for (DecodeJob older : passed) {
+                older.pagesPassed += job.pagesNeeded;
             }
             RequestLogging.with(job.requestId(), () -> {
                 try {
@@ -220,6 +248,49 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
                 }
             });
         }
+        queuedForPages = admissionQueue.size();
+    }
+
+    /** Whether a new request that fits may be admitted past every waiting one: none of them has aged. */
+    private boolean mayPassQueue() {
+        for (DecodeJob waiting : admissionQueue) {
+            if (waiting.pagesPassed >= waiting.pagesNeeded) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** A request committing {@code pages} is admitted past every waiting one: they age by as much. */
+    private void passQueue(int pages) {
+        for (DecodeJob waiting : admissionQueue) {
+            waiting.pagesPassed += pages;
+        }
+    }
+
+    /**
+     * What {@code Retry-After} says when decode refuses: the time the tokens in hand (what the admitted jobs may
+     * still generate and the waiting ones may ask for) take at the measured step time, shared among the batch's
+     * slots; the configured {@code retry-after} before the first step (engine loop).
+     */
+    private Duration estimatedRetryAfter() {
+        long tokens = tokensPromised;
+        for (DecodeJob waiting : admissionQueue) {
+            tokens += waiting.request.maxTokens();
+        }
+        return estimateRetryAfter(stepNanos, tokens, maxBatch, retryAfter);
+    }
+
+    /**
+     * {@code tokens} decode tokens, {@code slots} at a time, at {@code stepNanos} a step: whole seconds, at least
+     * one; {@code fallback} when no step was measured yet.
+     */
+    static Duration estimateRetryAfter(double stepNanos, long tokens, int slots, Duration fallback) {
+        if (stepNanos <= 0) {
+            return fallback;
+        }
+        double steps = Math.ceil((double) tokens / Math.max(1, slots));
+        return Duration.ofSeconds(Math.max(1, (long) Math.ceil(steps * stepNanos / 1e9)));
     }
 
     /** Whether a job that needs {@code pages} committed pages can be admitted now: they fit, and a slot is free. */
@@ -240,7 +311,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         job.admitted.completeExceptionally(new NoCapacityException("waited " + maxWait.toMillis()
                 + " ms for " + job.pagesNeeded + " KV pages and a batch slot (" + (pool.pageCount() - committedPages)
                 + " pages uncommitted of " + pool.pageCount() + ", " + admittedJobs + " of " + maxBatch
-                + " slots taken)"));
+                + " slots taken)", estimatedRetryAfter()));
         admitWaiting(); // the head may have changed
     }
 
@@ -258,6 +329,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         job.committedPages = need;
         committedPages += need;
         admittedJobs++;
+        tokensPromised += request.maxTokens();
         List<ByteRange> targets = new ArrayList<>(seq.pageCount());
         for (int i = 0; i < seq.pageCount(); i++) {
             targets.add(new ByteRange(pool.offsetOf(seq.poolPage(i)), pool.pageBytes()));
@@ -271,6 +343,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
             job.sequence = null;
             committedPages -= need;
             admittedJobs--;
+            tokensPromised -= request.maxTokens();
             lifecycle.refuse(job);
             loop.execute(this::admitWaiting);
             throw e;
@@ -295,6 +368,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
             job.sequence = null;
             committedPages -= job.committedPages;
             admittedJobs--;
+            tokensPromised -= Math.max(0, request.maxTokens() - job.generated);
             // After this job's FREED is journalled (the lifecycle records it when this returns): the next one's
             // RESERVED then follows the release that made room for it.
             loop.execute(this::admitWaiting);
@@ -398,6 +472,9 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
      */
     private boolean emitToken(DecodeJob job, int token, long step) {
         int index = job.generated++;
+        if (job.generated <= job.request.maxTokens()) {
+            tokensPromised--;
+        }
         String finish = null;
         if (Arrays.binarySearch(stopTokens, token) >= 0 && !job.request.ignoreEos() || job.stopsOn(token)) {
             finish = "stop";
@@ -460,6 +537,7 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
             batchSequences.add(job.sequence);
         }
         int[] tokens;
+        long started = System.nanoTime();
         try {
             tokens = engine.decodeStep(batchSequences);
         } catch (ComputeStoppedException stopped) {
@@ -494,6 +572,8 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
             running = 0;
             return true;
         }
+        long took = System.nanoTime() - started;
+        stepNanos = stepNanos <= 0 ? took : stepNanos + (took - stepNanos) / 8;
         for (int i = 0; i < tokens.length; i++) {
             DecodeJob job = batch.get(i);
             int token = tokens[i];
@@ -540,8 +620,20 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
      * answers 503.
      */
     public static final class NoCapacityException extends RuntimeException {
+        private final transient Duration retryAfter;
+
         NoCapacityException(String message) {
+            this(message, null);
+        }
+
+        NoCapacityException(String message, Duration retryAfter) {
             super(message, null, false, false);
+            this.retryAfter = retryAfter;
+        }
+
+        /** When a retry may be admitted, estimated from the work in hand; null for the configured default. */
+        public Duration retryAfter() {
+            return retryAfter;
         }
     }
 }

@@ -23,7 +23,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Decode's admission queue: a request whose KV pages cannot be committed now, or that finds every batch slot
- * taken, waits, first in first out, instead of being refused; it is refused (503) only when the queue is full or it waited {@code max-wait}. Facts only: order,
+ * taken, waits, oldest first (a smaller one that fits may pass a larger one until the larger one has aged), instead
+ * of being refused; it is refused (503) only when the queue is full or it waited {@code max-wait}. Facts only: order,
  * counts, states, nothing leaked.
  */
 @ExtendWith(KvLeakCheck.class)
@@ -32,38 +33,57 @@ class AdmissionQueueTest {
     private static final Duration NEVER = Duration.ofMinutes(10);
 
     @Test
-    void aLaterSmallRequestDoesNotOvertakeAnEarlierLargeOne() {
+    void aSmallRequestThatFitsPassesALargeOneThatDoesNotUntilTheLargeOneHasAged() {
         try (TwoWorkers w = new TwoWorkers(1, Backend.TCP, Backend.TCP, new DecodeProperties.Admission(8, NEVER))) {
-            List<TwoWorkers.Request> blockers = CancelScenario.fillDecodePool(w, "fifo");
-            // Give back all but 3 pages' worth of one blocker: 3 pages are uncommitted, the small request's need.
+            List<TwoWorkers.Request> blockers = CancelScenario.fillDecodePool(w, "pass");
+            // Give back all but 3 pages' worth of one blocker: 3 pages are uncommitted, a small request's need.
             w.decodeRegistry.cancel(blockers.removeLast().id, CancelReason.CLIENT_CANCEL, CancelSource.IN_BAND);
-            // Each blocker holds its one-token prompt's page; the cancelled one's goes back with its commitment.
             w.runUntil("the blocker's pages back", () -> w.decodeEngine.pagePool().pagesLive() == blockers.size());
-            blockers.add(w.reserve("fifo-partial", 1, TwoWorkers.CONTEXT_TOKENS - 3 * TwoWorkers.PAGE_TOKENS - 1));
+            blockers.add(w.reserve("pass-partial", 1, TwoWorkers.CONTEXT_TOKENS - 3 * TwoWorkers.PAGE_TOKENS - 1));
 
-            CompletableFuture<DecodeJob> large = submit(w, "fifo-large", 1, TwoWorkers.CONTEXT_TOKENS - 1);
-            CompletableFuture<DecodeJob> small = submit(w, "fifo-small", 1, 2 * TwoWorkers.PAGE_TOKENS);
+            // 5 pages: does not fit in 3. Small ones (3 pages) pass it until 5 pages have been committed past it.
+            CompletableFuture<DecodeJob> large = submit(w, "pass-large", 1, 4 * TwoWorkers.PAGE_TOKENS + 1);
+            CompletableFuture<DecodeJob> first = submit(w, "pass-small-1", 1, 2 * TwoWorkers.PAGE_TOKENS);
             w.decodeLoop().runUntilIdle(1000);
-
             assertThat(large).isNotDone();
-            assertThat(small).as("3 pages are free, but an earlier request waits").isNotDone();
+            assertThat(first).as("fits beside the large one's wait: passes it").isDone();
+            assertThat(TwoWorkers.events(w.decodeJournal, "pass-small-1")).containsExactly("RESERVED");
+
+            w.decodeRegistry.cancel("pass-small-1", CancelReason.CLIENT_CANCEL, CancelSource.IN_BAND);
+            w.runUntil("its pages back", () -> TwoWorkers.events(w.decodeJournal, "pass-small-1").contains("FREED"));
+            CompletableFuture<DecodeJob> second = submit(w, "pass-small-2", 1, 2 * TwoWorkers.PAGE_TOKENS);
+            w.decodeLoop().runUntilIdle(1000);
+            assertThat(second).as("3 pages passed it so far, it needs 5: passes again").isDone();
+
+            w.decodeRegistry.cancel("pass-small-2", CancelReason.CLIENT_CANCEL, CancelSource.IN_BAND);
+            w.runUntil("its pages back", () -> TwoWorkers.events(w.decodeJournal, "pass-small-2").contains("FREED"));
+            CompletableFuture<DecodeJob> third = submit(w, "pass-small-3", 1, 2 * TwoWorkers.PAGE_TOKENS);
+            w.decodeLoop().runUntilIdle(1000);
+            assertThat(third).as("6 pages passed the large one: it has aged, nobody passes it now").isNotDone();
             assertThat(w.decode.queuedForPages()).isEqualTo(2);
-            assertThat(w.decode.waiting()).isEqualTo(blockers.size() + 2);
 
             w.decodeRegistry.cancel(blockers.removeFirst().id, CancelReason.CLIENT_CANCEL, CancelSource.IN_BAND);
-            w.runUntil("both admitted", () -> large.isDone() && small.isDone());
-
-            assertThat(large.join().state()).isEqualTo(JobState.WAITING);
-            assertThat(small.join().state()).isEqualTo(JobState.WAITING);
+            w.runUntil("both admitted", () -> large.isDone() && third.isDone());
             List<String> order = w.decodeJournal.since(0).stream().filter(e -> e.event().equals("RESERVED"))
-                    .map(JournalEntry::requestId).filter(id -> id.startsWith("fifo-l") || id.startsWith("fifo-s"))
+                    .map(JournalEntry::requestId).filter(id -> id.startsWith("pass-l") || id.startsWith("pass-s"))
                     .toList();
-            assertThat(order).containsExactly("fifo-large", "fifo-small");
-            assertThat(TwoWorkers.events(w.decodeJournal, "fifo-small")).containsExactly("QUEUED", "RESERVED");
+            assertThat(order).containsExactly("pass-small-1", "pass-small-2", "pass-large", "pass-small-3");
 
-            cancelAll(w, blockers, large.join(), small.join());
+            cancelAll(w, blockers, large.join(), third.join());
             CancelScenario.assertNothingLeaked(w);
         }
+    }
+
+    @Test
+    void retryAfterIsTheWorkInHandAtTheMeasuredStepTimeNotAlwaysOneSecond() {
+        Duration fallback = Duration.ofSeconds(1);
+        assertThat(DecodeScheduler.estimateRetryAfter(0, 10_000, 8, fallback)).as("no step measured yet")
+                .isEqualTo(fallback);
+        // 10 000 tokens, 8 at a time: 1 250 steps of 20 ms: 25 s.
+        assertThat(DecodeScheduler.estimateRetryAfter(20e6, 10_000, 8, fallback)).isEqualTo(Duration.ofSeconds(25));
+        // Never below a second, rounded up.
+        assertThat(DecodeScheduler.estimateRetryAfter(20e6, 1, 8, fallback)).isEqualTo(Duration.ofSeconds(1));
+        assertThat(DecodeScheduler.estimateRetryAfter(20e6, 401, 8, fallback)).isEqualTo(Duration.ofSeconds(2));
     }
 
     @Test

@@ -276,7 +276,9 @@ public final class Transformer {
      * between parallel regions (no worker is computing), so it must be quick: one acquire load of a flag.
      *
      * <p>{@link #stopInside} is asked inside layer {@code l}, before every {@value #CHECK_EVERY_ITEMS}th work item
-     * of its projection and attention regions (item 0 of each region always), whether to abandon the layer: once it says so, no worker takes another item, the region returns
+     * of its projection regions (item 0 of each region always) and before every attention item, and inside the
+     * output head ({@code l = layers}) before every {@value #CHECK_EVERY_ITEMS}th of its items, whether to abandon
+     * the layer: once it says so, no worker takes another item, the region returns
      * when the items in progress are done, and the forward returns without starting another region (the layer's
      * keys and values may be partly written). Any compute worker may ask it, so it must be thread-safe and as
      * quick as {@link #stopBefore}. By default it never stops: such a safe point stops at boundaries only.
@@ -424,12 +426,16 @@ public final class Transformer {
         if (safePoint.stopBefore(c.layers())) {
             return c.layers();
         }
-        this.safePoint = SafePoint.NEVER; // the output head runs to its end once started: the logits are whole
+        // ── SAFE POINTS inside the output head: its items ask stopInside(layers) as a layer's do; abandoned, the
+        //    logits are partial, and the caller discards the forward as for any stop. ──
+        layer = c.layers();
         int outFrom = prefillMode ? last : 0;
         rowOp(OP_FINAL_NORM, 0, outFrom, rows, outFrom);
         matmul.begin();
         matmul.addHead(w.classifier, xb, outFrom, dim, logits, 0, vocab, rows - outFrom);
-        matmul.run();
+        if (matmul.run()) {
+            return abandon(c.layers());
+        }
         return COMPLETED;
     }
 
@@ -446,6 +452,11 @@ public final class Transformer {
         if ((item & (CHECK_EVERY_ITEMS - 1)) != 0) {
             return false;
         }
+        return abandonNow();
+    }
+
+    /** {@link #abandonItem} without the spacing: asked before every item (attention's, each a long stream). */
+    private boolean abandonNow() {
         if (abandoned) {
             return true;
         }
@@ -1097,7 +1108,9 @@ public final class Transformer {
             AttentionScratch w = attentionScratch[worker];
             int item;
             while ((item = next.getAndIncrement()) < items) {
-                if (abandonItem(item)) {
+                // Every item asks: an attention item streams a sequence's whole context (at 16K positions about a
+                // megabyte of keys and values per head group), against which the check is nothing.
+                if (abandonNow()) {
                     return;
                 }
                 if (prefillMode) {

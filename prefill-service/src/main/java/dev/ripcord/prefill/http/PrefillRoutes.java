@@ -48,7 +48,7 @@ public final class PrefillRoutes extends WorkerEndpoint<PrefillRequest> {
         try {
             job = scheduler.submit(body);
         } catch (PrefillScheduler.QueueFullException e) {
-            return routes.busy(body.requestId(), e.getMessage());
+            return routes.busy(body.requestId(), e.getMessage(), e.retryAfter());
         } catch (DuplicateRegistrationException e) {
             return routes.duplicate(body.requestId(), e);
         } catch (IllegalArgumentException e) {

@@ -24,6 +24,8 @@ public final class PrefillJob extends WorkerJob<PrefillEvent> {
     final int[] tokens;
     final ReceiveDescriptor descriptor;
     final SamplingParams sampling;
+    /** The job's place in the scheduling policy; set once it is queued, read by a canceller on any thread. */
+    volatile PrefillPolicy.Entry<PrefillJob> entry;
     /** Connected at admission (on the caller's thread), so decode's receive session is attached while queued. */
     volatile SendSession send;
     /** The last chunk is computed and the transfer is completing: a cancel now aborts the transfer. */

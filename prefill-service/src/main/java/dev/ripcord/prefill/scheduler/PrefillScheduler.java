@@ -1,14 +1,16 @@
 package dev.ripcord.prefill.scheduler;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.LinkedBlockingDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 
 import dev.ripcord.protocol.CancelSource;
 import dev.ripcord.engine.ComputeStoppedException;
+import dev.ripcord.engine.KvPoolExhaustedException;
 import dev.ripcord.engine.SamplingParams;
 import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveDescriptor;
@@ -38,6 +40,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import org.slf4j.Logger;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.stereotype.Component;
 import org.slf4j.LoggerFactory;
 
@@ -45,12 +48,16 @@ import org.slf4j.LoggerFactory;
  * The prefill worker's request lifecycle: what chunked prefill adds to the shared {@link JobLifecycle}.
  *
  * <pre>
- *  submit ─► register (a tombstone cancels it here, before any work)
- *         ─► connect the transfer session (non-blocking) ─► FIFO queue (bounded: full ⇒ 503)     WAITING
+ *  submit ─► full queue, or a start estimated past max-wait ⇒ 503 with an estimated Retry-After
+ *         ─► register (a tombstone cancels it here, before any work)
+ *         ─► connect the transfer session (non-blocking) ─► queue (bounded)                      WAITING
  *  engine loop, one step at a time:
- *     admit from the queue head while fewer than max-running are running                       ─► RUNNING
- *     pick the next running job (round-robin) and
- *        ── CANCEL CHECK POINT ── a job whose cancel was observed stops here, before its next chunk
+ *     a queued prompt past max-wait ends FAILED busy (its Retry-After estimate in the message)
+ *     ── CANCEL CHECK POINT ── every running job whose cancel was observed stops here, between chunks
+ *     admit what the {@link PrefillPolicy} starts: shortest first with aging, while fewer than max-running
+ *        run and the KV pool holds the prompt's pages                                           ─► RUNNING
+ *     pick the running job the policy picks (smallest remaining tokens minus credit; one whose next chunk's
+ *        pages are not free waits) and
  *        compute one chunk: ── SAFE POINTS ── a cancel observed while it computes requests the engine's stop on
  *                                 the job's sequence, and the chunk stops before the next work item of the layer
  *                                 in progress (or at the next layer boundary); it is discarded (never sent), and
@@ -81,10 +88,13 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     private static final Logger log = LoggerFactory.getLogger(PrefillScheduler.class);
 
     private final PrefillProperties properties;
-    private final LinkedBlockingDeque<PrefillJob> queue;
-    private final List<PrefillJob> running = new ArrayList<>();
-    private int nextRunning;
-    private volatile int runningCount;
+    private final PrefillPolicy<PrefillJob> policy;
+    private final LongSupplier clock;
+    /**
+     * Prompt tokens the engine computes per second, measured over the chunks (an exponential average), or 0 before
+     * the first chunk: what turns the queue's remaining work into a wait and a {@code Retry-After}.
+     */
+    private volatile double tokensPerSecond;
     /** The job whose chunk the engine is computing, or null: the one a cancel's safe-point position refers to. */
     private volatile PrefillJob computing;
     /** The index of the chunk {@link #computing} computes; written before it, read after it. */
@@ -100,14 +110,25 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     private final KvSendBursts sendBursts;
 
     /** A bean: closed, hence drained, before the {@link WorkerContext} it works with. */
+    @Autowired
     public PrefillScheduler(WorkerContext context, PrefillProperties properties) {
+        this(context, properties, System::nanoTime);
+    }
+
+    /**
+     * @param clock what the maximum wait and the measured speed read: {@link System#nanoTime()}, or a test's own
+     *              clock so that waits and estimates are numbers it chooses
+     */
+    PrefillScheduler(WorkerContext context, PrefillProperties properties, LongSupplier clock) {
         super("prefill", context, c -> c, f -> f);
         this.properties = properties;
-        this.queue = new LinkedBlockingDeque<>(properties.queueCapacity());
+        this.clock = clock;
+        this.policy = new PrefillPolicy<>(properties.maxRunning(), properties.chunkTokens(),
+                pool.layout().pageTokens(), properties.queueCapacity());
         MeterRegistry meters = context.meters();
-        Gauge.builder("ripcord.prefill.queue", queue, LinkedBlockingDeque::size)
+        Gauge.builder("ripcord.prefill.queue", policy, PrefillPolicy::waiting)
                 .description("prompts waiting for a running slot").register(meters);
-        Gauge.builder("ripcord.prefill.running", this, s -> s.runningCount)
+        Gauge.builder("ripcord.prefill.running", policy, PrefillPolicy::running)
                 .description("prompts in chunked prefill").register(meters);
         this.chunks = Counter.builder("ripcord.prefill.chunks").description("prefill chunks computed")
                 .register(meters);
@@ -140,10 +161,23 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
      */
     public PrefillJob submit(PrefillRequest request) {
         if (!accepting()) {
-            throw new QueueFullException("prefill worker is shutting down");
+            throw new QueueFullException("prefill worker is shutting down", null);
         }
-        if (queue.size() >= properties.queueCapacity()) {
-            throw new QueueFullException("prefill queue is full (" + properties.queueCapacity() + ")");
+        int tokens = request.tokens().length;
+        if (policy.waiting() >= properties.queueCapacity()) {
+            throw new QueueFullException("prefill queue is full (" + properties.queueCapacity() + ")", retryAfter());
+        }
+        if (policy.pagesFor(tokens) > pool.pageCount()) {
+            throw new IllegalArgumentException("a prompt of " + tokens + " tokens needs " + policy.pagesFor(tokens)
+                    + " KV pages; the pool has " + pool.pageCount());
+        }
+        double speed = tokensPerSecond;
+        if (speed > 0) {
+            double wait = policy.tokensAhead(tokens) / speed;
+            if (wait > properties.maxWait().toNanos() / 1e9) {
+                throw new QueueFullException("prefill would start in about %.1f s, past its maximum wait of %s"
+                        .formatted(wait, properties.maxWait()), retryAfter());
+            }
         }
         ReceiveDescriptor descriptor = ReceiveDescriptor.parse(request.transfer());
         SamplingParams sampling = WireSampling.toEngine(request.sampling());
@@ -165,15 +199,17 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         job.send = send;
         // Decode aborting the transfer for a cancel is that cancel here too, in whatever phase the job is.
         send.released().whenComplete((state, e) -> lifecycle.cancelFromPeer(job, send.abortReason(), Side.RECEIVER));
-        if (!queue.offerLast(job)) {
+        PrefillPolicy.Entry<PrefillJob> entry = policy.enqueue(job, tokens, clock.getAsLong());
+        if (entry == null) {
             send.abort("prefill queue is full");
             lifecycle.refuse(job);
-            throw new QueueFullException("prefill queue is full (" + properties.queueCapacity() + ")");
+            throw new QueueFullException("prefill queue is full (" + properties.queueCapacity() + ")", retryAfter());
         }
-        lifecycle.record(job, "QUEUED", queue.size() - 1 + runningCount,
-                LifecycleEvent.of(LifecycleEventType.QUEUED, job.requestId())
-                        .withDetail(Integer.toString(queue.size() - 1 + runningCount)));
-        job.emit(new PrefillEvent.Queued(queue.size() - 1 + runningCount));
+        job.entry = entry;
+        int ahead = policy.waiting() - 1 + policy.running();
+        lifecycle.record(job, "QUEUED", ahead, LifecycleEvent.of(LifecycleEventType.QUEUED, job.requestId())
+                .withDetail(Integer.toString(ahead)));
+        job.emit(new PrefillEvent.Queued(ahead));
         JobCancel.Request cancel = job.cancelRequest();
         if (cancel != null) {
             // A cancel raced with the assignments above and may have missed the session.
@@ -189,7 +225,10 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         boolean atAdmission = cancel.source() == CancelSource.TOMBSTONE;
         if (lifecycle.cancel(job, JobState.WAITING, "queued",
                 atAdmission ? "CANCELLED_AT_ADMISSION" : "REMOVED_FROM_QUEUE", cancel.reason())) {
-            queue.remove(job);
+            PrefillPolicy.Entry<PrefillJob> entry = job.entry;
+            if (entry != null) { // else not queued yet: the loop drops it when it comes to start it
+                policy.remove(entry);
+            }
             abortTransfer(job, cancel);
             log.info("requestId={} cancelled {}: no prefill work was done", job.requestId(),
                     atAdmission ? "at admission" : "while queued");
@@ -233,39 +272,79 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
 
     // ------------------------------------------------------------------------------------------ engine loop
 
-    /** One unit of work on the engine loop: admit, then one chunk of one running job. */
+    /**
+     * One unit of work on the engine loop: refuse the prompts past their maximum wait, stop the cancelled, start
+     * what the policy admits, then one chunk of the running prompt the policy picks. Nothing to compute (none
+     * running, or none whose next chunk's pages are free) parks the loop until a task or a wake-up.
+     */
     @Override
     protected boolean step() {
-        admit();
-        if (running.isEmpty()) {
-            return false;
+        boolean worked = expire();
+        for (PrefillPolicy.Entry<PrefillJob> entry : policy.runningEntries()) {
+            PrefillJob job = entry.job;
+            if (job.isCancelRequested()) {
+                // ── CANCEL CHECK POINT: between chunks, the safe point of chunked prefill. ──
+                RequestLogging.with(job.requestId(), () -> stopCancelled(job, null));
+                worked = true;
+            }
         }
-        nextRunning = nextRunning % running.size();
-        PrefillJob job = running.get(nextRunning);
-        nextRunning++;
+        admit();
+        PrefillPolicy.Entry<PrefillJob> next = policy.next(pool.pagesFree());
+        if (next == null) {
+            return worked;
+        }
+        PrefillJob job = next.job;
+        boolean[] computed = {false};
         RequestLogging.with(job.requestId(), () -> {
-            // ── CANCEL CHECK POINT: between chunks, the safe point of chunked prefill. ──
             if (job.isCancelRequested()) {
                 stopCancelled(job, null);
+                computed[0] = true;
             } else {
-                computeChunk(job);
+                computed[0] = computeChunk(job, next);
             }
         });
-        return true;
+        return worked || computed[0];
+    }
+
+    /** Ends, with 503's {@link Failed#BUSY}, the queued prompts that waited longer than the maximum wait. */
+    private boolean expire() {
+        List<PrefillPolicy.Entry<PrefillJob>> expired = policy.expire(clock.getAsLong() - properties.maxWait().toNanos());
+        for (PrefillPolicy.Entry<PrefillJob> entry : expired) {
+            PrefillJob job = entry.job;
+            Duration after = retryAfter();
+            String message = "waited longer than the maximum wait of %s in the prefill queue; retry after %d s"
+                    .formatted(properties.maxWait(), Math.max(1, after.toSeconds()));
+            RequestLogging.with(job.requestId(), () -> {
+                if (job.send != null) {
+                    job.send.abort(message);
+                }
+                lifecycle.fail(job, JobState.WAITING, Failed.BUSY, message);
+            });
+        }
+        return !expired.isEmpty();
     }
 
     private void admit() {
-        while (running.size() < properties.maxRunning()) {
-            PrefillJob job = queue.peekFirst();
-            if (job == null) {
-                return;
-            }
-            queue.remove(job);
+        for (PrefillPolicy.Entry<PrefillJob> entry : policy.admit(pool.pagesFree())) {
+            PrefillJob job = entry.job;
             if (job.moveTo(JobState.WAITING, JobState.RUNNING)) {
                 RequestLogging.with(job.requestId(), () -> start(job));
-            } // else cancelled meanwhile; its canceller ended it
+            } else {
+                policy.remove(entry); // cancelled meanwhile; its canceller ended it
+            }
         }
-        runningCount = running.size();
+    }
+
+    /**
+     * What {@code Retry-After} says when prefill refuses: the time the queue's remaining work takes at the measured
+     * speed (at least a second), or the configured {@code retry-after} before anything was measured.
+     */
+    Duration retryAfter() {
+        double speed = tokensPerSecond;
+        if (speed <= 0) {
+            return properties.retryAfter();
+        }
+        return Duration.ofSeconds(Math.max(1, (long) Math.ceil(policy.remainingTokens() / speed)));
     }
 
     private void start(PrefillJob job) {
@@ -280,8 +359,6 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         job.startedNanos = System.nanoTime();
         recordQueueTime(job);
         lifecycle.freeWhenReleased(job, job.send.released(), () -> engine.free(sequence));
-        running.add(job);
-        runningCount = running.size();
         lifecycle.record(job, "STARTED", job.tokens.length + " tokens",
                 LifecycleEvent.of(LifecycleEventType.STARTED, job.requestId()).withTokens(job.tokens.length));
         log.debug("requestId={} prefill started: {} tokens in chunks of {}", job.requestId(), job.tokens.length,
@@ -289,23 +366,31 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         job.emit(new PrefillEvent.Started());
     }
 
-    private void computeChunk(PrefillJob job) {
+    /** Computes the next chunk of {@code job}; false when the pool lacked its pages after all (it waits). */
+    private boolean computeChunk(PrefillJob job, PrefillPolicy.Entry<PrefillJob> entry) {
         int from = job.tokensDone;
-        int to = Math.min(from + properties.chunkTokens(), job.tokens.length);
+        int to = policy.chunkEnd(entry);
         computingChunk = job.chunks;
         computing = job;
+        long started = clock.getAsLong();
         try {
             engine.prefill(job.sequence, job.tokens, from, to);
         } catch (ComputeStoppedException stopped) {
             computing = null;
             // ── SAFE POINT: the cancel stopped the chunk between two layers; nothing of it is sent. ──
             stopCancelled(job, stopped);
-            return;
+            return true;
+        } catch (KvPoolExhaustedException e) {
+            // Nothing was computed or allocated: the prompt waits for pages, as one that has not started would.
+            computing = null;
+            return false;
         } catch (RuntimeException e) {
             computing = null;
             fail(job, "prefill failed: " + e.getMessage(), e);
-            return;
+            return true;
         }
+        measure(to - from, clock.getAsLong() - started);
+        policy.computed(entry, to - from);
         job.tokensDone = to;
         job.chunks++;
         lifecycle.record(job, "CHUNK", job.chunks - 1, LifecycleEvent.of(LifecycleEventType.CHUNK_DONE,
@@ -329,12 +414,20 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         } catch (RuntimeException e) {
             // A send that throws (rather than failing its future) must still end the job, not leave it computing.
             fail(job, "sending KV failed: " + e.getMessage(), e);
-            return;
+            return true;
         }
         job.emit(new PrefillEvent.Chunk(job.chunks - 1, to));
         if (last) {
             finish(job);
         }
+        return true;
+    }
+
+    /** Folds one chunk's speed into {@link #tokensPerSecond} (an exponential average, weight 1/4). */
+    private void measure(int tokens, long nanos) {
+        double speed = tokens * 1e9 / Math.max(1, nanos);
+        double before = tokensPerSecond;
+        tokensPerSecond = before <= 0 ? speed : before + (speed - before) / 4;
     }
 
     /**
@@ -382,8 +475,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             return;
         }
         prefillTime.record(System.nanoTime() - job.startedNanos, TimeUnit.NANOSECONDS);
-        running.remove(job);
-        runningCount = running.size();
+        policy.remove(job.entry);
         job.finishing = true;
         if (job.isCancelRequested()) {
             abortTransfer(job, job.cancelRequest()); // a cancel that looked before finishing was set
@@ -429,8 +521,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
      */
     private void stopCancelled(PrefillJob job, ComputeStoppedException stopped) {
         JobCancel.Request cancel = job.cancelRequest();
-        running.remove(job);
-        runningCount = running.size();
+        policy.remove(job.entry);
         abortTransfer(job, cancel);
         String where = stopped == null ? "" : " chunk=" + job.chunks + " layer=" + stopped.layer() + "/"
                 + stopped.layers() + (stopped.inside() ? " inside" : "");
@@ -452,8 +543,9 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
 
     private void fail(PrefillJob job, String message, Exception e) {
         log.warn("requestId={} {}", job.requestId(), message, e);
-        running.remove(job);
-        runningCount = running.size();
+        if (job.entry != null) {
+            policy.remove(job.entry);
+        }
         if (job.send != null) {
             job.send.abort(message);
         }
@@ -470,7 +562,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     // ------------------------------------------------------------------------------------------ state
 
     public int queued() {
-        return queue.size();
+        return policy.waiting();
     }
 
     @Override
@@ -480,7 +572,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
 
     @Override
     public int running() {
-        return runningCount;
+        return policy.running();
     }
 
     @Override
@@ -494,13 +586,24 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
 
     @Override
     protected boolean idle() {
-        return runningCount == 0 && queue.isEmpty();
+        return policy.running() == 0 && policy.waiting() == 0;
     }
 
-    /** The queue is full or the worker is draining: the gateway answers 503 with {@code Retry-After}. */
+    /**
+     * The queue is full, a prompt would wait past the maximum wait, or the worker is draining: 503 with
+     * {@code Retry-After}.
+     */
     public static final class QueueFullException extends RuntimeException {
-        QueueFullException(String message) {
+        private final transient Duration retryAfter;
+
+        QueueFullException(String message, Duration retryAfter) {
             super(message, null, false, false);
+            this.retryAfter = retryAfter;
+        }
+
+        /** The estimate of when a retry may be admitted, or null for the configured default. */
+        public Duration retryAfter() {
+            return retryAfter;
         }
     }
 }

@@ -247,9 +247,19 @@ public final class WorkerRoutes {
 
     /** 503 with {@code Retry-After}: full or draining; the gateway may retry elsewhere. */
     public Mono<ServerResponse> busy(String requestId, String message) {
-        log.info("requestId={} refused: {}", requestId, message);
+        return busy(requestId, message, null);
+    }
+
+    /**
+     * 503 with {@code Retry-After} {@code after} (whole seconds, rounded up, at least 1), or the configured
+     * default when {@code after} is null: the worker's own estimate of when it has room.
+     */
+    public Mono<ServerResponse> busy(String requestId, String message, Duration after) {
+        Duration wait = after != null ? after : retryAfter;
+        long seconds = Math.max(1, wait.toSeconds() + (wait.toNanosPart() > 0 ? 1 : 0));
+        log.info("requestId={} refused: {}; Retry-After {} s", requestId, message, seconds);
         return ServerResponse.status(HttpStatus.SERVICE_UNAVAILABLE)
-                .header(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, retryAfter.toSeconds())))
+                .header(HttpHeaders.RETRY_AFTER, Long.toString(seconds))
                 .bodyValue(new Failed(Failed.BUSY, message));
     }
 
