@@ -89,6 +89,18 @@ public final class Sequence {
         return pageCount;
     }
 
+    /**
+     * Leading pages of this sequence that stand in the prefix cache now or stood when they were linked (taken from it,
+     * or stored by this sequence or an equal one once complete): what a worker logs as cached.
+     */
+    public int cachedPrefixPages() {
+        int n = 0;
+        while (chain != null && n < linkedPages && chain[n] != null) {
+            n++;
+        }
+        return n;
+    }
+
     /** Prompt tokens whose KV came from the prefix cache (0 when none did, or the cache was not asked). */
     public int cachedTokens() {
         return cachedTokens;
