@@ -205,7 +205,10 @@ public final class KvPagePool {
         publish();
     }
 
-    /** Drops the references to {@code pages[from..to)} in reverse order, so that a chain's tail ages first. */
+    /**
+     * Drops one reference to each of {@code pages[0..count)}, last first, so that a chain's tail ages first; all or
+     * nothing: when one of them is not held, nothing is dropped and it throws.
+     */
     void freeAll(int[] pages, int count) {
         synchronized (this) {
             for (int i = count - 1; i >= 0; i--) {

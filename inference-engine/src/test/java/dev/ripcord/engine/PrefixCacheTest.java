@@ -359,7 +359,6 @@ class PrefixCacheTest {
         assertThat(warm.pagePool().pagesEvictable()).isZero();
         assertThat(warm.pagePool().pagesFree()).isEqualTo(warm.pagePool().pageCount());
         assertThat(told).containsExactly("stored 3", "cleared");
-        assertThat(Arrays.stream(keys(prompt)).count()).isEqualTo(3);
     }
 
     static int[] concat(int[] a, int[] b) {
