@@ -29,10 +29,14 @@ import java.nio.file.Path;
  *                       {@link QuantizedDot#DECODE}. Changes results: engines that must agree take the same
  * @param nativeIsa      the native kernels' variant ({@link KernelMode#NATIVE}); default {@link NativeIsa#AUTO}, the
  *                       fastest the CPU runs; a forced variant the CPU cannot run fails the engine's start
+ * @param prefixCachePages the most pages the prefix cache keeps that no request holds ({@link KvPagePool}); they
+ *                       share the pool with live pages and are evicted when a request needs one; 0 turns the
+ *                       cache off; default {@link Integer#MAX_VALUE} (as many as the pool has)
  */
 public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChunkTokens, int maxBatch,
                             KernelMode kernels, KvPoolMemory kvPoolMemory, boolean safePoints,
-                            long kvMemoryBytes, Path weightCache, QuantizedDot quantizedDot, NativeIsa nativeIsa) {
+                            long kvMemoryBytes, Path weightCache, QuantizedDot quantizedDot, NativeIsa nativeIsa,
+                            int prefixCachePages) {
 
     public EngineOptions {
         Checks.requireArgument(threads >= 1, "threads must be >= 1, got %s", threads);
@@ -46,6 +50,16 @@ public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChu
                 kvMemoryBytes);
         quantizedDot = quantizedDot == null ? QuantizedDot.DECODE : quantizedDot;
         nativeIsa = nativeIsa == null ? NativeIsa.AUTO : nativeIsa;
+        Checks.requireArgument(prefixCachePages >= 0, "prefixCachePages must be >= 0 (0 = off), got %s",
+                prefixCachePages);
+    }
+
+    /** Options with the default numerics and prefix cache. */
+    public EngineOptions(int threads, int pageTokens, int kvPages, int maxChunkTokens, int maxBatch,
+                         KernelMode kernels, KvPoolMemory kvPoolMemory, boolean safePoints,
+                         long kvMemoryBytes, Path weightCache, QuantizedDot quantizedDot, NativeIsa nativeIsa) {
+        this(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory, safePoints, kvMemoryBytes,
+                weightCache, quantizedDot, nativeIsa, Integer.MAX_VALUE);
     }
 
     /** Options with the default numerics ({@link QuantizedDot#DECODE}, {@link NativeIsa#AUTO}). */
@@ -68,32 +82,32 @@ public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChu
 
     public EngineOptions withThreads(int n) {
         return new EngineOptions(n, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa);
+                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa, prefixCachePages);
     }
 
     public EngineOptions withPageTokens(int n) {
         return new EngineOptions(threads, n, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa);
+                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa, prefixCachePages);
     }
 
     public EngineOptions withKvPages(int n) {
         return new EngineOptions(threads, pageTokens, n, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa);
+                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa, prefixCachePages);
     }
 
     public EngineOptions withMaxChunkTokens(int n) {
         return new EngineOptions(threads, pageTokens, kvPages, n, maxBatch, kernels, kvPoolMemory, safePoints,
-                kvMemoryBytes, weightCache, quantizedDot, nativeIsa);
+                kvMemoryBytes, weightCache, quantizedDot, nativeIsa, prefixCachePages);
     }
 
     public EngineOptions withMaxBatch(int n) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, n, kernels, kvPoolMemory,
-                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa);
+                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa, prefixCachePages);
     }
 
     public EngineOptions withKernels(KernelMode mode) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, mode, kvPoolMemory,
-                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa);
+                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa, prefixCachePages);
     }
 
     /**
@@ -102,7 +116,7 @@ public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChu
      */
     public EngineOptions withKvPoolMemory(KvPoolMemory memory) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, memory,
-                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa);
+                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa, prefixCachePages);
     }
 
     /**
@@ -110,30 +124,36 @@ public record EngineOptions(int threads, int pageTokens, int kvPages, int maxChu
      */
     public EngineOptions withKvMemoryBytes(long bytes) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                safePoints, bytes, weightCache, quantizedDot, nativeIsa);
+                safePoints, bytes, weightCache, quantizedDot, nativeIsa, prefixCachePages);
     }
 
     /** Benches only: {@code false} removes the between-layer stop checks, to measure their cost. */
     public EngineOptions withSafePoints(boolean on) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                on, kvMemoryBytes, weightCache, quantizedDot, nativeIsa);
+                on, kvMemoryBytes, weightCache, quantizedDot, nativeIsa, prefixCachePages);
     }
 
     /** Keeps packed weights as images in {@code directory} (see {@link #weightCache}); {@code null}: in the arena. */
     public EngineOptions withWeightCache(Path directory) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                safePoints, kvMemoryBytes, directory, quantizedDot, nativeIsa);
+                safePoints, kvMemoryBytes, directory, quantizedDot, nativeIsa, prefixCachePages);
     }
 
     /** Which forwards take the integer dot products (see {@link QuantizedDot}). */
     public EngineOptions withQuantizedDot(QuantizedDot dot) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                safePoints, kvMemoryBytes, weightCache, dot, nativeIsa);
+                safePoints, kvMemoryBytes, weightCache, dot, nativeIsa, prefixCachePages);
     }
 
     /** Forces a variant of the native kernels ({@link NativeIsa#AUTO}: the fastest the CPU runs). */
     public EngineOptions withNativeIsa(NativeIsa isa) {
         return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
-                safePoints, kvMemoryBytes, weightCache, quantizedDot, isa);
+                safePoints, kvMemoryBytes, weightCache, quantizedDot, isa, prefixCachePages);
+    }
+
+    /** At most {@code pages} cached pages no request holds; 0 turns the prefix cache off. */
+    public EngineOptions withPrefixCachePages(int pages) {
+        return new EngineOptions(threads, pageTokens, kvPages, maxChunkTokens, maxBatch, kernels, kvPoolMemory,
+                safePoints, kvMemoryBytes, weightCache, quantizedDot, nativeIsa, pages);
     }
 }

@@ -101,6 +101,8 @@ public final class InferenceEngine implements AutoCloseable {
     private final AtomicLong decodeNanos = new AtomicLong();
     private final AtomicLong prefillStops = new AtomicLong();
     private final AtomicLong decodeStops = new AtomicLong();
+    private final AtomicLong prefixQueriedTokens = new AtomicLong();
+    private final AtomicLong prefixHitTokens = new AtomicLong();
     private final int[] batchTokens;
     private final int[] batchPositions;
     private final int[][] batchTables;
@@ -152,7 +154,8 @@ public final class InferenceEngine implements AutoCloseable {
         int kvPages = poolPages(config, options);
         this.options = new EngineOptions(options.threads(), options.pageTokens(), kvPages, maxChunk,
                 options.maxBatch(), options.kernels(), options.kvPoolMemory(), options.safePoints(),
-                options.kvMemoryBytes(), options.weightCache(), options.quantizedDot(), options.nativeIsa());
+                options.kvMemoryBytes(), options.weightCache(), options.quantizedDot(), options.nativeIsa(),
+                options.prefixCachePages());
         this.description = source.describe();
         this.tokenizer = tokenizer;
         this.kernels = options.kernels() == KernelMode.SCALAR ? Kernels.scalar(vectorLanes()) : Kernels.vector();
@@ -167,9 +170,10 @@ public final class InferenceEngine implements AutoCloseable {
                     : new WeightCache(options.weightCache()).load(source, 4 * kernels.lanes(), arena);
             ModelWeights weights = loaded.weights();
             this.weightsLoad = loaded;
-            this.pagePool = options.kvPoolMemory() == null ? new KvPagePool(layout, kvPages, arena)
+            this.pagePool = options.kvPoolMemory() == null
+                    ? new KvPagePool(layout, kvPages, arena, options.prefixCachePages())
                     : new KvPagePool(layout, kvPages, options.kvPoolMemory().allocate(
-                            KvPagePool.bytesFor(layout, kvPages)));
+                            KvPagePool.bytesFor(layout, kvPages)), options.prefixCachePages());
             this.transformer = new Transformer(weights, layout, pagePool.segment(), kernels, quantRows,
                     options.quantizedDot(), pool, maxChunk, options.maxBatch(), arena);
         } catch (RuntimeException | Error e) {
@@ -393,6 +397,75 @@ public final class InferenceEngine implements AutoCloseable {
     }
 
     /**
+     * Starts a new, empty sequence from the prefix cache: attaches the pages of the longest cached page-aligned
+     * prefix of {@code tokens} (each page matched by its key, its token IDs and its parent, so a key collision never
+     * serves another prompt's KV) and makes the sequence file the pages its chunks complete under
+     * {@code pageKeys}. At least the prompt's last token is left to compute, so the first output token always comes
+     * from a real forward pass; the caller prefills from {@link Sequence#length()} on, with chunks of
+     * {@code tokens}. Cached pages are never written again: a sequence only writes positions at or beyond its
+     * length.
+     *
+     * @param tokens   the whole prompt
+     * @param pageKeys the chained keys of its complete pages ({@code tokens.length / pageTokens} of them,
+     *                 {@code dev.ripcord.protocol.prefix.PrefixKeys}); opaque to the engine
+     * @return the prompt tokens taken from the cache, a multiple of the page size (0 when nothing matched or the
+     *         cache is off)
+     */
+    public int reusePrefix(Sequence seq, int[] tokens, long[] pageKeys) {
+        requireActive(seq);
+        Checks.requireState(seq.length == 0 && seq.pageCount == 0 && seq.cacheKeys == null,
+                "sequence %s is not new: the prefix cache only starts sequences", seq.id);
+        int pageTokens = layout.pageTokens();
+        Checks.requireArgument(pageKeys.length <= tokens.length / pageTokens,
+                "%s page keys for a prompt of %s tokens (%s complete pages)", pageKeys.length, tokens.length,
+                tokens.length / pageTokens);
+        for (int token : tokens) {
+            requireToken(token);
+        }
+        List<KvPagePool.CachedPage> matched = pagePool.match(tokens, pageKeys, (tokens.length - 1) / pageTokens);
+        seq.cacheTokens = tokens;
+        seq.cacheKeys = pageKeys;
+        seq.chain = new KvPagePool.CachedPage[pageKeys.length];
+        for (int i = 0; i < matched.size(); i++) {
+            seq.addPage(matched.get(i).page);
+            seq.chain[i] = matched.get(i);
+        }
+        seq.linkedPages = matched.size();
+        int reused = matched.size() * pageTokens;
+        seq.length = reused;
+        seq.cachedTokens = reused;
+        seq.recordPrompt(tokens, 0, reused);
+        prefixQueriedTokens.addAndGet(tokens.length);
+        prefixHitTokens.addAndGet(reused);
+        return reused;
+    }
+
+    /**
+     * Tells {@code listener} about every change of the prefix cache from now on (pages stored, removed, the cache
+     * cleared), after the change and outside the engine's locks; null stops telling.
+     */
+    public void onPrefixCacheChange(PrefixCacheListener listener) {
+        pagePool.listener(listener);
+    }
+
+    /**
+     * Empties the prefix cache (an operator's clear): cached pages no request holds return to the free stack at
+     * once, pages requests hold stay theirs. The listener is told {@code cleared()}. Any thread.
+     *
+     * @return the pages that were cached
+     */
+    public int clearPrefixCache() {
+        requireOpen();
+        return pagePool.clearCache();
+    }
+
+    /** The prefix cache's counters. */
+    public PrefixCacheStats prefixCacheStats() {
+        return new PrefixCacheStats(pagePool.cacheEnabled(), prefixQueriedTokens.get(), prefixHitTokens.get(),
+                pagePool.pagesCached(), pagePool.pagesEvictable(), pagePool.evictions());
+    }
+
+    /**
      * Receiving side of a transfer: a sequence in {@link SequenceState#AWAITING_KV} with the pages a prompt of
      * {@code promptTokens} positions needs, allocated now so the sender can write into them. Call
      * {@link #adopt} once the bytes have arrived, or {@link #free} if the transfer is abandoned.
@@ -503,20 +576,19 @@ public final class InferenceEngine implements AutoCloseable {
     }
 
     /**
-     * Returns the sequence's pages to the pool. Freeing twice throws.
+     * Returns the sequence's pages to the pool: drops its reference to each, tail first. A page nobody else holds
+     * returns to the free stack, or stays in the prefix cache, evictable, when it is cached. Freeing twice throws.
      *
-     * @return the pages the pool took back (each one {@link KvPagePool#free} call): what a worker's lifecycle log
-     *         reports as freed, for the audit to reconcile with what the job reserved
+     * @return the page references dropped (one per page of the sequence): what a worker's lifecycle log reports as
+     *         freed, for the audit to reconcile with what the job reserved
      */
     public int free(Sequence seq) {
         requireOwned(seq);
         seq.state = seq.state.transitionTo(SequenceState.FREED, seq.id);
-        int returned = 0;
-        for (int i = 0; i < seq.pageCount; i++) {
-            pagePool.free(seq.pageTable[i]);
-            returned++;
-        }
+        int returned = seq.pageCount;
+        pagePool.freeAll(seq.pageTable, seq.pageCount);
         seq.pageCount = 0;
+        seq.chain = null;
         seq.pendingToken = -1;
         seq.hasLogits = false;
         live.remove(seq.id);
@@ -587,6 +659,10 @@ public final class InferenceEngine implements AutoCloseable {
         for (int i = from; i < to; i++) {
             requireToken(tokens[i]);
         }
+        Checks.requireArgument(seq.cacheTokens == null || (to <= seq.cacheTokens.length
+                        && Arrays.equals(tokens, from, to, seq.cacheTokens, from, to)),
+                "sequence %s files its pages in the prefix cache: its chunks must be the prompt given to "
+                        + "reusePrefix", seq.id);
         enter();
         try {
             if (options.safePoints() && seq.stopRequested()) {
@@ -632,12 +708,34 @@ public final class InferenceEngine implements AutoCloseable {
             seq.length = to;
             seq.pendingToken = -1;
             seq.hasLogits = true;
+            cacheCompletePages(seq);
             prefillNanos.addAndGet(System.nanoTime() - start);
             prefillChunks.incrementAndGet();
             prefillTokens.addAndGet(to - from);
         } finally {
             exit();
         }
+    }
+
+    /**
+     * Files the pages that the sequence's completed chunks filled, every layer written for every position, in the
+     * prefix cache. A chunk that stopped never gets here: its pages are not complete.
+     */
+    private void cacheCompletePages(Sequence seq) {
+        if (seq.cacheKeys == null) {
+            return;
+        }
+        int pageTokens = layout.pageTokens();
+        int complete = Math.min(seq.length / pageTokens, seq.cacheKeys.length);
+        for (int i = seq.linkedPages; i < complete; i++) {
+            KvPagePool.CachedPage parent = i == 0 ? null : seq.chain[i - 1];
+            KvPagePool.CachedPage entry = i > 0 && parent == null ? null
+                    : pagePool.store(seq.pageTable[i], seq.cacheKeys[i],
+                            Arrays.copyOfRange(seq.cacheTokens, i * pageTokens, (i + 1) * pageTokens), parent);
+            seq.chain[i] = entry;
+            seq.linkedPages = i + 1;
+        }
+        pagePool.publish();
     }
 
     /**

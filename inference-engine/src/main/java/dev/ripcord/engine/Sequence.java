@@ -45,6 +45,16 @@ public final class Sequence {
     int outputIdCount;
     /** What the latest {@code sample} reported, when the sampling asks for logprobs. */
     TokenLogprobs lastLogprobs;
+    /** The prompt whose complete pages this sequence files in the prefix cache, or null ({@code reusePrefix}). */
+    int[] cacheTokens;
+    /** The chained keys of {@link #cacheTokens}' complete pages. */
+    long[] cacheKeys;
+    /** The cache entry standing for the prefix up to the end of each page, or null where there is none. */
+    KvPagePool.CachedPage[] chain;
+    /** Pages whose cache linkage is settled (matched, stored, or known not to be cacheable). */
+    int linkedPages;
+    /** Prompt tokens taken from the prefix cache instead of computed. */
+    int cachedTokens;
     /** Set (release) by {@link #requestStop()} from any thread, read (acquire) by the forward between layers. */
     @SuppressWarnings("unused") // through STOP
     private boolean stop;
@@ -77,6 +87,23 @@ public final class Sequence {
 
     public int pageCount() {
         return pageCount;
+    }
+
+    /**
+     * Leading pages of this sequence that stand in the prefix cache now or stood when they were linked (taken from it,
+     * or stored by this sequence or an equal one once complete): what a worker logs as cached.
+     */
+    public int cachedPrefixPages() {
+        int n = 0;
+        while (chain != null && n < linkedPages && chain[n] != null) {
+            n++;
+        }
+        return n;
+    }
+
+    /** Prompt tokens whose KV came from the prefix cache (0 when none did, or the cache was not asked). */
+    public int cachedTokens() {
+        return cachedTokens;
     }
 
     /** Pool index of the sequence's {@code i}-th page. */

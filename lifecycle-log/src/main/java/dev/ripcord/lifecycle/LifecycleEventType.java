@@ -39,8 +39,24 @@ public enum LifecycleEventType {
     ABORTED,
     /** The job ended on the worker ({@code outcome}: COMPLETED or FAILED, {@code tokens}). */
     JOB_FINISHED,
-    /** The job's pages went back to the engine's pool ({@code pages} when known). */
+    /**
+     * The job's pages went back to the engine's pool ({@code pages} when known: the references it dropped, pages it
+     * took from the prefix cache included).
+     */
     PAGES_FREED,
+
+    // ---- the prefill worker's prefix cache
+    /**
+     * Prefill took the prompt's first pages from its prefix cache at the start ({@code pages}, {@code tokens}:
+     * prompt tokens not computed; {@code detail}: the hex key of the last page it took).
+     */
+    PREFIX_HIT,
+    /**
+     * After a completed chunk, the job's complete pages stand in the prefix cache up to {@code pages} ({@code tokens}:
+     * the positions they hold; {@code chunk}: the chunk that completed them; {@code detail}: the hex keys of the pages
+     * new since the job's last such event, space-separated).
+     */
+    PAGES_CACHED,
 
     // ---- KV transfer sessions (either worker; {@code detail}: SENDER or RECEIVER)
     /** A transfer session was opened. */
@@ -71,10 +87,26 @@ public enum LifecycleEventType {
      * process took a sequence number, its publisher emits one, with the next number: events lost after the last
      * event a reader saw (a lost tail) then show as a sequence gap before it. Its {@code requestId} is null.
      */
-    HEARTBEAT;
+    HEARTBEAT,
 
-    /** Whether this type is about the publisher, not a request (its {@code requestId} is null). */
+    // ---- the prefill worker's prefix cache, not about one request
+    /**
+     * Not about a request: cached pages left the prefix cache, evicted for a page a request needed or beyond the
+     * cache's size ({@code pages}; {@code detail}: their hex keys, space-separated). Its {@code requestId} is null.
+     */
+    PAGES_EVICTED,
+    /**
+     * Not about a request: the prefix cache is empty: the worker started, or an operator cleared it. Its
+     * {@code requestId} is null.
+     */
+    PREFIX_CACHE_CLEARED;
+
+    /**
+     * Whether this type is about the process, not a request (its {@code requestId} is null): the publisher's markers
+     * and the prefix cache's process-wide events.
+     */
     public boolean isMarker() {
-        return this == DROPPED || this == STOPPED || this == HEARTBEAT;
+        return this == DROPPED || this == STOPPED || this == HEARTBEAT || this == PAGES_EVICTED
+                || this == PREFIX_CACHE_CLEARED;
     }
 }

@@ -23,6 +23,12 @@ public final class InternalApi {
      * method a hook has). Idempotent; the process keeps running until it is told to stop.
      */
     public static final String DRAIN = "/internal/v1/drain";
+    /**
+     * A worker's prefix cache: {@code GET} its figures (pages cached and evictable, prompt tokens looked up and
+     * hit, evictions); {@code DELETE} empties it (an operator's clear: pages no request holds are freed at once,
+     * and the worker publishes that its cache was cleared). Only a prefill worker fills its cache.
+     */
+    public static final String PREFIX_CACHE = "/internal/v1/prefix-cache";
     /** A worker's live state: {@link WorkerStatus}. */
     public static final String STATUS = "/internal/v1/status";
     /**

@@ -36,8 +36,22 @@ public sealed interface PrefillEvent permits PrefillEvent.Queued, PrefillEvent.S
     record Chunk(int chunk, int tokensDone) implements PrefillEvent {
     }
 
-    /** The KV was delivered to decode, with the first generated token (which decode also got with the KV). */
+    /**
+     * The KV was delivered to decode, with the first generated token (which decode also got with the KV).
+     * {@code cachedTokens} of the prompt's tokens came from the worker's prefix cache instead of being computed
+     * (OpenAI's {@code usage.prompt_tokens_details.cached_tokens}); null from a worker that does not say.
+     */
     @JsonTypeName("DONE")
-    record Done(int firstToken) implements PrefillEvent {
+    record Done(int firstToken, Integer cachedTokens) implements PrefillEvent {
+
+        /** Nothing came from the cache. */
+        public Done(int firstToken) {
+            this(firstToken, 0);
+        }
+
+        /** {@link #cachedTokens}, 0 when the worker did not say. */
+        public int cached() {
+            return cachedTokens == null ? 0 : cachedTokens;
+        }
     }
 }

@@ -46,6 +46,7 @@ import org.springframework.validation.annotation.Validated;
  *                       {@code generic}, {@code avx2}, {@code avxvnni}, {@code avx512vnni}; all give the same bits
  * @param quantizedDot   which forwards take the integer dot products over quantized weights: {@code decode} (the
  *                       default), {@code always}, {@code never}; changes results, so prefill and decode take the same
+ * @param prefixCache    the prefix cache ({@link PrefixCache})
  */
 @Validated
 @ConfigurationProperties("ripcord.engine")
@@ -64,7 +65,29 @@ public record EngineProperties(
         @Nullable String modelName,
         @Nullable Path weightCache,
         @DefaultValue("auto") NativeIsa nativeIsa,
-        @DefaultValue("decode") QuantizedDot quantizedDot) {
+        @DefaultValue("decode") QuantizedDot quantizedDot,
+        @DefaultValue @Nullable PrefixCache prefixCache) {
+
+    /**
+     * {@code ripcord.engine.prefix-cache.*}: the prefill worker's prefix cache, which keeps the KV pages of prompt
+     * prefixes after their requests end, inside the KV pool's budget (a decode worker never fills it).
+     *
+     * @param enabled  whether complete prompt pages are kept and reused; default true
+     * @param maxPages the most cached pages no request holds; 0 (the default): as many as the pool has room for,
+     *                 evicted least recently used first when a request needs a page
+     */
+    public record PrefixCache(@DefaultValue("true") boolean enabled, @DefaultValue("0") @Min(0) int maxPages) {
+
+        /** The engine's {@code prefixCachePages}: 0 when off, else the cap ({@link Integer#MAX_VALUE}: none). */
+        public int enginePages() {
+            return !enabled ? 0 : maxPages == 0 ? Integer.MAX_VALUE : maxPages;
+        }
+    }
+
+    /** {@link #prefixCache} with its defaults where none was bound (a record built by hand). */
+    public PrefixCache prefixCacheOrDefault() {
+        return prefixCache == null ? new PrefixCache(true, 0) : prefixCache;
+    }
 
     /** The served model's id, as the gateway names it (see {@code modelName}). */
     public String servedModelName() {

@@ -67,7 +67,8 @@ public class WorkerAutoConfiguration {
                 .withKernels(p.kernels())
                 .withNativeIsa(p.nativeIsa())
                 .withQuantizedDot(p.quantizedDot())
-                .withWeightCache(p.weightCache());
+                .withWeightCache(p.weightCache())
+                .withPrefixCachePages(p.prefixCacheOrDefault().enginePages());
         if (p.threads() > 0) {
             options = options.withThreads(p.threads());
         }

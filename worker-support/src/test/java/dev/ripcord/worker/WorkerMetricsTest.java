@@ -67,6 +67,6 @@ class WorkerMetricsTest {
 
     private static EngineProperties properties(String preset, Path checkpoint, String modelName) {
         return new EngineProperties(preset, 42, checkpoint, null, 0, 64, 0, "256MB", 2048, 16, KernelMode.VECTOR,
-                modelName, null, NativeIsa.AUTO, QuantizedDot.DECODE);
+                modelName, null, NativeIsa.AUTO, QuantizedDot.DECODE, null);
     }
 }

@@ -96,6 +96,9 @@ record CancelScenario(Phase phase, Source source, Mode mode, int promptTokens, i
     }
 
     Outcome run(TwoWorkers w, String id) {
+        // The scenarios' prompts are alike and their phases name chunks: each runs on a cold prefix cache, as on a
+        // fresh prefill worker (what the cache keeps after a cancel is PrefixCacheTest's and PrefillSchedulerTest's).
+        w.prefillEngine.clearPrefixCache();
         long prefillAbortsBefore = w.prefill.aborts();
         long decodeAbortsBefore = w.decode.aborts();
         if (source == Source.TOMBSTONE) {

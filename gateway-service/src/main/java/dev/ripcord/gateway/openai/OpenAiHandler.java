@@ -14,6 +14,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import dev.ripcord.gateway.generation.CachedPromptTokens;
 import dev.ripcord.gateway.generation.Admission;
 import dev.ripcord.gateway.generation.CancelCause;
 import dev.ripcord.gateway.generation.RequestTimings;
@@ -292,8 +293,9 @@ final class OpenAiHandler {
         AtomicBoolean cancelled = new AtomicBoolean();
         Admission admission = new Admission();
         AtomicBoolean headersSent = new AtomicBoolean();
+        CachedPromptTokens cachedTokens = new CachedPromptTokens();
         Flux<byte[]> events = Flux.defer(() -> {
-            ResponseShapes shapes = new ResponseShapes(request, created, codec);
+            ResponseShapes shapes = new ResponseShapes(request, created, codec, cachedTokens);
             return deltas(request)
                     .map(shapes::events)
                     .doOnNext(event -> timings.mark("gateway.sse.first"))
@@ -325,7 +327,7 @@ final class OpenAiHandler {
                 .doFinally(signal -> admission.ended())
                 // The request ID is in the context already (RequestIdFilter); the cancel cause is this stream's own.
                 .contextWrite(Context.of(CancelCause.CONTEXT_KEY, cause, RequestTimings.CONTEXT_KEY, timings,
-                        Admission.CONTEXT_KEY, admission));
+                        Admission.CONTEXT_KEY, admission, CachedPromptTokens.CONTEXT_KEY, cachedTokens));
         AtomicReference<Subscription> generation = new AtomicReference<>();
         // Admitted by its workers, the stream's status and headers go out at once, ahead of the first token: an
         // empty first body element makes the server write and flush them (Admission).
@@ -414,6 +416,7 @@ final class OpenAiHandler {
     private Mono<ServerResponse> complete(GenerationRequest request, ServerRequest http) {
         long created = clock.instant().getEpochSecond();
         AtomicBoolean clientGone = new AtomicBoolean();
+        CachedPromptTokens cachedTokens = new CachedPromptTokens();
         return deltas(request)
                 // Nothing is written until the end: the connection closing is the only sign the client left. Its
                 // completion ends the deltas (cancelling the generation); an error from it would not cancel them.
@@ -437,13 +440,14 @@ final class OpenAiHandler {
                         endings.add(new ResponseShapes.Ending(text.toString(), last.finishReason(),
                                 last.completionTokens(), tokens));
                     }
-                    ObjectNode body = new ResponseShapes(request, created, codec).body(endings);
+                    ObjectNode body = new ResponseShapes(request, created, codec, cachedTokens).body(endings);
                     return json(HttpStatus.OK, body);
                 })
                 .onErrorResume(ClientGone.class, gone -> Mono.empty()) // nobody left to answer
                 .doOnCancel(() -> log.debug("requestId={} cancelled by the client", request.requestId()))
                 // the serving core reads why it was cancelled, and whether a stop string had completed the answer
-                .contextWrite(Context.of(CancelCause.CONTEXT_KEY, new CancelCause()));
+                .contextWrite(Context.of(CancelCause.CONTEXT_KEY, new CancelCause(),
+                        CachedPromptTokens.CONTEXT_KEY, cachedTokens));
     }
 
     // --- models -------------------------------------------------------------------------------------------------

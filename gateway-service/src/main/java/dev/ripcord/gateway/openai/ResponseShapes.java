@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
+import dev.ripcord.gateway.generation.CachedPromptTokens;
 import dev.ripcord.gateway.generation.GeneratedToken;
 import dev.ripcord.gateway.generation.GenerationRequest;
 import dev.ripcord.protocol.Logprobs;
@@ -44,18 +45,23 @@ final class ResponseShapes {
     private final GenerationRequest request;
     private final long created;
     private final @Nullable TextCodec codec;
+    private final CachedPromptTokens cached;
     private final Choice[] choices;
     private boolean started;
 
     ResponseShapes(GenerationRequest request, long created) {
-        this(request, created, null);
+        this(request, created, null, new CachedPromptTokens());
     }
 
-    /** @param codec names the tokens of logprobs; needed only when the request asks for them */
-    ResponseShapes(GenerationRequest request, long created, @Nullable TextCodec codec) {
+    /**
+     * @param codec  names the tokens of logprobs; needed only when the request asks for them
+     * @param cached the prompt tokens the prefill worker's cache served, read when the usage is written
+     */
+    ResponseShapes(GenerationRequest request, long created, @Nullable TextCodec codec, CachedPromptTokens cached) {
         this.request = request;
         this.created = created;
         this.codec = codec;
+        this.cached = cached;
         this.choices = new Choice[request.n()];
         for (int i = 0; i < choices.length; i++) {
             choices[i] = new Choice();
@@ -224,6 +230,7 @@ final class ResponseShapes {
         usage.put("prompt_tokens", promptTokens);
         usage.put("completion_tokens", completionTokens);
         usage.put("total_tokens", promptTokens + completionTokens);
+        usage.putObject("prompt_tokens_details").put("cached_tokens", cached.tokens());
     }
 
     private static void putFinishReason(ObjectNode choice, @Nullable String finishReason) {

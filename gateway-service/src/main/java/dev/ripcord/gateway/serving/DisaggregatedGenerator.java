@@ -13,6 +13,7 @@ import dev.ripcord.gateway.auth.ApiKeys;
 import dev.ripcord.gateway.lifecycle.RequestContext;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
 import dev.ripcord.gateway.lifecycle.RequestPhase;
+import dev.ripcord.gateway.generation.CachedPromptTokens;
 import dev.ripcord.gateway.generation.Admission;
 import dev.ripcord.gateway.generation.CancelCause;
 import dev.ripcord.gateway.generation.DeadlineExceededException;
@@ -407,9 +408,11 @@ public final class DisaggregatedGenerator implements TokenGenerator {
                             }
                             case PrefillEvent.Done d -> {
                                 timings.mark("prefill.done");
+                                CachedPromptTokens.of(view).record(d.cached());
                                 onDone.run();
                                 ctx.moveTo(RequestPhase.TRANSFER);
-                                log.debug("internalId={} prefill done, first token {}", id, d.firstToken());
+                                log.debug("internalId={} prefill done, first token {}, {} prompt tokens cached", id,
+                                        d.firstToken(), d.cached());
                             }
                             case Cancelled c -> sink.error(workerEnded(ctx.requestId(), id, "prefill", c));
                             case Failed f -> sink.error(workerEnded(ctx.requestId(), id, "prefill", f));

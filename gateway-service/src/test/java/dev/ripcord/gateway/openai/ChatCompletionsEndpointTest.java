@@ -80,6 +80,21 @@ class ChatCompletionsEndpointTest extends OpenAiEndpointTest {
     }
 
     @Test
+    void aChatsUsageSaysHowManyPromptTokensThePrefixCacheServedStreamedOrNot() {
+        generator.replay(tokensThenEos("ok"));
+        generator.cachedPromptTokens(64);
+
+        JsonNode body = json(raw(post("/v1/chat/completions", """
+                {"model":"ripcord-small","messages":[{"role":"user","content":"hi"}]}""")));
+        List<JsonNode> chunks = chunks(raw(post("/v1/chat/completions", """
+                {"model":"ripcord-small","messages":[{"role":"user","content":"hi"}],"stream":true,
+                 "stream_options":{"include_usage":true}}""")));
+
+        assertThat(body.at("/usage/prompt_tokens_details/cached_tokens").intValue()).isEqualTo(64);
+        assertThat(chunks.getLast().at("/usage/prompt_tokens_details/cached_tokens").intValue()).isEqualTo(64);
+    }
+
+    @Test
     void messagesAreRenderedWithTheChatMlTemplate() {
         generator.replay(tokensThenEos("ok"));
 

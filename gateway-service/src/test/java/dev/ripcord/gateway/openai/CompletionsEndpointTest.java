@@ -78,6 +78,22 @@ class CompletionsEndpointTest extends OpenAiEndpointTest {
     }
 
     @Test
+    void theUsageSaysHowManyPromptTokensThePrefixCacheServedStreamedOrNot() {
+        generator.replay(tokens("ab", GeneratedToken.LENGTH));
+        generator.cachedPromptTokens(3);
+
+        JsonNode usageChunk = chunks(raw(post("/v1/completions", """
+                {"model":"ripcord-small","prompt":"12345","max_tokens":2,"stream":true,
+                 "stream_options":{"include_usage":true}}"""))).getLast();
+        JsonNode body = json(raw(post("/v1/completions", """
+                {"model":"ripcord-small","prompt":"12345","max_tokens":2}""")));
+
+        assertThat(usageChunk.at("/usage/prompt_tokens_details/cached_tokens").intValue()).isEqualTo(3);
+        assertThat(body.at("/usage/prompt_tokens_details/cached_tokens").intValue()).isEqualTo(3);
+        assertThat(body.at("/usage/prompt_tokens").intValue()).as("cached tokens are prompt tokens").isEqualTo(5);
+    }
+
+    @Test
     void nonStreamedCompletionIsOneBodyWithUsage() {
         generator.replay(tokensThenEos("Hello"));
 
@@ -96,6 +112,8 @@ class CompletionsEndpointTest extends OpenAiEndpointTest {
         assertThat(body.get("usage").get("prompt_tokens").intValue()).isEqualTo(2);
         assertThat(body.get("usage").get("completion_tokens").intValue()).isEqualTo(6);
         assertThat(body.get("usage").get("total_tokens").intValue()).isEqualTo(8);
+        assertThat(body.at("/usage/prompt_tokens_details/cached_tokens").intValue()).as("no cache in the way")
+                .isZero();
         assertThat(generator.lastRequest().promptTokens()).containsExactly(72, 105);
     }
 

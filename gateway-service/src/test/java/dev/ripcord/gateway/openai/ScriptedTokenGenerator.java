@@ -32,12 +32,15 @@ public final class ScriptedTokenGenerator implements TokenGenerator {
     private final AtomicInteger cancellations = new AtomicInteger();
     private final AtomicInteger completions = new AtomicInteger();
     private final List<CancelReason> cancelReasons = new CopyOnWriteArrayList<>();
+    /** What the scripted prefill reports its worker's prefix cache served, as a real one does at its DONE. */
+    private volatile int cachedPromptTokens;
 
     @Override
     public Flux<GeneratedToken> generate(GenerationRequest request) {
         requests.add(request);
         return Flux.deferContextual(context -> {
                     contextRequestIds.add(context.getOrDefault(RequestIds.CONTEXT_KEY, "<none>"));
+                    dev.ripcord.gateway.generation.CachedPromptTokens.of(context).record(cachedPromptTokens);
                     return script.apply(request).doOnCancel(() -> cancelReasons.add(CancelCause.of(context)));
                 })
                 .doOnSubscribe(s -> subscriptions.incrementAndGet())
@@ -53,6 +56,12 @@ public final class ScriptedTokenGenerator implements TokenGenerator {
         cancellations.set(0);
         completions.set(0);
         cancelReasons.clear();
+        cachedPromptTokens = 0;
+    }
+
+    /** Every request's prefill reports {@code tokens} prompt tokens served from the prefix cache. */
+    void cachedPromptTokens(int tokens) {
+        this.cachedPromptTokens = tokens;
     }
 
     /** Every request replays {@code tokens}. */

@@ -19,5 +19,11 @@ public enum Invariant {
     /** Every worker role a completed request was routed to (prefill, decode) logged a job for it. */
     ROUTED_WORKERS_LOGGED,
     /** Every worker job of a request whose cancel was published observed the cancel, or had ended. */
-    CANCEL_OBSERVED_OR_FINISHED
+    CANCEL_OBSERVED_OR_FINISHED,
+    /** A page enters the prefix cache only once complete: after the chunk that filled it completed. */
+    PAGE_CACHED_WHEN_COMPLETE,
+    /** A prefix-cache hit reads only pages that were cached (complete) and not evicted or cleared since. */
+    HIT_ONLY_CACHED_PAGES,
+    /** A job drops every reference it took, the pages it took from the prefix cache included. */
+    CACHE_REFERENCES_DROPPED
 }

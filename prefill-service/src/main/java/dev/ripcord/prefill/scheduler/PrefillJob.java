@@ -26,6 +26,8 @@ public final class PrefillJob extends WorkerJob<PrefillEvent> {
     final SamplingParams sampling;
     /** The job's place in the scheduling policy; set once it is queued, read by a canceller on any thread. */
     volatile PrefillPolicy.Entry<PrefillJob> entry;
+    /** The chained prefix-cache keys of the prompt's complete pages ({@code PrefixKeys}), computed at admission. */
+    final long[] pageKeys;
     /** Connected at admission (on the caller's thread), so decode's receive session is attached while queued. */
     volatile SendSession send;
     /** The last chunk is computed and the transfer is completing: a cancel now aborts the transfer. */
@@ -46,15 +48,21 @@ public final class PrefillJob extends WorkerJob<PrefillEvent> {
     int tokensDone;
     int pagesSent;
     int chunks;
+    /** Prompt tokens whose KV came from the prefix cache; the prefill computed the rest. */
+    int cachedTokens;
+    /** Leading pages the lifecycle log has said stand in the prefix cache (PREFIX_HIT, PAGES_CACHED). */
+    int pagesLoggedCached;
     final List<CompletableFuture<Void>> sends = new ArrayList<>();
     /** Bytes and busy wall time of its KV transfer (written by the engine loop, acknowledged by transport threads). */
     final TransferClock transferClock = new TransferClock();
 
-    PrefillJob(String requestId, int[] tokens, ReceiveDescriptor descriptor, SamplingParams sampling) {
+    PrefillJob(String requestId, int[] tokens, ReceiveDescriptor descriptor, SamplingParams sampling,
+               long[] pageKeys) {
         super(requestId);
         this.tokens = tokens;
         this.descriptor = descriptor;
         this.sampling = sampling;
+        this.pageKeys = pageKeys;
     }
 
     @Override

@@ -173,6 +173,17 @@ final class PrefillPolicy<T> {
         return e.done;
     }
 
+    /**
+     * Records that the first {@code tokens} tokens of a prompt that just started came from the prefix cache: done
+     * without being computed, so nobody's credit grows for them.
+     */
+    synchronized void reused(Entry<T> e, int tokens) {
+        if (tokens < 0 || e.done + tokens > e.tokens) {
+            throw new IllegalArgumentException("cannot reuse " + tokens + " tokens of " + e);
+        }
+        e.done += tokens;
+    }
+
     /** Records a chunk of {@code tokens} computed for {@code e}: its credit is spent, everyone else's grows. */
     synchronized void computed(Entry<T> e, int tokens) {
         e.done += tokens;

@@ -11,6 +11,8 @@ import java.util.function.LongSupplier;
 import dev.ripcord.protocol.CancelSource;
 import dev.ripcord.engine.ComputeStoppedException;
 import dev.ripcord.engine.KvPoolExhaustedException;
+import dev.ripcord.engine.PrefixCacheListener;
+import dev.ripcord.engine.PrefixCacheStats;
 import dev.ripcord.engine.SamplingParams;
 import dev.ripcord.engine.Sequence;
 import dev.ripcord.kv.ReceiveDescriptor;
@@ -25,6 +27,7 @@ import dev.ripcord.protocol.Failed;
 import dev.ripcord.protocol.PrefillEvent;
 import dev.ripcord.protocol.PrefillRequest;
 import dev.ripcord.protocol.TransferMetadata;
+import dev.ripcord.protocol.prefix.PrefixKeys;
 import dev.ripcord.worker.WireSampling;
 import dev.ripcord.worker.JobCancel;
 import dev.ripcord.worker.RequestLogging;
@@ -36,10 +39,12 @@ import dev.ripcord.worker.job.JobState;
 import dev.ripcord.worker.job.LatencyBuckets;
 import dev.ripcord.worker.job.WorkerScheduler;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import org.slf4j.Logger;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.stereotype.Component;
 import org.slf4j.LoggerFactory;
@@ -55,7 +60,9 @@ import org.slf4j.LoggerFactory;
  *     a queued prompt past max-wait ends FAILED busy (its Retry-After estimate in the message)
  *     ── CANCEL CHECK POINT ── every running job whose cancel was observed stops here, between chunks
  *     admit what the {@link PrefillPolicy} starts: shortest first with aging, while fewer than max-running
- *        run and the KV pool holds the prompt's pages                                           ─► RUNNING
+ *        run and the KV pool (free and evictable cached pages) holds the prompt's pages          ─► RUNNING
+ *        (the prompt's longest cached page-aligned prefix is taken from the prefix cache; the chunks compute the
+ *         rest, and the first push sends the cached pages with the first chunk's)
  *     pick the running job the policy picks (smallest remaining tokens minus credit; one whose next chunk's
  *        pages are not free waits) and
  *        compute one chunk: ── SAFE POINTS ── a cancel observed while it computes requests the engine's stop on
@@ -108,23 +115,50 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     private final Timer prefillTime;
     private final TransferThroughput transferThroughput;
     private final KvSendBursts sendBursts;
+    /** {@link PrefixKeys#seed} for this worker's model and page size without a salt (the usual case). */
+    private final long cacheSeedNoSalt;
 
-    /** A bean: closed, hence drained, before the {@link WorkerContext} it works with. */
-    @Autowired
+    /** A scheduler whose prefix cache tells nobody of its changes (in-process tests). */
     public PrefillScheduler(WorkerContext context, PrefillProperties properties) {
-        this(context, properties, System::nanoTime);
+        this(context, properties, PrefixCacheListener.NONE, System::nanoTime);
     }
 
     /**
-     * @param clock what the maximum wait and the measured speed read: {@link System#nanoTime()}, or a test's own
-     *              clock so that waits and estimates are numbers it chooses
+     * A bean: closed, hence drained, before the {@link WorkerContext} it works with. The engine's prefix cache
+     * tells {@code listeners}' bean (the publisher of page events, where there is one) of every change, starting
+     * with a {@code cleared()}: this worker's cache starts empty, whatever it held before a restart.
      */
+    @Autowired
+    public PrefillScheduler(WorkerContext context, PrefillProperties properties,
+                            ObjectProvider<PrefixCacheListener> listeners) {
+        this(context, properties, listeners.getIfAvailable(() -> PrefixCacheListener.NONE), System::nanoTime);
+    }
+
+    public PrefillScheduler(WorkerContext context, PrefillProperties properties, PrefixCacheListener listener) {
+        this(context, properties, listener, System::nanoTime);
+    }
+
+    /** A test's scheduler on its own clock, whose prefix cache tells nobody of its changes. */
     PrefillScheduler(WorkerContext context, PrefillProperties properties, LongSupplier clock) {
+        this(context, properties, PrefixCacheListener.NONE, clock);
+    }
+
+    /**
+     * @param listener told of every prefix-cache change
+     * @param clock    what the maximum wait and the measured speed read: {@link System#nanoTime()}, or a test's own
+     *                 clock so that waits and estimates are numbers it chooses
+     */
+    PrefillScheduler(WorkerContext context, PrefillProperties properties, PrefixCacheListener listener,
+                     LongSupplier clock) {
         super("prefill", context, c -> c, f -> f);
         this.properties = properties;
         this.clock = clock;
         this.policy = new PrefillPolicy<>(properties.maxRunning(), properties.chunkTokens(),
                 pool.layout().pageTokens(), properties.queueCapacity());
+        this.cacheSeedNoSalt = PrefixKeys.seed(context.pairing().model(), pool.layout().pageTokens(), null);
+        engine.onPrefixCacheChange(new LoggedCacheChanges(listener));
+        // This worker's cache starts empty, whatever a previous process of it held: void what was published before.
+        engine.clearPrefixCache();
         MeterRegistry meters = context.meters();
         Gauge.builder("ripcord.prefill.queue", policy, PrefillPolicy::waiting)
                 .description("prompts waiting for a running slot").register(meters);
@@ -140,6 +174,13 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         this.prefillTime = Timer.builder("ripcord.request.prefill.time")
                 .description("prefill started -> every chunk computed and the first token sampled")
                 .serviceLevelObjectives(LatencyBuckets.requestLatency()).register(meters);
+        FunctionCounter.builder("ripcord.prefix.cache.queries", engine, e -> e.prefixCacheStats().queriedTokens())
+                .description("prompt tokens looked up in the prefix cache").register(meters);
+        FunctionCounter.builder("ripcord.prefix.cache.hits", engine, e -> e.prefixCacheStats().hitTokens())
+                .description("prompt tokens whose KV came from the prefix cache")
+                .register(meters);
+        Gauge.builder("ripcord.prefix.cache.pages", engine, e -> e.prefixCacheStats().pagesCached())
+                .description("KV pages in the prefix cache, held by requests or not").register(meters);
         this.transferThroughput = new TransferThroughput(meters);
         this.sendBursts = new KvSendBursts(meters, System::nanoTime);
         lifecycle.observedAt(this::forwardPosition);
@@ -181,7 +222,11 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         }
         ReceiveDescriptor descriptor = ReceiveDescriptor.parse(request.transfer());
         SamplingParams sampling = WireSampling.toEngine(request.sampling());
-        PrefillJob job = new PrefillJob(request.requestId(), request.tokens(), descriptor, sampling);
+        int pageTokens = pool.layout().pageTokens();
+        long seed = request.cacheSalt() == null || request.cacheSalt().isEmpty() ? cacheSeedNoSalt
+                : PrefixKeys.seed(context.pairing().model(), pageTokens, request.cacheSalt());
+        PrefillJob job = new PrefillJob(request.requestId(), request.tokens(), descriptor, sampling,
+                PrefixKeys.keys(seed, pageTokens, request.tokens()));
         // Registered before the engine loop can see the job; a tombstone cancels it right here.
         lifecycle.register(job, this::onCancel);
         if (job.state().isTerminal()) {
@@ -289,7 +334,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             }
         }
         admit();
-        PrefillPolicy.Entry<PrefillJob> next = policy.next(pool.pagesFree());
+        PrefillPolicy.Entry<PrefillJob> next = policy.next(pagesAvailable());
         if (next == null) {
             return worked;
         }
@@ -304,6 +349,11 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             }
         });
         return worked || computed[0];
+    }
+
+    /** Pages an allocation can get now: the free ones and the cached ones no request holds (evicted on demand). */
+    private int pagesAvailable() {
+        return pool.pagesFree() + pool.pagesEvictable();
     }
 
     /** Ends, with 503's {@link Failed#BUSY}, the queued prompts that waited longer than the maximum wait. */
@@ -325,7 +375,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     }
 
     private void admit() {
-        for (PrefillPolicy.Entry<PrefillJob> entry : policy.admit(pool.pagesFree())) {
+        for (PrefillPolicy.Entry<PrefillJob> entry : policy.admit(pagesAvailable())) {
             PrefillJob job = entry.job;
             if (job.moveTo(JobState.WAITING, JobState.RUNNING)) {
                 RequestLogging.with(job.requestId(), () -> start(job));
@@ -359,10 +409,25 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         job.startedNanos = System.nanoTime();
         recordQueueTime(job);
         lifecycle.freeWhenReleased(job, job.send.released(), () -> engine.free(sequence));
-        lifecycle.record(job, "STARTED", job.tokens.length + " tokens",
+        try {
+            job.cachedTokens = engine.reusePrefix(sequence, job.tokens, job.pageKeys);
+        } catch (RuntimeException e) {
+            fail(job, "cannot look the prompt up in the prefix cache: " + e.getMessage(), e);
+            return;
+        }
+        job.tokensDone = job.cachedTokens;
+        // Cached tokens are done without being computed: nobody's credit grows for them.
+        policy.reused(job.entry, job.cachedTokens);
+        if (job.cachedTokens > 0) {
+            int pages = job.cachedTokens / pool.layout().pageTokens();
+            job.pagesLoggedCached = pages;
+            logCache(LifecycleEvent.of(LifecycleEventType.PREFIX_HIT, job.requestId()).withPages(pages)
+                    .withTokens(job.cachedTokens).withDetail(hexKeys(job.pageKeys, pages - 1, pages)));
+        }
+        lifecycle.record(job, "STARTED", job.tokens.length + " tokens, " + job.cachedTokens + " cached",
                 LifecycleEvent.of(LifecycleEventType.STARTED, job.requestId()).withTokens(job.tokens.length));
-        log.debug("requestId={} prefill started: {} tokens in chunks of {}", job.requestId(), job.tokens.length,
-                properties.chunkTokens());
+        log.debug("requestId={} prefill started: {} tokens ({} from the prefix cache) in chunks of {}",
+                job.requestId(), job.tokens.length, job.cachedTokens, properties.chunkTokens());
         job.emit(new PrefillEvent.Started());
     }
 
@@ -395,6 +460,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         job.chunks++;
         lifecycle.record(job, "CHUNK", job.chunks - 1, LifecycleEvent.of(LifecycleEventType.CHUNK_DONE,
                 job.requestId()).withChunk(job.chunks - 1).withTokens(to - from));
+        logCachedPages(job);
         // Only now: a cancel observed before this line names this chunk as computing (CANCEL_OBSERVED chunk=C), one
         // observed after it follows the chunk's CHUNK_DONE in the log. Cleared earlier, a cancel could come between
         // the two and see a chunk that finishes after it without having been named (the audit's
@@ -428,6 +494,75 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         double speed = tokens * 1e9 / Math.max(1, nanos);
         double before = tokensPerSecond;
         tokensPerSecond = before <= 0 ? speed : before + (speed - before) / 4;
+    }
+
+    /**
+     * After a completed chunk: the job's complete pages that now stand in the prefix cache, for the lifecycle log
+     * (the audit's {@code PAGE_CACHED_WHEN_COMPLETE} and {@code HIT_ONLY_CACHED_PAGES}).
+     */
+    private void logCachedPages(PrefillJob job) {
+        int standing = job.sequence.cachedPrefixPages();
+        if (standing <= job.pagesLoggedCached) {
+            return;
+        }
+        int pageTokens = pool.layout().pageTokens();
+        String keys = hexKeys(job.pageKeys, job.pagesLoggedCached, standing);
+        job.pagesLoggedCached = standing;
+        logCache(LifecycleEvent.of(LifecycleEventType.PAGES_CACHED, job.requestId()).withChunk(job.chunks - 1)
+                .withPages(standing).withTokens(standing * pageTokens).withDetail(keys));
+    }
+
+    /**
+     * A prefix-cache event on the lifecycle log only (the journal keeps the scheduler's own steps), published on
+     * the engine loop right after the step it follows, hence after it in this process's sequence.
+     */
+    private void logCache(LifecycleEvent draft) {
+        if (context.lifecycle().isEnabled()) {
+            context.lifecycle().emit(draft);
+        }
+    }
+
+    /** {@code keys[from..to)} as 16-digit hex, space-separated: how the lifecycle log names cached pages. */
+    static String hexKeys(long[] keys, int from, int to) {
+        StringBuilder out = new StringBuilder();
+        for (int i = from; i < to; i++) {
+            if (!out.isEmpty()) {
+                out.append(' ');
+            }
+            out.append(java.util.HexFormat.of().toHexDigits(keys[i]));
+        }
+        return out.toString();
+    }
+
+    /**
+     * The engine's prefix-cache changes: told to the worker's listener (the page-event publisher, where there is
+     * one), and evictions and clears to the lifecycle log as process-wide events. Runs on whichever thread changed
+     * the cache, outside the engine's locks; never blocks.
+     */
+    private final class LoggedCacheChanges implements PrefixCacheListener {
+        private final PrefixCacheListener downstream;
+
+        LoggedCacheChanges(PrefixCacheListener downstream) {
+            this.downstream = downstream;
+        }
+
+        @Override
+        public void stored(long[] keys) {
+            downstream.stored(keys);
+        }
+
+        @Override
+        public void removed(long[] keys) {
+            logCache(LifecycleEvent.of(LifecycleEventType.PAGES_EVICTED, null).withPages(keys.length)
+                    .withDetail(hexKeys(keys, 0, keys.length)));
+            downstream.removed(keys);
+        }
+
+        @Override
+        public void cleared() {
+            logCache(LifecycleEvent.of(LifecycleEventType.PREFIX_CACHE_CLEARED, null));
+            downstream.cleared();
+        }
     }
 
     /**
@@ -488,8 +623,9 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
                         Backend backend = job.send.backend();
                         TransferClock clock = job.transferClock;
                         transferThroughput.record(backend, clock);
-                        if (lifecycle.finish(job, JobState.RUNNING, new PrefillEvent.Done(first), "DONE",
-                                "first token " + first + "; KV " + clock.bytes() + " bytes over " + backend + " in "
+                        if (lifecycle.finish(job, JobState.RUNNING, new PrefillEvent.Done(first, job.cachedTokens),
+                                "DONE", "first token " + first + "; " + job.cachedTokens + " cached tokens; KV "
+                                        + clock.bytes() + " bytes over " + backend + " in "
                                         + clock.busyNanos() / 1000 + " µs")) {
                             log.info("requestId={} prefill done in {} chunks; KV delivered over {}: {} ({} MB/s), "
                                     + "first token {}", job.requestId(), job.chunks, backend, clock,
@@ -578,6 +714,11 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     @Override
     public long chunksComputed() {
         return chunksComputed.get();
+    }
+
+    /** The engine's prefix cache, for metrics and status. */
+    public PrefixCacheStats prefixCache() {
+        return engine.prefixCacheStats();
     }
 
     public long chunksAfterCancel() {

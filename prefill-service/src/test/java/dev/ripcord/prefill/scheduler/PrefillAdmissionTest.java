@@ -115,7 +115,10 @@ class PrefillAdmissionTest {
             List<ByteRange> targets = IntStream.range(0, (tokens + 15) / 16)
                     .mapToObj(p -> new ByteRange(p * pageBytes, pageBytes)).toList();
             receive = decodeSide.openReceive(id, landing, targets);
-            int[] prompt = IntStream.range(0, tokens).map(i -> 'a' + i % 26).toArray();
+            // Each prompt its own text, so no prompt starts from another's pages in the prefix cache: the chunk
+            // counts below are the scheduler's, not the cache's.
+            int shift = counter * 7;
+            int[] prompt = IntStream.range(0, tokens).map(i -> 'a' + (i + shift) % 26).toArray();
             job = scheduler.submit(new PrefillRequest(id, prompt, new Sampling(0, 1, 5),
                     receive.descriptor().encode()));
             job.events().subscribe(events::add, error -> { }, () -> { });

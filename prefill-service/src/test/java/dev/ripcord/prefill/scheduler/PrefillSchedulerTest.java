@@ -105,6 +105,8 @@ class PrefillSchedulerTest {
                 && decodeSide.stats().liveSessions() == 0);
         scheduler.engineLoop().runUntilIdle(10_000);
         scheduler.close();
+        // Every test's prompts are alike: each starts from an empty prefix cache, as it would on a fresh worker.
+        engine.clearPrefixCache();
     }
 
     /** A request as the gateway would send it, with its receive session at the stand-in decode. */
@@ -349,6 +351,7 @@ class PrefillSchedulerTest {
         runUntil("done", () -> quiet.job.state().isTerminal());
         int expected = TransferMetadata.decodeFirstToken(quiet.receive.completion().join());
         runUntil("freed", () -> quiet.journal().contains("FREED"));
+        engine.clearPrefixCache(); // the stopped prompt computes from its first token, as on a fresh worker
 
         Prompt stopped = new Prompt(40);
         engine.onLayerBoundary(layer -> {
@@ -365,6 +368,53 @@ class PrefillSchedulerTest {
         assertThat(after.job.state()).isEqualTo(JobState.DONE);
         assertThat(TransferMetadata.decodeFirstToken(after.receive.completion().join())).isEqualTo(expected);
         runUntil("freed", () -> stopped.journal().contains("FREED") && after.journal().contains("FREED"));
+    }
+
+    /**
+     * A prompt cancelled inside its third chunk keeps the pages its first two chunks completed; the same prompt
+     * again starts from them, computes only the rest, says so in its DONE, and sends decode the whole KV with the
+     * first token a cold run gives.
+     */
+    @Test
+    void aRetryAfterACancelResumesFromTheLastCompletePageAndSaysHowManyTokensWereCached() {
+        // the engine outlives the test; its counters do too
+        double hitsBefore = meters.get("ripcord.prefix.cache.hits").functionCounter().count();
+        double queriesBefore = meters.get("ripcord.prefix.cache.queries").functionCounter().count();
+        Prompt cold = new Prompt(60);
+        runUntil("done", () -> cold.job.state().isTerminal());
+        int expected = TransferMetadata.decodeFirstToken(cold.receive.completion().join());
+        runUntil("freed", () -> cold.journal().contains("FREED"));
+        engine.clearPrefixCache();
+
+        Prompt cancelled = new Prompt(60);
+        engine.onLayerBoundary(new InferenceEngine.LayerBoundaryListener() {
+            @Override
+            public void beforeLayer(int layer) {
+            }
+
+            @Override
+            public void insideLayer(int layer) {
+                if (cancelled.job.chunks == 2 && layer == 1) {
+                    registry.cancel(cancelled.id, CancelReason.CLIENT_DISCONNECT, CancelSource.KAFKA);
+                }
+            }
+        });
+        runUntil("stopped", () -> cancelled.job.state().isTerminal());
+        engine.onLayerBoundary(null);
+        assertThat(detail(cancelled, "STOPPED")).isEqualTo("32/60 tokens chunk=2 layer=1/2 inside");
+        runUntil("freed", () -> cancelled.journal().contains("FREED"));
+        assertThat(engine.pagePool().pagesEvictable()).as("the two pages the completed chunks filled").isEqualTo(2);
+
+        long computed = engine.stats().prefillTokens();
+        Prompt retry = new Prompt(60);
+        runUntil("done", () -> retry.job.state().isTerminal());
+        assertThat(retry.job.state()).isEqualTo(JobState.DONE);
+        assertThat(engine.stats().prefillTokens() - computed).as("tokens the retry computed").isEqualTo(60 - 32);
+        assertThat(TransferMetadata.decodeFirstToken(retry.receive.completion().join())).isEqualTo(expected);
+        assertThat(retry.allEvents()).last().isEqualTo(new PrefillEvent.Done(expected, 32));
+        assertThat(meters.get("ripcord.prefix.cache.hits").functionCounter().count() - hitsBefore).isEqualTo(32);
+        assertThat(meters.get("ripcord.prefix.cache.queries").functionCounter().count() - queriesBefore)
+                .as("three prompts of 60 tokens").isEqualTo(180);
     }
 
     private String detail(Prompt p, String event) {

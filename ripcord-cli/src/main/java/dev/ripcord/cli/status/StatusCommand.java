@@ -38,6 +38,11 @@ import java.util.regex.Pattern;
  * the workers map) counted once; the RSS sum counts such a page in every process that maps it. A process this host
  * cannot see (another OS, another container, already gone) shows {@code -} and is left out of the sums.
  *
+ * <p>For each prefill worker, its prefix cache: the pages it holds and its hit rate (prompt tokens served from the
+ * cache over prompt tokens looked up, since the worker started), read from its {@code /actuator/prometheus}
+ * ({@code ripcord_prefix_cache_pages}, {@code ripcord_prefix_cache_hits_total},
+ * {@code ripcord_prefix_cache_queries_total}); {@code -} when the scrape does not answer.
+ *
  * <p>The state file is flat JSON that the launcher writes itself (no nesting but the instances array, no escapes but
  * {@code \"} and {@code \\}), read here with a few patterns so that this command needs no JSON library.
  */
@@ -68,6 +73,18 @@ public final class StatusCommand implements Callable<Integer> {
       return managementUrl.isEmpty() ? url : managementUrl;
     }
   }
+
+  /** A prefill worker's prefix cache, as its metrics say. */
+  record PrefixCache(long pages, long hitTokens, long queriedTokens) {
+
+    String hitRate() {
+      return queriedTokens == 0 ? "-"
+          : String.format(java.util.Locale.ROOT, "%.1f%%", 100.0 * hitTokens / queriedTokens);
+    }
+  }
+
+  private static final Pattern METRIC_LINE = Pattern.compile(
+      "(?m)^(ripcord_prefix_cache_(?:pages|hits_total|queries_total))(?:\\{[^}]*})?\\s+([0-9.eE+-]+)$");
 
   /** Where {@code /proc/<pid>/status} files are read: {@code /proc} (a test gives its own). */
   static Path procRoot = Path.of("/proc");
@@ -103,6 +120,11 @@ public final class StatusCommand implements Callable<Integer> {
     List<Instance> instances = probes.stream().map(CompletableFuture::join)
         .map(i -> new Instance(i.id(), i.role(), i.url(), i.managementUrl(), i.pid(), i.health(),
             residentBytes(i.pid()), proportionalBytes(i.pid()))).toList();
+    java.util.Map<String, PrefixCache> caches = new java.util.LinkedHashMap<>();
+    instances.stream().filter(i -> i.role().equals("prefill"))
+        .map(i -> java.util.Map.entry(i.id(), prefixCache(http, i)))
+        .toList()
+        .forEach(e -> caches.put(e.getKey(), e.getValue().join()));
     boolean allUp = !instances.isEmpty() && instances.stream().allMatch(i -> i.health().equals("UP"));
     String kafka = string(state, "kafka");
     String startedAt = string(state, "startedAt");
@@ -132,7 +154,16 @@ public final class StatusCommand implements Callable<Integer> {
             .append(",\"managementUrl\":").append(quote(i.actuatorUrl())).append(",\"pid\":").append(i.pid())
             .append(",\"health\":").append(quote(i.health()))
             .append(",\"rssBytes\":").append(jsonBytes(i.rssBytes()))
-            .append(",\"pssBytes\":").append(jsonBytes(i.pssBytes())).append('}');
+            .append(",\"pssBytes\":").append(jsonBytes(i.pssBytes()));
+        PrefixCache cache = caches.get(i.id());
+        if (cache != null) {
+          body.append(",\"prefixCache\":{\"pages\":").append(cache.pages())
+              .append(",\"hitTokens\":").append(cache.hitTokens())
+              .append(",\"queriedTokens\":").append(cache.queriedTokens()).append('}');
+        } else if (i.role().equals("prefill")) {
+          body.append(",\"prefixCache\":null");
+        }
+        body.append('}');
         separator = ",";
       }
       out.println(body.append("]}"));
@@ -145,6 +176,14 @@ public final class StatusCommand implements Callable<Integer> {
       out.printf("%-12s %-8s %-28s %-8d %-8s %-9s %s%n", "launcher", "broker", kafka, launcherPid, "",
           mebibytes(launcherRss), mebibytes(launcherPss));
       out.println();
+      for (Instance i : instances) {
+        if (i.role().equals("prefill")) {
+          PrefixCache cache = caches.get(i.id());
+          out.println(cache == null ? "prefix cache of " + i.id() + ": - (no metrics)"
+              : "prefix cache of " + i.id() + ": " + cache.pages() + " pages, hit rate " + cache.hitRate() + " ("
+                  + cache.hitTokens() + " of " + cache.queriedTokens() + " prompt tokens)");
+        }
+      }
       out.println("kafka " + kafka + "   started " + (startedAt.isEmpty() ? "?" : startedAt)
           + "   resident memory " + mebibytes(totalRss) + " in all (RSS summed); " + mebibytes(totalPss)
           + " with the pages the processes share counted once (PSS summed)");
@@ -215,6 +254,35 @@ public final class StatusCommand implements Callable<Integer> {
     return http.sendAsync(request, HttpResponse.BodyHandlers.ofString())
         .thenApply(response -> with(instance, health(response)))
         .exceptionally(e -> with(instance, "DOWN"));
+  }
+
+  /** The prefix cache a prefill worker's scrape reports, or null when it does not answer or names none. */
+  private static CompletableFuture<PrefixCache> prefixCache(HttpClient http, Instance instance) {
+    HttpRequest request;
+    try {
+      request = HttpRequest.newBuilder(URI.create(instance.actuatorUrl() + "/actuator/prometheus"))
+          .timeout(PROBE_TIMEOUT).GET().build();
+    } catch (IllegalArgumentException e) {
+      return CompletableFuture.completedFuture(null);
+    }
+    return http.sendAsync(request, HttpResponse.BodyHandlers.ofString())
+        .thenApply(response -> response.statusCode() == 200 ? prefixCache(response.body()) : null)
+        .exceptionally(e -> null);
+  }
+
+  /** The three prefix-cache series of a Prometheus scrape, or null when it has none of them. */
+  static PrefixCache prefixCache(String scrape) {
+    java.util.Map<String, Long> values = new java.util.HashMap<>();
+    Matcher m = METRIC_LINE.matcher(scrape);
+    while (m.find()) {
+      values.merge(m.group(1), Math.round(Double.parseDouble(m.group(2))), Long::sum);
+    }
+    if (values.isEmpty()) {
+      return null;
+    }
+    return new PrefixCache(values.getOrDefault("ripcord_prefix_cache_pages", 0L),
+        values.getOrDefault("ripcord_prefix_cache_hits_total", 0L),
+        values.getOrDefault("ripcord_prefix_cache_queries_total", 0L));
   }
 
   private static String health(HttpResponse<String> response) {

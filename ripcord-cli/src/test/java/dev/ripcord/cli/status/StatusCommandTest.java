@@ -80,6 +80,38 @@ class StatusCommandTest {
   }
 
   @Test
+  void showsEachPrefillWorkersCachedPagesAndHitRateFromItsMetrics() throws IOException {
+    healthy.createContext("/actuator/prometheus", exchange -> {
+      byte[] body = """
+          # HELP ripcord_prefix_cache_pages KV pages in the prefix cache
+          ripcord_prefix_cache_pages{model_name="m",service="prefill"} 12.0
+          ripcord_prefix_cache_hits_total{model_name="m",service="prefill"} 384.0
+          ripcord_prefix_cache_queries_total{model_name="m",service="prefill"} 1024.0
+          """.getBytes(StandardCharsets.UTF_8);
+      exchange.sendResponseHeaders(200, body.length);
+      exchange.getResponseBody().write(body);
+      exchange.close();
+    });
+    int port = healthy.getAddress().getPort();
+    Path file = dir.resolve("stack.json");
+    Files.writeString(file, """
+        {"schemaVersion":1,"pid":1,"startedAt":"2026-12-01T12:00:00Z","kafka":"localhost:9092","logDir":"/tmp",
+         "instances":[{"id":"prefill-1","role":"prefill","url":"http://127.0.0.1:%d","pid":11},
+                      {"id":"prefill-2","role":"prefill","url":"http://127.0.0.1:%d","pid":12}]}
+        """.formatted(port, closedPort()));
+
+    run("status", "--state", file.toString());
+    assertThat(out.toString())
+        .contains("prefix cache of prefill-1: 12 pages, hit rate 37.5% (384 of 1024 prompt tokens)")
+        .contains("prefix cache of prefill-2: - (no metrics)");
+
+    out.getBuffer().setLength(0);
+    run("status", "--json", "--state", file.toString());
+    assertThat(out.toString()).contains("\"prefixCache\":{\"pages\":12,\"hitTokens\":384,\"queriedTokens\":1024}",
+        "\"prefixCache\":null");
+  }
+
+  @Test
   void listsEveryInstanceWithItsHealthAndFailsWhenOneIsDown() throws IOException {
     Path file = stateFile(healthy.getAddress().getPort(), closedPort());
 

@@ -41,7 +41,7 @@ import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
 /**
- * The internal HTTP edge both workers share: status, journal, the in-band cancel route, the job stream whose early
+ * The internal HTTP edge both workers share: status, journal, the prefix cache's figures and clear, the in-band cancel route, the job stream whose early
  * close is the in-band signal, and the mapping of refusals to 400/409/503. A worker adds only its
  * {@link WorkerEndpoint} (its submit route: body type, validation and submission); {@code WorkerAutoConfiguration} serves it.
  *
@@ -118,6 +118,9 @@ public final class WorkerRoutes {
                 .POST(InternalApi.CANCEL, this::cancel)
                 .POST(InternalApi.DRAIN, this::drain)
                 .GET(InternalApi.DRAIN, this::drain)
+                .GET(InternalApi.PREFIX_CACHE, request -> ServerResponse.ok()
+                        .bodyValue(context.engine().prefixCacheStats()))
+                .DELETE(InternalApi.PREFIX_CACHE, this::clearPrefixCache)
                 .POST(endpoint.submitPath(), request -> drainSwitch.draining()
                         ? draining(request.headers().firstHeader(RequestIds.HEADER))
                         : endpoint.submit(request, this))
@@ -129,6 +132,17 @@ public final class WorkerRoutes {
         drainSwitch.begin("requested on " + InternalApi.DRAIN);
         return ServerResponse.ok().bodyValue(Map.of("draining", true,
                 "liveRegistrations", context.registry().liveRegistrations()));
+    }
+
+    /**
+     * Empties the engine's prefix cache: a short monitor, never a wait on the engine loop (a prefill in progress
+     * keeps the pages it holds, and caches nothing more under the cleared chain). The engine tells its listener
+     * {@code cleared()}, so the worker publishes that its cache is empty.
+     */
+    private Mono<ServerResponse> clearPrefixCache(ServerRequest request) {
+        int cleared = context.engine().clearPrefixCache();
+        log.info("prefix cache cleared on request: {} pages were cached", cleared);
+        return ServerResponse.ok().bodyValue(Map.of("clearedPages", cleared));
     }
 
     /** 503 {@value Failed#DRAINING} with {@code Retry-After}: nothing was registered; the gateway goes elsewhere. */
