@@ -230,7 +230,7 @@ class KubernetesManifestsTest {
                                 .isIn("password", "sasl.jaas.config");
                     } else if (!secretRef.isEmpty()) {
                         assertThat(secretRef.get("name")).as("%s: the one Secret", dir).isEqualTo(CREDENTIALS);
-                        if (dev) {
+                        if (dev && !Boolean.TRUE.equals(secretRef.get("optional"))) {
                             assertThat(Yaml.map(credentials.get("stringData"))).as("%s: key %s", dir, secretRef.get("key"))
                                     .containsKey((String) secretRef.get("key"));
                         }
@@ -343,6 +343,12 @@ class KubernetesManifestsTest {
                 if (Yaml.at(e, "valueFrom.secretKeyRef") != null) {
                     fromSecret.add((String) Yaml.map(e).get("name"));
                 }
+                if ("RIPCORD_INTERNAL_PREVIOUS_TOKENS".equals(Yaml.map(e).get("name"))) {
+                    // Present in the Secret only during a rotation: the pod must start without it.
+                    assertThat(Yaml.at(e, "valueFrom.secretKeyRef.optional")).as("%s: %s's previous tokens", dir,
+                            component(workload)).isEqualTo(true);
+                    assertThat(Yaml.at(e, "valueFrom.secretKeyRef.key")).isEqualTo("RIPCORD_INTERNAL_PREVIOUS_TOKENS");
+                }
                 if ("SPRING_KAFKA_PROPERTIES_SASL_JAAS_CONFIG".equals(Yaml.map(e).get("name"))) {
                     assertThat(Yaml.at(e, "valueFrom.secretKeyRef.name")).as("%s: %s's Kafka login", dir,
                             component(workload)).isEqualTo(KafkaAcl.user(component(workload)));
@@ -350,7 +356,8 @@ class KubernetesManifestsTest {
             }
             Set<String> expected = new HashSet<>(GATEWAY.equals(component(workload))
                     ? Set.of("RIPCORD_INTERNAL_TOKEN", "RIPCORD_GATEWAY_AUTH_API_KEY_HASHES")
-                    : Set.of("RIPCORD_INTERNAL_TOKEN"));
+                    // Workers also accept the previous tokens of a rotation; the gateway sends only the current one.
+                    : Set.of("RIPCORD_INTERNAL_TOKEN", "RIPCORD_INTERNAL_PREVIOUS_TOKENS"));
             if (kafkaUsers) {
                 expected.add("SPRING_KAFKA_PROPERTIES_SASL_JAAS_CONFIG"); // its own KafkaUser's, checked above
             }
