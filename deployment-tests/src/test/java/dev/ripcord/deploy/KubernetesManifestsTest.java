@@ -12,6 +12,7 @@ import java.util.stream.Stream;
 
 import dev.ripcord.model.FetchModel;
 import dev.ripcord.model.NpmModelSpec;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -33,6 +34,7 @@ class KubernetesManifestsTest {
     private static final String COMPONENT = "app.kubernetes.io/component";
     /** Created out of band in every overlay that is not dev, never committed (docs/deployment.md). */
     private static final String CREDENTIALS = "ripcord-credentials";
+    private static final String WAIT_FOR_KAFKA = "wait-for-kafka";
     /** Spring Boot's own default for ripcord.worker.drain-timeout (WorkerAutoConfiguration). */
     private static final Duration DEFAULT_DRAIN = Duration.ofSeconds(10);
     private static final String MODEL_CLAIM = "ripcord-models";
@@ -291,11 +293,17 @@ class KubernetesManifestsTest {
                 "persistentVolumeClaim", Map.of("claimName", MODEL_CLAIM)));
         assertThat(Yaml.map(jobPod.get("securityContext")).get("runAsNonRoot")).as(dir).isEqualTo(true);
 
-        // The services download nothing: no init container, the shared volume read-only.
+        // The services download nothing: their one init container waits for Kafka (no volume, no download), the
+        // shared volume is read-only.
         for (Map<String, Object> workload : ripcordWorkloads(resources)) {
             String id = dir + ": " + component(workload);
             Map<String, Object> pod = pod(workload);
-            assertThat(Yaml.list(pod.get("initContainers"))).as("%s: no init containers", id).isEmpty();
+            assertThat(Yaml.list(pod.get("initContainers"))).as("%s: init containers", id).hasSize(1)
+                    .allSatisfy(init -> {
+                        assertThat(Yaml.map(init).get("name")).isEqualTo(WAIT_FOR_KAFKA);
+                        assertThat(Yaml.map(init).get("volumeMounts")).as("%s: it mounts nothing", id).isNull();
+                        assertThat(String.join(" ", waitForKafkaCommand(workload))).doesNotContain("npm", "curl");
+                    });
             Map<String, Object> service = containers(workload).getFirst();
             assertThat(environment(resources, service)).as(id)
                     .containsEntry("SPRING_CONFIG_IMPORT", "file:/models/model.properties")
@@ -304,6 +312,87 @@ class KubernetesManifestsTest {
                     .contains(Map.of("name", "models", "mountPath", "/models", "readOnly", true));
             assertThat(Yaml.list(pod.get("volumes"))).as(id).contains(Map.of("name", "models",
                     "persistentVolumeClaim", Map.of("claimName", MODEL_CLAIM, "readOnly", true)));
+        }
+    }
+
+    /**
+     * Regression: prod's services crash-looped until Kafka answered (each fails its start when the broker does not
+     * answer within {@code ripcord.cancel.admin-timeout}). Every pod now waits in the init container
+     * {@value #WAIT_FOR_KAFKA} for a TCP answer from any address of {@code SPRING_KAFKA_BOOTSTRAP_SERVERS}, the
+     * value the service itself reads from {@code ripcord-config}, with the service's own image.
+     */
+    @ParameterizedTest
+    @MethodSource("overlays")
+    void everyPodWaitsForItsOwnKafkaInAnInitStep(String dir) {
+        List<Map<String, Object>> resources = rendered(dir);
+        for (Map<String, Object> workload : ripcordWorkloads(resources)) {
+            String id = dir + ": " + component(workload);
+            Map<String, Object> init = Yaml.map(Yaml.list(pod(workload).get("initContainers")).getFirst());
+            Map<String, Object> service = containers(workload).getFirst();
+            assertThat(init.get("image")).as(id).isEqualTo(service.get("image"));
+            assertThat(environment(resources, init).get("SPRING_KAFKA_BOOTSTRAP_SERVERS")).as(id)
+                    .isNotBlank().isEqualTo(environment(resources, service).get("SPRING_KAFKA_BOOTSTRAP_SERVERS"));
+            assertThat(waitForKafkaCommand(workload)).as(id)
+                    .isEqualTo(waitForKafkaCommand(ripcordWorkloads(resources).getFirst())
+                            .stream().map(c -> c.replace(" " + component(ripcordWorkloads(resources).getFirst())
+                                    + "\"", " " + component(workload) + "\"")).toList());
+            assertThat(Yaml.at(init, "securityContext.allowPrivilegeEscalation")).as(id).isEqualTo(false);
+            assertThat(Yaml.at(init, "securityContext.readOnlyRootFilesystem")).as(id).isEqualTo(true);
+        }
+    }
+
+    /**
+     * The init step's own script, run here with bash against loopback: while nothing answers at the bootstrap
+     * address it keeps waiting and says what it waits for; once a Kafka broker (the local stack's in-process KRaft
+     * broker) listens there, it exits 0 and the service's start would follow.
+     */
+    @Test
+    void theWaitForKafkaStepWaitsWhileNothingAnswersAndEndsWhenABrokerListens() throws Exception {
+        List<Map<String, Object>> resources = rendered("k8s/overlays/prod");
+        Map<String, Object> decode = ripcordWorkloads(resources).stream()
+                .filter(w -> DECODE.equals(component(w))).findFirst().orElseThrow();
+        List<String> command = waitForKafkaCommand(decode);
+        int port = freeLoopbackPort();
+        int dead = freeLoopbackPort();
+        String servers = "127.0.0.1:" + dead + ",127.0.0.1:" + port;
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+        builder.environment().put("SPRING_KAFKA_BOOTSTRAP_SERVERS", servers);
+        Process step = builder.start();
+        java.util.concurrent.BlockingQueue<String> lines = new java.util.concurrent.LinkedBlockingQueue<>();
+        Thread.ofVirtual().start(() -> new java.io.BufferedReader(new java.io.InputStreamReader(step.getInputStream(),
+                java.nio.charset.StandardCharsets.UTF_8)).lines().forEach(lines::add));
+        try {
+            // It says what it waits for, and keeps waiting: it does not give up.
+            assertThat(lines.poll(60, java.util.concurrent.TimeUnit.SECONDS))
+                    .isEqualTo("waiting for Kafka at " + servers + " (SPRING_KAFKA_BOOTSTRAP_SERVERS in ConfigMap "
+                            + "ripcord-config): no answer yet, next try in 5 s");
+            assertThat(step.isAlive()).isTrue();
+            try (dev.ripcord.stack.KraftBroker broker = dev.ripcord.stack.KraftBroker.start(port)) {
+                assertThat(broker.bootstrapServers()).endsWith(":" + port);
+                assertThat(step.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).as("the step ended").isTrue();
+                assertThat(step.exitValue()).isZero();
+            }
+            String last = null;
+            for (String line = lines.poll(10, java.util.concurrent.TimeUnit.SECONDS); line != null;
+                 line = lines.poll(1, java.util.concurrent.TimeUnit.SECONDS)) {
+                last = line;
+            }
+            assertThat(last).isEqualTo("Kafka at " + servers + " answers: starting decode");
+        } finally {
+            step.destroyForcibly();
+        }
+    }
+
+    private static List<String> waitForKafkaCommand(Map<String, Object> workload) {
+        Map<String, Object> init = Yaml.map(Yaml.list(pod(workload).get("initContainers")).getFirst());
+        List<String> command = new ArrayList<>();
+        Yaml.list(init.get("command")).forEach(c -> command.add(String.valueOf(c)));
+        return command;
+    }
+
+    private static int freeLoopbackPort() throws java.io.IOException {
+        try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
         }
     }
 
