@@ -316,6 +316,48 @@ class KubernetesManifestsTest {
     }
 
     /**
+     * docs/deployment.md's "What you provide" names exactly what the prod and strimzi overlays leave open, and
+     * nothing else: the registry (images under the placeholder host), an ingress set for streaming (no Ingress or
+     * route rendered), the Secret (absent), the model volume (a claim with no class of its own) and, for prod, the
+     * Kafka users and bootstrap address (the one Kafka value, in both keys); strimzi renders its KafkaUsers itself.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"k8s/overlays/prod", "k8s/overlays/strimzi"})
+    void whatAUserProvidesIsExactlyWhatTheOverlaysLeaveOpen(String dir) {
+        String docs = Repo.read("docs/deployment.md");
+        String section = docs.substring(docs.indexOf("### What you provide"), docs.indexOf("### What the base holds"));
+        List<String> provided = new ArrayList<>();
+        java.util.regex.Matcher bullet = java.util.regex.Pattern.compile("(?m)^\\* \\*\\*([^*]+)\\*\\*").matcher(section);
+        while (bullet.find()) {
+            provided.add(bullet.group(1));
+        }
+        assertThat(provided).containsExactly("A registry", "An Ingress or Gateway API route", "The Secret",
+                "The model volume", "Kafka users");
+        assertThat(section).contains("buffering off", "ripcord.gateway.openai.max-timeout",
+                "ripcord.gateway.openai.max-body-size");
+
+        List<Map<String, Object>> resources = rendered(dir);
+        for (Map<String, Object> workload : ripcordWorkloads(resources)) {
+            assertThat((String) containers(workload).getFirst().get("image")).startsWith("registry.invalid/");
+        }
+        assertThat(ofKind(resources, "Ingress")).as("%s: the ingress is the user's", dir).isEmpty();
+        assertThat(ofKind(resources, "HTTPRoute")).as("%s: the route is the user's", dir).isEmpty();
+        assertThat(find(resources, "Secret", CREDENTIALS)).as("%s: the Secret is the user's", dir).isNull();
+        Map<String, Object> claim = find(resources, "PersistentVolumeClaim", MODEL_CLAIM);
+        assertThat(claim).as("%s: the model volume's claim", dir).isNotNull();
+        assertThat(Yaml.at(claim, "spec.storageClassName")).as("%s: the cluster's default class", dir).isNull();
+        Map<String, Object> config = find(resources, "ConfigMap", "ripcord-config");
+        assertThat(Yaml.at(config, "data.SPRING_KAFKA_BOOTSTRAP_SERVERS"))
+                .isEqualTo(Yaml.at(config, "data.SPRING_CLOUD_STREAM_KAFKA_BINDER_BROKERS"));
+        if (dir.endsWith("/prod")) {
+            assertThat(section).contains("k8s/overlays/prod/kafka.yaml");
+            assertThat(ofKind(resources, "KafkaUser")).as("prod: Kafka's users are the user's").isEmpty();
+        } else {
+            assertThat(ofKind(resources, "KafkaUser")).as("strimzi: one KafkaUser per service").hasSize(3);
+        }
+    }
+
+    /**
      * Regression: prod's services crash-looped until Kafka answered (each fails its start when the broker does not
      * answer within {@code ripcord.cancel.admin-timeout}). Every pod now waits in the init container
      * {@value #WAIT_FOR_KAFKA} for a TCP answer from any address of {@code SPRING_KAFKA_BOOTSTRAP_SERVERS}, the
