@@ -12,7 +12,6 @@ import java.util.stream.Stream;
 
 import dev.ripcord.model.FetchModel;
 import dev.ripcord.model.NpmModelSpec;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -383,60 +382,13 @@ class KubernetesManifestsTest {
         }
     }
 
-    /**
-     * The init step's own script, run here with bash against loopback: while nothing answers at the bootstrap
-     * address it keeps waiting and says what it waits for; once a Kafka broker (the local stack's in-process KRaft
-     * broker) listens there, it exits 0 and the service's start would follow.
-     */
-    @Test
-    void theWaitForKafkaStepWaitsWhileNothingAnswersAndEndsWhenABrokerListens() throws Exception {
-        List<Map<String, Object>> resources = rendered("k8s/overlays/prod");
-        Map<String, Object> decode = ripcordWorkloads(resources).stream()
-                .filter(w -> DECODE.equals(component(w))).findFirst().orElseThrow();
-        List<String> command = waitForKafkaCommand(decode);
-        int port = freeLoopbackPort();
-        int dead = freeLoopbackPort();
-        String servers = "127.0.0.1:" + dead + ",127.0.0.1:" + port;
-        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
-        builder.environment().put("SPRING_KAFKA_BOOTSTRAP_SERVERS", servers);
-        Process step = builder.start();
-        java.util.concurrent.BlockingQueue<String> lines = new java.util.concurrent.LinkedBlockingQueue<>();
-        Thread.ofVirtual().start(() -> new java.io.BufferedReader(new java.io.InputStreamReader(step.getInputStream(),
-                java.nio.charset.StandardCharsets.UTF_8)).lines().forEach(lines::add));
-        try {
-            // It says what it waits for, and keeps waiting: it does not give up.
-            assertThat(lines.poll(60, java.util.concurrent.TimeUnit.SECONDS))
-                    .isEqualTo("waiting for Kafka at " + servers + " (SPRING_KAFKA_BOOTSTRAP_SERVERS in ConfigMap "
-                            + "ripcord-config): no answer yet, next try in 5 s");
-            assertThat(step.isAlive()).isTrue();
-            try (dev.ripcord.stack.KraftBroker broker = dev.ripcord.stack.KraftBroker.start(port)) {
-                assertThat(broker.bootstrapServers()).endsWith(":" + port);
-                assertThat(step.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).as("the step ended").isTrue();
-                assertThat(step.exitValue()).isZero();
-            }
-            String last = null;
-            for (String line = lines.poll(10, java.util.concurrent.TimeUnit.SECONDS); line != null;
-                 line = lines.poll(1, java.util.concurrent.TimeUnit.SECONDS)) {
-                last = line;
-            }
-            assertThat(last).isEqualTo("Kafka at " + servers + " answers: starting decode");
-        } finally {
-            step.destroyForcibly();
-        }
-    }
-
-    private static List<String> waitForKafkaCommand(Map<String, Object> workload) {
+    static List<String> waitForKafkaCommand(Map<String, Object> workload) {
         Map<String, Object> init = Yaml.map(Yaml.list(pod(workload).get("initContainers")).getFirst());
         List<String> command = new ArrayList<>();
         Yaml.list(init.get("command")).forEach(c -> command.add(String.valueOf(c)));
         return command;
     }
 
-    private static int freeLoopbackPort() throws java.io.IOException {
-        try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
-    }
 
     @ParameterizedTest
     @ValueSource(strings = {"k8s/overlays/prod", "k8s/overlays/strimzi"})
