@@ -158,6 +158,23 @@ class ComposeFileTest {
         assertThat(fromEnvFile).containsEntry("decode", Set.of("RIPCORD_INTERNAL_TOKEN"));
     }
 
+    /**
+     * A rotation of the internal token: the workers (and only they) take the optional previous tokens from
+     * {@code .env}, empty by default; the gateway sends only the current one.
+     */
+    @Test
+    void onlyTheWorkersTakeThePreviousInternalTokensAndTheyAreOptional() {
+        for (String name : RIPCORD) {
+            Object value = Yaml.map(service(name).get("environment")).get("RIPCORD_INTERNAL_PREVIOUS_TOKENS");
+            if (name.equals("gateway")) {
+                assertThat(value).as("the gateway sends only the current token").isNull();
+            } else {
+                assertThat(value).as("%s accepts previous tokens during a rotation", name)
+                        .isEqualTo("${RIPCORD_INTERNAL_PREVIOUS_TOKENS:-}");
+            }
+        }
+    }
+
     @Test
     void everyInterpolatedVariableIsDescribedInEnvExample() {
         // Both compose files: the cluster overlay's Kafka passwords come from .env too.
@@ -180,11 +197,16 @@ class ComposeFileTest {
         assertThat(Repo.read(".gitignore")).as(".env never reaches git").contains("/.env");
     }
 
+    /**
+     * Workers are discovered, not listed: the gateway resolves each worker service's name through compose's DNS
+     * ({@code dns+http://prefill:8081}), which answers one address per replica.
+     */
     @Test
-    void theGatewayReachesTheWorkersByServiceNameAndPort() {
+    void theGatewayDiscoversTheWorkersByServiceNameAndPort() {
         Map<String, Object> env = Yaml.map(service("gateway").get("environment"));
         for (String worker : List.of("prefill", "decode")) {
             URI uri = URI.create(String.valueOf(env.get("RIPCORD_GATEWAY_" + worker.toUpperCase() + "_WORKERS")));
+            assertThat(uri.getScheme()).as("%s: discovered through compose's DNS", worker).isEqualTo("dns+http");
             assertThat(uri.getHost()).isEqualTo(worker);
             assertThat(uri.getPort()).isEqualTo(Repo.serverPort(worker));
             Map<String, Object> workerEnv = Yaml.map(service(worker).get("environment"));

@@ -33,6 +33,7 @@ class KubernetesManifestsTest {
     private static final String COMPONENT = "app.kubernetes.io/component";
     /** Created out of band in every overlay that is not dev, never committed (docs/deployment.md). */
     private static final String CREDENTIALS = "ripcord-credentials";
+    private static final String WAIT_FOR_KAFKA = "wait-for-kafka";
     /** Spring Boot's own default for ripcord.worker.drain-timeout (WorkerAutoConfiguration). */
     private static final Duration DEFAULT_DRAIN = Duration.ofSeconds(10);
     private static final String MODEL_CLAIM = "ripcord-models";
@@ -230,7 +231,7 @@ class KubernetesManifestsTest {
                                 .isIn("password", "sasl.jaas.config");
                     } else if (!secretRef.isEmpty()) {
                         assertThat(secretRef.get("name")).as("%s: the one Secret", dir).isEqualTo(CREDENTIALS);
-                        if (dev) {
+                        if (dev && !Boolean.TRUE.equals(secretRef.get("optional"))) {
                             assertThat(Yaml.map(credentials.get("stringData"))).as("%s: key %s", dir, secretRef.get("key"))
                                     .containsKey((String) secretRef.get("key"));
                         }
@@ -291,11 +292,17 @@ class KubernetesManifestsTest {
                 "persistentVolumeClaim", Map.of("claimName", MODEL_CLAIM)));
         assertThat(Yaml.map(jobPod.get("securityContext")).get("runAsNonRoot")).as(dir).isEqualTo(true);
 
-        // The services download nothing: no init container, the shared volume read-only.
+        // The services download nothing: their one init container waits for Kafka (no volume, no download), the
+        // shared volume is read-only.
         for (Map<String, Object> workload : ripcordWorkloads(resources)) {
             String id = dir + ": " + component(workload);
             Map<String, Object> pod = pod(workload);
-            assertThat(Yaml.list(pod.get("initContainers"))).as("%s: no init containers", id).isEmpty();
+            assertThat(Yaml.list(pod.get("initContainers"))).as("%s: init containers", id).hasSize(1)
+                    .allSatisfy(init -> {
+                        assertThat(Yaml.map(init).get("name")).isEqualTo(WAIT_FOR_KAFKA);
+                        assertThat(Yaml.map(init).get("volumeMounts")).as("%s: it mounts nothing", id).isNull();
+                        assertThat(String.join(" ", waitForKafkaCommand(workload))).doesNotContain("npm", "curl");
+                    });
             Map<String, Object> service = containers(workload).getFirst();
             assertThat(environment(resources, service)).as(id)
                     .containsEntry("SPRING_CONFIG_IMPORT", "file:/models/model.properties")
@@ -306,6 +313,82 @@ class KubernetesManifestsTest {
                     "persistentVolumeClaim", Map.of("claimName", MODEL_CLAIM, "readOnly", true)));
         }
     }
+
+    /**
+     * docs/deployment.md's "What you provide" names exactly what the prod and strimzi overlays leave open, and
+     * nothing else: the registry (images under the placeholder host), an ingress set for streaming (no Ingress or
+     * route rendered), the Secret (absent), the model volume (a claim with no class of its own) and, for prod, the
+     * Kafka users and bootstrap address (the one Kafka value, in both keys); strimzi renders its KafkaUsers itself.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"k8s/overlays/prod", "k8s/overlays/strimzi"})
+    void whatAUserProvidesIsExactlyWhatTheOverlaysLeaveOpen(String dir) {
+        String docs = Repo.read("docs/deployment.md");
+        String section = docs.substring(docs.indexOf("### What you provide"), docs.indexOf("### What the base holds"));
+        List<String> provided = new ArrayList<>();
+        java.util.regex.Matcher bullet = java.util.regex.Pattern.compile("(?m)^\\* \\*\\*([^*]+)\\*\\*").matcher(section);
+        while (bullet.find()) {
+            provided.add(bullet.group(1));
+        }
+        assertThat(provided).containsExactly("A registry", "An Ingress or Gateway API route", "The Secret",
+                "The model volume", "Kafka users");
+        assertThat(section).contains("buffering off", "ripcord.gateway.openai.max-timeout",
+                "ripcord.gateway.openai.max-body-size");
+
+        List<Map<String, Object>> resources = rendered(dir);
+        for (Map<String, Object> workload : ripcordWorkloads(resources)) {
+            assertThat((String) containers(workload).getFirst().get("image")).startsWith("registry.invalid/");
+        }
+        assertThat(ofKind(resources, "Ingress")).as("%s: the ingress is the user's", dir).isEmpty();
+        assertThat(ofKind(resources, "HTTPRoute")).as("%s: the route is the user's", dir).isEmpty();
+        assertThat(find(resources, "Secret", CREDENTIALS)).as("%s: the Secret is the user's", dir).isNull();
+        Map<String, Object> claim = find(resources, "PersistentVolumeClaim", MODEL_CLAIM);
+        assertThat(claim).as("%s: the model volume's claim", dir).isNotNull();
+        assertThat(Yaml.at(claim, "spec.storageClassName")).as("%s: the cluster's default class", dir).isNull();
+        Map<String, Object> config = find(resources, "ConfigMap", "ripcord-config");
+        assertThat(Yaml.at(config, "data.SPRING_KAFKA_BOOTSTRAP_SERVERS"))
+                .isEqualTo(Yaml.at(config, "data.SPRING_CLOUD_STREAM_KAFKA_BINDER_BROKERS"));
+        if (dir.endsWith("/prod")) {
+            assertThat(section).contains("k8s/overlays/prod/kafka.yaml");
+            assertThat(ofKind(resources, "KafkaUser")).as("prod: Kafka's users are the user's").isEmpty();
+        } else {
+            assertThat(ofKind(resources, "KafkaUser")).as("strimzi: one KafkaUser per service").hasSize(3);
+        }
+    }
+
+    /**
+     * Regression: prod's services crash-looped until Kafka answered (each fails its start when the broker does not
+     * answer within {@code ripcord.cancel.admin-timeout}). Every pod now waits in the init container
+     * {@value #WAIT_FOR_KAFKA} for a TCP answer from any address of {@code SPRING_KAFKA_BOOTSTRAP_SERVERS}, the
+     * value the service itself reads from {@code ripcord-config}, with the service's own image.
+     */
+    @ParameterizedTest
+    @MethodSource("overlays")
+    void everyPodWaitsForItsOwnKafkaInAnInitStep(String dir) {
+        List<Map<String, Object>> resources = rendered(dir);
+        for (Map<String, Object> workload : ripcordWorkloads(resources)) {
+            String id = dir + ": " + component(workload);
+            Map<String, Object> init = Yaml.map(Yaml.list(pod(workload).get("initContainers")).getFirst());
+            Map<String, Object> service = containers(workload).getFirst();
+            assertThat(init.get("image")).as(id).isEqualTo(service.get("image"));
+            assertThat(environment(resources, init).get("SPRING_KAFKA_BOOTSTRAP_SERVERS")).as(id)
+                    .isNotBlank().isEqualTo(environment(resources, service).get("SPRING_KAFKA_BOOTSTRAP_SERVERS"));
+            assertThat(waitForKafkaCommand(workload)).as(id)
+                    .isEqualTo(waitForKafkaCommand(ripcordWorkloads(resources).getFirst())
+                            .stream().map(c -> c.replace(" " + component(ripcordWorkloads(resources).getFirst())
+                                    + "\"", " " + component(workload) + "\"")).toList());
+            assertThat(Yaml.at(init, "securityContext.allowPrivilegeEscalation")).as(id).isEqualTo(false);
+            assertThat(Yaml.at(init, "securityContext.readOnlyRootFilesystem")).as(id).isEqualTo(true);
+        }
+    }
+
+    static List<String> waitForKafkaCommand(Map<String, Object> workload) {
+        Map<String, Object> init = Yaml.map(Yaml.list(pod(workload).get("initContainers")).getFirst());
+        List<String> command = new ArrayList<>();
+        Yaml.list(init.get("command")).forEach(c -> command.add(String.valueOf(c)));
+        return command;
+    }
+
 
     @ParameterizedTest
     @ValueSource(strings = {"k8s/overlays/prod", "k8s/overlays/strimzi"})
@@ -343,6 +426,12 @@ class KubernetesManifestsTest {
                 if (Yaml.at(e, "valueFrom.secretKeyRef") != null) {
                     fromSecret.add((String) Yaml.map(e).get("name"));
                 }
+                if ("RIPCORD_INTERNAL_PREVIOUS_TOKENS".equals(Yaml.map(e).get("name"))) {
+                    // Present in the Secret only during a rotation: the pod must start without it.
+                    assertThat(Yaml.at(e, "valueFrom.secretKeyRef.optional")).as("%s: %s's previous tokens", dir,
+                            component(workload)).isEqualTo(true);
+                    assertThat(Yaml.at(e, "valueFrom.secretKeyRef.key")).isEqualTo("RIPCORD_INTERNAL_PREVIOUS_TOKENS");
+                }
                 if ("SPRING_KAFKA_PROPERTIES_SASL_JAAS_CONFIG".equals(Yaml.map(e).get("name"))) {
                     assertThat(Yaml.at(e, "valueFrom.secretKeyRef.name")).as("%s: %s's Kafka login", dir,
                             component(workload)).isEqualTo(KafkaAcl.user(component(workload)));
@@ -350,7 +439,8 @@ class KubernetesManifestsTest {
             }
             Set<String> expected = new HashSet<>(GATEWAY.equals(component(workload))
                     ? Set.of("RIPCORD_INTERNAL_TOKEN", "RIPCORD_GATEWAY_AUTH_API_KEY_HASHES")
-                    : Set.of("RIPCORD_INTERNAL_TOKEN"));
+                    // Workers also accept the previous tokens of a rotation; the gateway sends only the current one.
+                    : Set.of("RIPCORD_INTERNAL_TOKEN", "RIPCORD_INTERNAL_PREVIOUS_TOKENS"));
             if (kafkaUsers) {
                 expected.add("SPRING_KAFKA_PROPERTIES_SASL_JAAS_CONFIG"); // its own KafkaUser's, checked above
             }

@@ -40,19 +40,75 @@ import dev.ripcord.model.ModelStore;
  */
 final class HostBudget {
 
-    /** The most heap a service may use. */
+    /** The most heap a service may use on a host of less than {@value #LARGE_MEMORY_GIB} GiB. */
     static final String HEAP_MAX = "256m";
 
-    /** The JVM flags every service gets, before the user's own {@code --jvm-flag}s (a later flag wins). */
-    static final List<String> JVM_FLAGS = List.of(
-            "-XX:+UseSerialGC",
-            "-Xms32m",
-            "-Xmx" + HEAP_MAX,
-            "-Xmn8m",
-            "-XX:MinHeapFreeRatio=10",
-            "-XX:MaxHeapFreeRatio=30",
-            "-XX:TrimNativeHeapInterval=5000",
-            "-XX:+UseCompactObjectHeaders");
+    /** The most heap a service may use on a host of {@value #LARGE_MEMORY_GIB} GiB or more: room to spare. */
+    static final String LARGE_HEAP_MAX = "512m";
+
+    /** From this much memory (GiB) a host is large: each service may grow its heap to {@link #LARGE_HEAP_MAX}. */
+    static final int LARGE_MEMORY_GIB = 16;
+
+    /**
+     * From this many processors a gateway keeps C2: its compilations then run on processors the workers' compute
+     * threads leave over, and pay back over a long run; below, on a laptop or a two-core machine, they compete with
+     * the engine and never do (see {@link #jitFlags}).
+     */
+    static final int GATEWAY_C2_PROCESSORS = 8;
+
+    /**
+     * The host a stack runs on, as the JVM that starts it sees it.
+     *
+     * @param processors  {@link Runtime#availableProcessors()}
+     * @param memoryBytes the host's physical memory (the container's limit where there is one)
+     */
+    record Host(int processors, long memoryBytes) {
+
+        Host {
+            if (processors < 1 || memoryBytes < 1) {
+                throw new IllegalArgumentException("a host has processors and memory, got " + processors + " and "
+                        + memoryBytes);
+            }
+        }
+
+        static Host current() {
+            long memory = ((com.sun.management.OperatingSystemMXBean)
+                    java.lang.management.ManagementFactory.getOperatingSystemMXBean()).getTotalMemorySize();
+            return new Host(Runtime.getRuntime().availableProcessors(), Math.max(1, memory));
+        }
+
+        boolean largeMemory() {
+            return memoryBytes >= (long) LARGE_MEMORY_GIB << 30;
+        }
+
+        long memoryGib() {
+            return Math.round(memoryBytes / (double) (1L << 30));
+        }
+    }
+
+    /** The JVM flags every service gets on a small host (see {@link #jvmFlags(Host)}). */
+    static final List<String> JVM_FLAGS = jvmFlags(HEAP_MAX);
+
+    /**
+     * The JVM flags every service gets on {@code host}, before the user's own {@code --jvm-flag}s (a later flag
+     * wins): the heap ceiling follows the host's memory ({@link #HEAP_MAX}, or {@link #LARGE_HEAP_MAX} from
+     * {@value #LARGE_MEMORY_GIB} GiB); the rest does not depend on the host.
+     */
+    static List<String> jvmFlags(Host host) {
+        return host.largeMemory() ? jvmFlags(LARGE_HEAP_MAX) : JVM_FLAGS;
+    }
+
+    private static List<String> jvmFlags(String heapMax) {
+        return List.of(
+                "-XX:+UseSerialGC",
+                "-Xms32m",
+                "-Xmx" + heapMax,
+                "-Xmn8m",
+                "-XX:MinHeapFreeRatio=10",
+                "-XX:MaxHeapFreeRatio=30",
+                "-XX:TrimNativeHeapInterval=5000",
+                "-XX:+UseCompactObjectHeaders");
+    }
 
     /**
      * What the JIT is told to do. The request path (Reactor Netty, Spring, Jackson, Kafka's clients) is thousands of
@@ -61,7 +117,10 @@ final class HostBudget {
      * <ul>
      *   <li>every service compiles after a twentieth of the usual invocations ({@value #COMPILE_SOONER}), so that
      *       the request path is compiled within the warm-up's requests ({@link StackWarmUp});</li>
-     *   <li>a gateway runs no engine code: the client compiler only ({@code TieredStopAtLevel=1});</li>
+     *   <li>a gateway runs no engine code: on a host of fewer than {@value #GATEWAY_C2_PROCESSORS} processors the
+     *       client compiler only ({@code TieredStopAtLevel=1}); from that many on it keeps the whole tiered JIT, C2
+     *       included, whose compilations there run beside the workers' compute threads rather than instead of
+     *       them;</li>
      *   <li>a worker's vector kernels need C2 (only C2 turns Vector API calls into vector instructions): the
      *       compiler directive {@value #ENGINE_C2_DIRECTIVES} (under the checkout) excludes every other method from
      *       C2, and such a method is compiled again by C1 without profiling when C2 would have taken it. The
@@ -75,10 +134,14 @@ final class HostBudget {
      * the three services was still falling after a thousand requests, C2's compiler thread taking over half of the
      * gateway's; with these, the first requests after the warm-up are at the steady state.
      */
-    static List<String> jitFlags(Role role, StackOptions options) {
+    static List<String> jitFlags(Role role, StackOptions options, Host host) {
         List<String> flags = new ArrayList<>();
         boolean scalar = "scalar".equals(options.properties().get(KERNELS));
         Path directives = options.root().resolve(ENGINE_C2_DIRECTIVES);
+        if (role == Role.GATEWAY && host.processors() >= GATEWAY_C2_PROCESSORS) {
+            flags.add(COMPILE_SOONER); // the whole tiered JIT: the request path reaches C2 on spare processors
+            return flags;
+        }
         if (role == Role.GATEWAY || scalar) {
             flags.add("-XX:TieredStopAtLevel=1");
         } else if (Files.isRegularFile(directives)) { // else (not run from a checkout) C2 compiles everything hot
@@ -174,6 +237,25 @@ final class HostBudget {
             }
         }
         return args;
+    }
+
+    /**
+     * What {@code ./ripcord up} prints about its choices on {@code host}: engine threads per worker, decode's batch,
+     * the heap ceiling and the gateway's JIT, with what the choice follows.
+     */
+    static String describe(Host host, StackOptions options) {
+        int workers = options.ports(Role.PREFILL).size() + options.ports(Role.DECODE).size();
+        String given = options.properties().get(ENGINE_THREADS);
+        String threads = given != null ? given + " engine threads per worker (--" + ENGINE_THREADS + ")"
+                : engineThreads(host.processors(), workers) + " engine thread(s) per worker (" + host.processors()
+                        + " processors / " + workers + " workers)";
+        String batch = workerArguments(Role.DECODE, options, host.processors()).stream()
+                .filter(a -> a.startsWith("--" + DECODE_MAX_BATCH + "=")).findFirst()
+                .map(a -> ", decode batch " + a.substring(a.indexOf('=') + 1)).orElse("");
+        String heap = host.largeMemory() ? LARGE_HEAP_MAX : HEAP_MAX;
+        String gateway = host.processors() >= GATEWAY_C2_PROCESSORS ? "C1 and C2" : "C1 only";
+        return "host " + host.processors() + " processors, " + host.memoryGib() + " GiB: " + threads + batch
+                + ", heap up to " + heap + " per service, gateway JIT " + gateway;
     }
 
     /**

@@ -338,9 +338,14 @@ public final class LocalStack implements AutoCloseable {
 
     /** A service's JVM flags: what the services need, the host budget, then the user's own (a later flag wins). */
     static List<String> serviceJvmFlags(StackOptions options, Role role) {
+        return serviceJvmFlags(options, role, HostBudget.Host.current());
+    }
+
+    /** As {@link #serviceJvmFlags(StackOptions, Role)}, on {@code host}. */
+    static List<String> serviceJvmFlags(StackOptions options, Role role, HostBudget.Host host) {
         List<String> flags = new ArrayList<>(JVM_FLAGS);
-        flags.addAll(HostBudget.JVM_FLAGS);
-        flags.addAll(HostBudget.jitFlags(role, options));
+        flags.addAll(HostBudget.jvmFlags(host));
+        flags.addAll(HostBudget.jitFlags(role, options, host));
         flags.addAll(options.jvmFlags(role));
         return flags;
     }
@@ -727,6 +732,7 @@ public final class LocalStack implements AutoCloseable {
         }
         out.println("ripcord: serving " + ModelChoice.modelId(options.properties())
                 + describe(options.properties()));
+        out.println("ripcord: " + HostBudget.describe(HostBudget.Host.current(), options));
         out.println("ripcord: KV transfer between prefill and decode over "
                 + options.properties().get("ripcord.kv.backend") + " (--ripcord.kv.backend=shm|tcp|auto)");
         out.println("ripcord: starting " + (options.externalKafka() == null

@@ -18,6 +18,9 @@ import dev.ripcord.model.ModelStore;
 class HostBudgetTest {
 
     private static final Path ROOT = Path.of(".");
+    private static final long GIB = 1L << 30;
+    /** A two-core machine with 8 GiB, like CI's: the budget's smallest case. */
+    private static final HostBudget.Host SMALL = new HostBudget.Host(2, 8 * GIB);
 
     @Test
     void workersSplitTheProcessorsEvenlyAndNeverTogetherExceedThem() {
@@ -97,7 +100,7 @@ class HostBudgetTest {
     void theUsersJvmFlagsComeAfterTheBudgetsSoTheyWin() {
         // HotSpot takes the last occurrence of a flag.
         StackOptions options = StackOptions.parse(new String[] {"--jvm-flag=-Xmx1g"}, ROOT);
-        var flags = LocalStack.serviceJvmFlags(options, Role.DECODE);
+        var flags = LocalStack.serviceJvmFlags(options, Role.DECODE, SMALL);
         assertThat(flags).contains("-XX:+UseSerialGC", "-Xmx" + HostBudget.HEAP_MAX);
         assertThat(flags.lastIndexOf("-Xmx1g")).isGreaterThan(flags.indexOf("-Xmx" + HostBudget.HEAP_MAX));
     }
@@ -109,10 +112,10 @@ class HostBudgetTest {
         Files.createDirectories(directives.getParent());
         Files.writeString(directives, "[]");
         StackOptions options = StackOptions.parse(new String[0], checkout);
-        assertThat(HostBudget.jitFlags(Role.GATEWAY, options))
+        assertThat(HostBudget.jitFlags(Role.GATEWAY, options, SMALL))
                 .containsExactly("-XX:TieredStopAtLevel=1", HostBudget.COMPILE_SOONER);
         for (Role worker : List.of(Role.PREFILL, Role.DECODE)) {
-            assertThat(HostBudget.jitFlags(worker, options)).startsWith("-XX:+UnlockDiagnosticVMOptions",
+            assertThat(HostBudget.jitFlags(worker, options, SMALL)).startsWith("-XX:+UnlockDiagnosticVMOptions",
                             "-XX:CompilerDirectivesFile=" + directives.toAbsolutePath().normalize())
                     .containsSubsequence(HostBudget.EARLY_C2_TIER).contains(HostBudget.WORKER_CODE_CACHE)
                     .endsWith(HostBudget.COMPILE_SOONER);
@@ -122,14 +125,14 @@ class HostBudgetTest {
     @Test
     void workersOnTheScalarKernelsGetTheClientCompilerOnly(@TempDir Path checkout) {
         StackOptions options = StackOptions.parse(new String[] {"--ripcord.engine.kernels=scalar"}, checkout);
-        assertThat(HostBudget.jitFlags(Role.DECODE, options))
+        assertThat(HostBudget.jitFlags(Role.DECODE, options, SMALL))
                 .containsExactly("-XX:TieredStopAtLevel=1", HostBudget.COMPILE_SOONER);
     }
 
     @Test
     void withoutTheDirectiveFileWorkersKeepTheWholeTieredJit(@TempDir Path notACheckout) {
         StackOptions options = StackOptions.parse(new String[0], notACheckout);
-        assertThat(HostBudget.jitFlags(Role.PREFILL, options)).containsExactly(HostBudget.COMPILE_SOONER);
+        assertThat(HostBudget.jitFlags(Role.PREFILL, options, SMALL)).containsExactly(HostBudget.COMPILE_SOONER);
     }
 
     @Test
@@ -146,7 +149,7 @@ class HostBudgetTest {
     @Test
     void theUsersJitFlagsComeAfterTheBudgetsSoTheyWin() {
         StackOptions options = StackOptions.parse(new String[] {"--jvm-flag=-XX:TieredStopAtLevel=4"}, ROOT);
-        var flags = LocalStack.serviceJvmFlags(options, Role.GATEWAY);
+        var flags = LocalStack.serviceJvmFlags(options, Role.GATEWAY, SMALL);
         assertThat(flags.lastIndexOf("-XX:TieredStopAtLevel=4"))
                 .isGreaterThan(flags.indexOf("-XX:TieredStopAtLevel=1"));
     }
@@ -164,5 +167,67 @@ class HostBudgetTest {
                     .containsExactlyElementsOf(TestStacks.UP_THRESHOLDS)
                     .containsSubsequence(HostBudget.EARLY_C2_TIER).endsWith(HostBudget.COMPILE_SOONER);
         }
+    }
+
+    // --- the budget follows the host --------------------------------------------------------------------------
+
+    /**
+     * Threads, heaps and JIT choices for 2, 4 and 16 processors with little and much memory: the workers split the
+     * processors (more threads on more cores, decode's batch following), the heap ceiling follows the memory, and
+     * the gateway keeps C2 from {@value HostBudget#GATEWAY_C2_PROCESSORS} processors on.
+     */
+    @Test
+    void theBudgetFollowsTheHostsProcessorsAndMemory(@TempDir Path checkout) throws IOException {
+        Path directives = checkout.resolve(HostBudget.ENGINE_C2_DIRECTIVES);
+        Files.createDirectories(directives.getParent());
+        Files.writeString(directives, "[]");
+        StackOptions options = StackOptions.parse(new String[0], checkout);
+        record Expected(int threads, int batch, boolean gatewayC2) {
+        }
+        Map<Integer, Expected> byProcessors = Map.of(
+                2, new Expected(1, 16, false),
+                4, new Expected(2, 32, false),
+                16, new Expected(8, 32, true));
+        for (var e : byProcessors.entrySet()) {
+            for (long memory : new long[] {4 * GIB, 64 * GIB}) {
+                HostBudget.Host host = new HostBudget.Host(e.getKey(), memory);
+                Expected x = e.getValue();
+                String id = e.getKey() + " processors, " + memory / GIB + " GiB";
+                assertThat(HostBudget.workerArguments(Role.DECODE, options, host.processors())).as(id)
+                        .containsExactly("--ripcord.engine.threads=" + x.threads(),
+                                "--ripcord.decode.max-batch=" + x.batch());
+                assertThat(HostBudget.workerArguments(Role.PREFILL, options, host.processors())).as(id)
+                        .containsExactly("--ripcord.engine.threads=" + x.threads());
+                String heap = memory >= HostBudget.LARGE_MEMORY_GIB * GIB ? HostBudget.LARGE_HEAP_MAX
+                        : HostBudget.HEAP_MAX;
+                for (Role role : Role.values()) {
+                    List<String> flags = LocalStack.serviceJvmFlags(options, role, host);
+                    assertThat(flags).as("%s: %s's heap", id, role).contains("-Xmx" + heap);
+                }
+                List<String> gateway = HostBudget.jitFlags(Role.GATEWAY, options, host);
+                if (x.gatewayC2()) {
+                    assertThat(gateway).as("%s: the gateway keeps C2", id).containsExactly(HostBudget.COMPILE_SOONER);
+                } else {
+                    assertThat(gateway).as("%s: the gateway on C1", id)
+                            .containsExactly("-XX:TieredStopAtLevel=1", HostBudget.COMPILE_SOONER);
+                }
+                for (Role worker : List.of(Role.PREFILL, Role.DECODE)) {
+                    assertThat(HostBudget.jitFlags(worker, options, host)).as("%s: %s keeps C2 for the engine", id,
+                            worker).contains("-XX:CompilerDirectivesFile=" + directives.toAbsolutePath().normalize());
+                }
+                String said = HostBudget.describe(host, options);
+                assertThat(said).as(id).startsWith("host " + e.getKey() + " processors, " + memory / GIB + " GiB: ")
+                        .contains(x.threads() + " engine thread(s) per worker (" + e.getKey() + " processors / 2 workers)")
+                        .contains("decode batch " + x.batch()).contains("heap up to " + heap)
+                        .endsWith("gateway JIT " + (x.gatewayC2() ? "C1 and C2" : "C1 only"));
+            }
+        }
+    }
+
+    @Test
+    void threadsGivenOnTheCommandLineAreWhatUpSays() {
+        StackOptions options = StackOptions.parse(new String[] {"--ripcord.engine.threads=3"}, ROOT);
+        assertThat(HostBudget.describe(new HostBudget.Host(16, 64 * GIB), options))
+                .contains("3 engine threads per worker (--ripcord.engine.threads)").contains("decode batch 32");
     }
 }

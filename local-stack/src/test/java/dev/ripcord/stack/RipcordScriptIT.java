@@ -81,7 +81,7 @@ class RipcordScriptIT {
     void everyCommandAnswersHelpWithoutBuilding() throws Exception {
         Result overview = run("--help");
         assertThat(overview.status()).isZero();
-        for (String command : List.of("up", "fetch-model", "test", "build", "bench", "convert", "model-bench",
+        for (String command : List.of("up", "fetch-model", "test", "build", "bench", "convert", "synth-model", "model-bench",
                 "images", "hash-key", "java")) {
             assertThat(overview.out()).as(command).contains("./ripcord " + command);
             Result help = run(command, "--help");
@@ -133,7 +133,7 @@ class RipcordScriptIT {
             Files.copy(file, target);
         }
         String path = shellToolsOnly(copy.resolve("bin"));
-        List<String> commands = List.of("up", "fetch-model", "test", "build", "bench", "convert", "model-bench",
+        List<String> commands = List.of("up", "fetch-model", "test", "build", "bench", "convert", "synth-model", "model-bench",
                 "images", "hash-key", "audit", "cancels", "status", "java");
         for (String command : commands) {
             Result help = runIn(copy, path, command, "--help");

@@ -18,8 +18,13 @@ import org.junit.jupiter.api.Test;
  */
 class DemosNeedOnlyJdkAndCurlTest {
 
-    /** A tool at the start of a command (line start, after a pipe, {@code $(}, {@code &&} or {@code ;}). */
-    private static final Pattern OTHER_TOOL = Pattern.compile("(?:^|[|;&(]\\s*|\\$\\(\\s*)(python3?|jq|kcat)\\s");
+    /**
+     * A tool at the start of a command (line start, after a pipe, {@code $(}, {@code &&} or {@code ;}), or a Python
+     * script run by its path (a recipe once ran {@code ../shared/tools/synth-llama2c.py} and passed this check only
+     * because the word {@code python3} was not on the line).
+     */
+    private static final Pattern OTHER_TOOL = Pattern.compile(
+            "(?:^|[|;&(]\\s*|\\$\\(\\s*)(python3?|jq|kcat|\\S+\\.py)(?:\\s|$)");
 
     @Test
     void noDocCommandNeedsPythonJqOrKcat() throws IOException {

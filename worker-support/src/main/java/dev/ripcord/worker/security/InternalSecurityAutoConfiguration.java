@@ -26,9 +26,11 @@ public class InternalSecurityAutoConfiguration {
     @Bean
     WebFilter ripcordInternalTokenFilter(InternalAuthProperties properties) {
         if (properties.auth().enabled()) {
-            log.info("/internal/** requires the internal token ({} header)",
-                    dev.ripcord.protocol.InternalApi.INTERNAL_TOKEN_HEADER);
-            return new InternalTokenFilter(properties.token());
+            log.info("/internal/** requires the internal token ({} header){}",
+                    dev.ripcord.protocol.InternalApi.INTERNAL_TOKEN_HEADER, properties.previousTokens().isEmpty()
+                            ? "" : "; " + properties.previousTokens().size()
+                                    + " previous token(s) still accepted (ripcord.internal.previous-tokens)");
+            return new InternalTokenFilter(properties.acceptedTokens());
         }
         log.warn("""
 

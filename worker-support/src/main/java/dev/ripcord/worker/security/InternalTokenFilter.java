@@ -2,6 +2,7 @@ package dev.ripcord.worker.security;
 
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.util.List;
 import java.util.Optional;
 
 import dev.ripcord.protocol.InternalApi;
@@ -21,8 +22,9 @@ import reactor.core.publisher.Mono;
 
 /**
  * Guards a worker's {@code /internal/**}: the request must carry {@value InternalApi#INTERNAL_TOKEN_HEADER} equal to
- * {@code ripcord.internal.token}. Missing: 401. Wrong: 403. The comparison is constant-time
- * ({@link MessageDigest#isEqual} on SHA-256 digests, so neither content nor length leaks through timing).
+ * {@code ripcord.internal.token} or to one of {@code ripcord.internal.previous-tokens} (a rotation in progress).
+ * Missing: 401. Wrong: 403. The comparison is constant-time ({@link MessageDigest#isEqual} on SHA-256 digests, and
+ * every accepted token is compared, so neither content, length nor which token matched leaks through timing).
  * Everything else, actuator included, passes untouched: health probes and Prometheus need no credential.
  *
  * <p>The decision is made on the decoded path the router matches, and a path with more than one reading
@@ -39,10 +41,18 @@ public final class InternalTokenFilter implements WebFilter, Ordered {
     private static final Logger log = LoggerFactory.getLogger(InternalTokenFilter.class);
     private static final String INTERNAL = "/internal";
 
-    private final byte[] expected;
+    private final List<byte[]> accepted;
 
     public InternalTokenFilter(String token) {
-        this.expected = digest(token);
+        this(List.of(token));
+    }
+
+    /** @param tokens every token accepted: the current one and those of a rotation in progress; at least one */
+    public InternalTokenFilter(List<String> tokens) {
+        if (tokens.isEmpty()) {
+            throw new IllegalArgumentException("an internal token filter needs at least one token");
+        }
+        this.accepted = tokens.stream().map(InternalTokenFilter::digest).toList();
     }
 
     @Override
@@ -66,11 +76,19 @@ public final class InternalTokenFilter implements WebFilter, Ordered {
             return reject(exchange, HttpStatus.UNAUTHORIZED, "missing_internal_token",
                     "This internal endpoint requires the " + InternalApi.INTERNAL_TOKEN_HEADER + " header.");
         }
-        if (!MessageDigest.isEqual(expected, digest(presented))) {
+        if (!accepts(digest(presented))) {
             return reject(exchange, HttpStatus.FORBIDDEN, "invalid_internal_token",
                     "The " + InternalApi.INTERNAL_TOKEN_HEADER + " header does not hold this worker's token.");
         }
         return chain.filter(exchange);
+    }
+
+    private boolean accepts(byte[] presented) {
+        boolean match = false;
+        for (byte[] token : accepted) {
+            match |= MessageDigest.isEqual(token, presented); // no short cut: every token is compared
+        }
+        return match;
     }
 
     private static Mono<Void> reject(ServerWebExchange exchange, HttpStatus status, String code, String message) {

@@ -142,4 +142,67 @@ class InternalTokenFilterTest {
             open.get().uri(InternalApi.STATUS).exchange().expectStatus().isOk();
         });
     }
+
+    // --- rotation ---------------------------------------------------------------------------------------------
+
+    private static final String OLD = "old-internal-token";
+    private static final String NEW = "new-internal-token";
+
+    /**
+     * A rotation in progress: a worker configured with the new token and the old one in
+     * {@code ripcord.internal.previous-tokens} serves callers that still send the old token (gateways not yet
+     * rolled) and those that send the new one, and refuses any other, so neither half of the rollout sees a 403.
+     */
+    @Test
+    void duringARotationAWorkerServesTheCurrentAndThePreviousTokenAndNothingElse() {
+        runner.withPropertyValues("ripcord.internal.token=" + NEW, "ripcord.internal.previous-tokens=" + OLD)
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    WebTestClient worker = WebTestClient.bindToRouterFunction(ROUTES)
+                            .webFilter(context.getBean("ripcordInternalTokenFilter", WebFilter.class)).build();
+                    for (String accepted : List.of(NEW, OLD)) {
+                        worker.get().uri(InternalApi.STATUS).header(InternalApi.INTERNAL_TOKEN_HEADER, accepted)
+                                .exchange().expectStatus().isOk();
+                    }
+                    for (String refused : List.of(NEW + OLD, OLD + "x", "", NEW + "," + OLD)) {
+                        worker.get().uri(InternalApi.STATUS).header(InternalApi.INTERNAL_TOKEN_HEADER, refused)
+                                .exchange().expectStatus().isForbidden();
+                    }
+                    worker.get().uri(InternalApi.STATUS).exchange().expectStatus().isUnauthorized();
+                });
+    }
+
+    /** After the second rollout (previous tokens removed) the old token is refused: the rotation is complete. */
+    @Test
+    void onceThePreviousTokenIsDroppedItIsRefused() {
+        runner.withPropertyValues("ripcord.internal.token=" + NEW).run(context -> {
+            WebTestClient worker = WebTestClient.bindToRouterFunction(ROUTES)
+                    .webFilter(context.getBean("ripcordInternalTokenFilter", WebFilter.class)).build();
+            worker.get().uri(InternalApi.STATUS).header(InternalApi.INTERNAL_TOKEN_HEADER, NEW).exchange()
+                    .expectStatus().isOk();
+            worker.get().uri(InternalApi.STATUS).header(InternalApi.INTERNAL_TOKEN_HEADER, OLD).exchange()
+                    .expectStatus().isForbidden();
+        });
+    }
+
+    /** The environment variable form compose and Kubernetes use: a comma-separated list, blank entries ignored. */
+    @Test
+    void previousTokensBindFromACommaSeparatedListAndBlankMeansNone() {
+        runner.withPropertyValues("ripcord.internal.token=" + NEW, "ripcord.internal.previous-tokens=" + OLD + ",older")
+                .run(context -> assertThat(context.getBean(InternalAuthProperties.class).acceptedTokens())
+                        .containsExactly(NEW, OLD, "older"));
+        runner.withPropertyValues("ripcord.internal.token=" + NEW, "ripcord.internal.previous-tokens=")
+                .run(context -> assertThat(context.getBean(InternalAuthProperties.class).acceptedTokens())
+                        .containsExactly(NEW));
+    }
+
+    @Test
+    void previousTokensWithoutACurrentTokenRefuseToStart() {
+        runner.withPropertyValues("ripcord.internal.auth.enabled=false", "ripcord.internal.previous-tokens=" + OLD)
+                .run(context -> {
+                    assertThat(context).hasFailed();
+                    assertThat(context.getStartupFailure()).rootCause()
+                            .hasMessageContaining("ripcord.internal.previous-tokens is set but ripcord.internal.token");
+                });
+    }
 }
