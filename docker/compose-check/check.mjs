@@ -286,6 +286,15 @@ async function main() {
   }
 }
 
+// Interrupted: the stack goes down all the same (nothing of the project is left behind).
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    log(`${signal}: down -v`);
+    compose(['down', '-v', '--remove-orphans'], { quiet: true, allowFail: true });
+    process.exit(130);
+  });
+}
+
 try {
   await main();
 } catch (e) {
