@@ -11,7 +11,7 @@
 // Traffic stays on this machine: the compose bridge network, and ports published on 127.0.0.1.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes, createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync, readFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -291,6 +291,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
     log(`${signal}: down -v`);
     compose(['down', '-v', '--remove-orphans'], { quiet: true, allowFail: true });
+    rmSync(dir, { recursive: true, force: true });
     process.exit(130);
   });
 }
@@ -315,6 +316,7 @@ try {
   summary.ok = !summary.error && points.length > 0 && points.every(([, v]) => v.ok);
   summary.seconds = Math.round((Date.now() - started) / 1000);
   log(summary.ok ? 'every point holds' : `FAILED: ${points.filter(([, v]) => !v.ok).map(([k]) => k).join(', ') || summary.error}`);
+  rmSync(dir, { recursive: true, force: true }); // the run's credentials
   if (JSON_OUT) process.stdout.write(JSON.stringify(summary) + '\n');
   process.exitCode = summary.ok ? 0 : 1;
 }
