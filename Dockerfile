@@ -1,10 +1,11 @@
-# syntax=docker/dockerfile:1.7
-#
 # One Dockerfile for the three services; SERVICE picks which:
 #
 #   docker build --build-arg SERVICE=gateway -t ripcord/gateway:0.1.0-SNAPSHOT .     (or: ./ripcord images)
 #
-# Stages: `build` runs the Maven build (the same `package` as ./ripcord build, tests skipped), `layers` splits the
+# It builds with BuildKit and with the classic builder (DOCKER_BUILDKIT=0): no `# syntax=` line (no frontend image to
+# pull) and no RUN --mount. Stages: `build` runs the Maven build (the same `package` as ./ripcord build, tests
+# skipped) or, with --build-arg JARS=context, takes the jars ./ripcord build made on the host (what
+# `./ripcord images --air-gapped` does: no network inside the build), `layers` splits the
 # service's executable jar into Spring Boot's layers, the final stage is a JRE 25 with those layers, running as a
 # numeric non-root user. See docs/deployment.md for the choices (JRE vs JDK, flags, memory) and how to pin bases by
 # digest: --build-arg RUNTIME_IMAGE=eclipse-temurin:25-jre@sha256:<digest> (and BUILD_IMAGE likewise).
@@ -12,12 +13,19 @@ ARG BUILD_IMAGE=eclipse-temurin:25-jdk
 ARG RUNTIME_IMAGE=eclipse-temurin:25-jre
 
 FROM ${BUILD_IMAGE} AS build
+ARG JARS=maven
 WORKDIR /src
 COPY . .
-# The Maven repository (and the wrapper's Maven) live in a cache mount: rebuilding the three images, or rebuilding
-# after a source change, downloads nothing twice. Jars are reproducible (project.build.outputTimestamp in pom.xml).
-RUN --mount=type=cache,target=/root/.m2 \
-    ./mvnw -B -ntp -q -Dmaven.test.skip=true package -pl gateway-service,prefill-service,decode-service -am
+# The build stage takes no SERVICE argument, so the three image builds share its layer: Maven runs once. Jars are
+# reproducible (project.build.outputTimestamp in pom.xml). The context carries only the three executable jars from
+# target/ (.dockerignore), and only JARS=context uses them.
+RUN case "${JARS}" in \
+      maven) ./mvnw -B -ntp -q -Dmaven.test.skip=true package -pl gateway-service,prefill-service,decode-service -am \
+             && rm -rf /root/.m2 ;; \
+      context) for s in gateway prefill decode; do ls ${s}-service/target/${s}-service-*-exec.jar >/dev/null \
+                 || { echo "JARS=context: run ./ripcord build first" >&2; exit 1; }; done ;; \
+      *) echo "JARS is maven (build here) or context (the host's jars), not '${JARS}'" >&2; exit 1 ;; \
+    esac
 
 FROM ${BUILD_IMAGE} AS layers
 ARG SERVICE

@@ -102,14 +102,46 @@ class ComposeFileTest {
         assertThat(publishedPorts("kafka")).containsExactly(defaults.kafkaPort() + ":" + defaults.kafkaPort());
     }
 
-    /** {@code host:container} of every published port, without a bind address. */
+    /** {@code host:container} of every published port, without a bind address, {@code ${VAR:-default}} as its default. */
     private List<String> publishedPorts(String name) {
         List<String> ports = new ArrayList<>();
         for (Object p : Yaml.list(service(name).get("ports"))) {
-            String[] parts = String.valueOf(p).split(":");
+            String[] parts = withDefaults(String.valueOf(p)).split(":");
             ports.add(parts[parts.length - 2] + ":" + parts[parts.length - 1]);
         }
         return ports;
+    }
+
+    /** The value Compose gives {@code text} when no variable it names is set. */
+    static String withDefaults(String text) {
+        return Pattern.compile("\\$\\{[A-Za-z_][A-Za-z0-9_]*:?-([^}]*)}").matcher(text).replaceAll(m -> Matcher.quoteReplacement(m.group(1)));
+    }
+
+    @Test
+    void portsArePublishedOnLoopbackUnlessEnvSaysOtherwise() {
+        for (String name : List.of("kafka", "gateway", "prefill", "decode")) {
+            for (Object p : Yaml.list(service(name).get("ports"))) {
+                assertThat(withDefaults(String.valueOf(p))).as("%s publishes on 127.0.0.1 by default", name)
+                        .startsWith("127.0.0.1:");
+            }
+        }
+    }
+
+    @Test
+    void runsOnComposeV1AndV2WithoutReachingForARegistry() {
+        // Compose v1.29 rejects a top-level name: the project name comes from .env (both versions read it there).
+        assertThat(compose).as("top-level keys").doesNotContainKey("name");
+        assertThat(Repo.read(".env.example")).containsPattern("(?m)^COMPOSE_PROJECT_NAME=ripcord$");
+        services.forEach((name, definition) -> {
+            Map<String, Object> service = Yaml.map(definition);
+            if (!service.containsKey("build") && !service.containsKey("profiles")) {
+                // Ripcord's own images are built here, never pulled; a base image is pulled only when absent.
+                assertThat(service.get("pull_policy")).as("%s pull_policy", name)
+                        .isEqualTo(String.valueOf(service.get("image")).startsWith("ripcord/") ? "never" : "if_not_present");
+            }
+        });
+        // The classic builder (DOCKER_BUILDKIT=0) has no RUN --mount, and a syntax line makes BuildKit pull a frontend.
+        assertThat(Repo.read("Dockerfile")).doesNotContain("--mount=").doesNotContainPattern("(?m)^# *syntax=");
     }
 
     @Test
@@ -193,6 +225,7 @@ class ComposeFileTest {
         }
         assertThat(used).isNotEmpty();
         assertThat(described).as(".env.example").containsAll(used);
+        described.removeIf(name -> name.startsWith("COMPOSE_")); // Compose's own settings, read from .env by Compose
         assertThat(used).as("variables .env.example describes but compose ignores").containsAll(described);
         assertThat(Repo.read(".gitignore")).as(".env never reaches git").contains("/.env");
     }

@@ -82,7 +82,7 @@ class RipcordScriptIT {
         Result overview = run("--help");
         assertThat(overview.status()).isZero();
         for (String command : List.of("up", "fetch-model", "test", "build", "bench", "convert", "synth-model", "model-bench",
-                "images", "hash-key", "java")) {
+                "images", "compose", "hash-key", "java")) {
             assertThat(overview.out()).as(command).contains("./ripcord " + command);
             Result help = run(command, "--help");
             assertThat(help.status()).as(command).isZero();
@@ -134,7 +134,7 @@ class RipcordScriptIT {
         }
         String path = shellToolsOnly(copy.resolve("bin"));
         List<String> commands = List.of("up", "fetch-model", "test", "build", "bench", "convert", "synth-model", "model-bench",
-                "images", "hash-key", "audit", "cancels", "status", "java");
+                "images", "compose", "hash-key", "audit", "cancels", "status", "java");
         for (String command : commands) {
             Result help = runIn(copy, path, command, "--help");
             assertThat(help.status()).as(command).isZero();

@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# The stand-in's twin of Kafka's kafka-consumer-groups.sh.
+exec "$(dirname "$0")/kafka-run-class.sh" org.apache.kafka.tools.consumer.group.ConsumerGroupCommand "$@"
