@@ -13,20 +13,17 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * is that place's moment.
  */
 public enum Sabotage {
-    /** A decode worker drops the first cancel it receives for a running job on the floor. */
-    DROP_CANCEL("drop-cancel"),
-    /** A decode worker keeps one KV page back when it frees a job's pages (and logs the free as whole). */
-    KEEP_PAGE("keep-page"),
-    /** A prefill worker computes (and logs) one chunk after it observed a cancel. */
-    CHUNK_AFTER_CANCEL("chunk-after-cancel"),
-    /** A gateway writes a second terminal frame for one request. */
-    DOUBLE_TERMINAL("double-terminal"),
-    /** A gateway flips one output token of one completed request. */
-    FLIP_TOKEN("flip-token"),
-    /** A gateway answers one admitted request with a 500. */
-    ERROR_500("error-500"),
-    /** One decode worker publishes no lifecycle event at all. */
-    DROP_EVENTS("drop-events");
+    /**
+     * A decode worker keeps one KV page back when it frees a job's pages: the first job whose free took back exactly
+     * the pages it reserved (so that the log's count shows it); the page stays taken from the pool.
+     */
+    KEEP_PAGE("keep-page", "decode"),
+    /** A gateway flips the first output token of the first request (not warm-up traffic) that produces one. */
+    FLIP_TOKEN("flip-token", "gateway"),
+    /** A gateway fails the first request (not warm-up traffic) that produces a token: a 500 to its client. */
+    ERROR_500("error-500", "gateway"),
+    /** The decode workers publish no lifecycle event (their heartbeats still go out). */
+    DROP_EVENTS("drop-events", "decode");
 
     /** The property (system property or Spring property) that names the kind. */
     public static final String PROPERTY = "ripcord.sabotage";
@@ -36,10 +33,13 @@ public enum Sabotage {
     private static volatile Sabotage armed;
 
     public final String id;
+    /** The service whose instances are started with it ({@code gateway}, {@code prefill}, {@code decode}). */
+    public final String service;
     private final AtomicBoolean fired = new AtomicBoolean();
 
-    Sabotage(String id) {
+    Sabotage(String id, String service) {
         this.id = id;
+        this.service = service;
     }
 
     /** The kind named {@code id} ({@code keep-page}, ...). */
@@ -64,6 +64,14 @@ public enum Sabotage {
                     + "only in a stack the fault bench started (" + BENCH_MARKER + "=1); see docs/operations.md");
         }
         armed = of(property);
+    }
+
+    /** Disarms every kind and forgets what fired (tests only). */
+    static void disarm() {
+        armed = null;
+        for (Sabotage s : values()) {
+            s.fired.set(false);
+        }
     }
 
     /** Whether this kind is armed in this process. */

@@ -194,7 +194,7 @@ final class FaultSchedule {
                 int index = random.nextInt(stack.stack().instances().prefills());
                 long pid = stack.pid(Role.PREFILL, index);
                 signal("STOP", pid);
-                String state = processState(pid);
+                String state = awaitStopped(pid);
                 Thread.sleep(PAUSE);
                 long healed = System.nanoTime();
                 signal("CONT", pid);
@@ -305,6 +305,17 @@ final class FaultSchedule {
 
     private static long forwarded(List<FaultProxy> proxies) {
         return proxies.stream().mapToLong(FaultProxy::bytesForwarded).sum();
+    }
+
+    /** The state letter of {@code pid} once it reads {@code T} (stopped), or the last one read within 2 s. */
+    private static String awaitStopped(long pid) throws InterruptedException {
+        String state = processState(pid);
+        long deadline = System.nanoTime() + Duration.ofSeconds(2).toNanos();
+        while (!"T".equals(state) && System.nanoTime() < deadline) {
+            Thread.sleep(10); // the signal is delivered asynchronously: the process stops a moment later
+            state = processState(pid);
+        }
+        return state;
     }
 
     /** The state letter of process {@code pid} ({@code /proc/<pid>/stat}), or null. */

@@ -68,17 +68,27 @@ public final class FaultsBench {
     /** Samples per TTFT figure: their median is the figure. */
     private static final int TTFT_SAMPLES = 7;
     private static final Duration PROBE_LIMIT = Duration.ofSeconds(60);
+    /** How long a sabotage run waits for the workers to go idle: one that keeps a page never does. */
+    private static final Duration SABOTAGE_IDLE_LIMIT = Duration.ofSeconds(15);
     /** Requests of the steady load in flight at once, beside the storm's. */
     private static final int STEADY_CONCURRENCY = 4;
 
     private FaultsBench() {
     }
 
-    /** What a run was asked for; {@code sabotage} a {@link dev.ripcord.cancel.Sabotage} kind's id, or null. */
+    /**
+     * What a run was asked for; {@code sabotage} a {@link dev.ripcord.cancel.Sabotage} kind's id (or several, comma
+     * separated, each for another service), or null.
+     */
     record Config(int requests, long seed, Set<Fault> faults, int concurrency, double cancelShare, String sabotage) {
 
         Config(int requests, long seed, Set<Fault> faults, int concurrency, double cancelShare) {
             this(requests, seed, faults, concurrency, cancelShare, null);
+        }
+
+        List<dev.ripcord.cancel.Sabotage> sabotaged() {
+            return sabotage == null ? List.of() : Arrays.stream(sabotage.split(",")).filter(k -> !k.isBlank())
+                    .map(dev.ripcord.cancel.Sabotage::of).toList();
         }
     }
 
@@ -259,7 +269,7 @@ public final class FaultsBench {
             Set<Fault> faults = EnumSet.noneOf(Fault.class);
             String sabotage = options.get("sabotage");
             if (sabotage != null) {
-                dev.ripcord.cancel.Sabotage.of(sabotage); // a known kind, or a usage error
+                dev.ripcord.cancel.Sabotage.of(sabotage); // one known kind, or a usage error
             }
             // A sabotage run injects no fault unless --faults names some: what the oracle catches is then the
             // sabotage alone, with no fault's error budget to hide it in.
@@ -299,13 +309,18 @@ public final class FaultsBench {
         return p;
     }
 
-    /** Starts the stack, runs the storm and the schedule, the oracle, stops the stack. */
+    /** Starts the stack (2 gateways, 2 prefill, 2 decode), runs the storm and the schedule, the oracle, stops it. */
     static Summary run(Config config, String name, Path logDir, PrintStream log) throws Exception {
-        TestStacks.Instances instances = new TestStacks.Instances(2, 2, 2);
+        return run(config, new TestStacks.Instances(2, 2, 2), name, logDir, log);
+    }
+
+    /** {@link #run(Config, String, Path, PrintStream)} on {@code instances}. */
+    static Summary run(Config config, TestStacks.Instances instances, String name, Path logDir, PrintStream log)
+            throws Exception {
         log.println("starting " + instances + " on a " + FaultStack.BROKERS + "-node KRaft cluster (logs in "
                 + logDir + ") ...");
         long started = System.nanoTime();
-        try (FaultStack faults = FaultStack.start(name, properties(), instances, logDir, null)) {
+        try (FaultStack faults = FaultStack.start(name, properties(), instances, logDir, null, config.sabotaged())) {
             log.printf("stack up in %.1f s; proxies: %s%n", (System.nanoTime() - started) / 1e9,
                     faults.describeProxies());
             TestStack stack = faults.stack();
@@ -332,10 +347,14 @@ public final class FaultsBench {
                 }
                 return true;
             };
-            // Idle figures first, on the warm stack.
-            ttftMillis(gateways.get(0), stack, shortPrompt, 3, "warm"); // warms the path, not counted
-            double idle = ttftMillis(gateways.get(0), stack, shortPrompt, TTFT_SAMPLES, "idle");
-            double chunk = ttftMillis(gateways.get(0), stack, chunkPrompt, TTFT_SAMPLES, "chunk");
+            // Idle figures first, on the warm stack (shown, not gated). Not in a sabotage run: there the first request
+            // a sabotage breaks must be the storm's, inside the audit's window.
+            boolean figures = config.sabotage() == null;
+            if (figures) {
+                ttftMillis(gateways.get(0), stack, shortPrompt, 3, "warm"); // warms the path, not counted
+            }
+            double idle = figures ? ttftMillis(gateways.get(0), stack, shortPrompt, TTFT_SAMPLES, "idle") : 0;
+            double chunk = figures ? ttftMillis(gateways.get(0), stack, chunkPrompt, TTFT_SAMPLES, "chunk") : 0;
 
             FaultSchedule schedule = new FaultSchedule(faults, config.faults(), config.seed(), serves, log);
             log.println("fault order: " + schedule.order().stream().map(f -> f.id).toList());
@@ -353,7 +372,11 @@ public final class FaultsBench {
             // Per probe, the decode workers that did not answer it as cancelled.
             Map<String, List<String>> probeAnswers = new TreeMap<>();
             double[] after = new double[1];
-            Storm.Report report = new Storm(stack, config.concurrency()).run(plan, config.seed(), () -> {
+            Storm storm = new Storm(stack, config.concurrency());
+            if (!config.sabotaged().isEmpty()) {
+                storm.idleLimit(SABOTAGE_IDLE_LIMIT);
+            }
+            Storm.Report report = storm.run(plan, config.seed(), () -> {
                 stormRunning.set(false);
                 faultThread.join();
                 steady.close();
@@ -372,7 +395,7 @@ public final class FaultsBench {
                     }
                     probeAnswers.put(id, missed);
                 }
-                after[0] = ttftMillis(gateways.get(0), stack, shortPrompt, TTFT_SAMPLES, "after");
+                after[0] = figures ? ttftMillis(gateways.get(0), stack, shortPrompt, TTFT_SAMPLES, "after") : 0;
             });
             List<String> lost = new ArrayList<>();
             probeAnswers.forEach((id, where) -> {

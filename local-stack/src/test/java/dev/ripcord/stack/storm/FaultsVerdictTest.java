@@ -140,6 +140,24 @@ class FaultsVerdictTest {
     }
 
     @Test
+    void anUnverifiableFindingOnTheKilledInstanceUnderItsSuffixedNameIsExcusedAndOnlyThere() {
+        // Against an external broker an instance names itself with a random suffix on the log.
+        assertThat(FaultsVerdict.gates(with(b -> b.unverifiable(List.of(new Unverifiable("r2:y", "PAGES_FREED",
+                "decode-2-3fcb94")))))).allMatch(Gate::passed);
+        assertFailsOnly(with(b -> b.unverifiable(List.of(new Unverifiable("r2:y", "PAGES_FREED", "decode-1-3fcb94")))),
+                "unverifiable_unexcused");
+        assertThat(FaultsVerdict.names("decode-1", "decode-10")).isFalse();
+        assertThat(FaultsVerdict.names("decode-1", "decode-10-3fcb94")).isFalse();
+    }
+
+    @Test
+    void anErrorEventInAStreamThatBeganIsJudgedByItsCode() {
+        assertThat(FaultsVerdict.gates(with(b -> b.errors(List.of(error("stream internal_error", 12, 13))))))
+                .allMatch(Gate::passed);
+        assertFailsOnly(with(b -> b.errors(List.of(error("stream internal_error", 31, 32)))), "errors_by_kind");
+    }
+
+    @Test
     void anAbsentMetricFails() {
         assertFailsOnly(with(b -> b.metricsAbsent(List.of("gateway-1 ripcord_gateway_legs_linked"))),
                 "metrics_absent");

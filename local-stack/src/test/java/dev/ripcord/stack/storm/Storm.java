@@ -61,6 +61,8 @@ final class Storm {
 
     private static final Duration REQUEST_LIMIT = Duration.ofMinutes(3);
     private static final Duration IDLE_LIMIT = Duration.ofSeconds(120);
+    /** How long the checks wait for every worker to go idle ({@link #IDLE_LIMIT} unless {@link #idleLimit} says). */
+    private Duration idleLimit = IDLE_LIMIT;
     private static final Duration AUDIT_SETTLE = Duration.ofSeconds(5);
 
     private final TestStack stack;
@@ -71,6 +73,15 @@ final class Storm {
     private final Map<String, ReferenceEngine.Generation> references = new ConcurrentHashMap<>();
     /** Explicit cancels still waiting for their answer: joined before the report. */
     private final java.util.Queue<Thread> explicitCancels = new java.util.concurrent.ConcurrentLinkedQueue<>();
+
+    /**
+     * A shorter wait for the workers to go idle, for a run that expects one not to (a sabotage that keeps a page):
+     * the wait is the leak's only price, and every request has been answered by then.
+     */
+    Storm idleLimit(Duration limit) {
+        this.idleLimit = limit;
+        return this;
+    }
 
     Storm(TestStack stack, int concurrency) {
         this.stack = stack;
@@ -303,7 +314,8 @@ final class Storm {
                         }
                     } catch (Exception e) {
                         failures.merge("client: " + e, 1L, Long::sum);
-                        errorAnswers.add(new FaultsVerdict.ErrorAnswer(entry.id(), gateway, NO_ANSWER, sent, Instant.now()));
+                        errorAnswers.add(new FaultsVerdict.ErrorAnswer(entry.id(), gateway, NO_ANSWER, sent,
+                                Instant.now()));
                         noAnswer.add(entry.id() + " gateway-" + (entry.gateway() + 1) + " " + entry.phase() + " "
                                 + entry.source() + (entry.stream() ? " stream" : "") + " (" + seen(entry, call.get())
                                 + ")");
@@ -434,7 +446,8 @@ final class Storm {
             double seconds = switch (entry.phase()) {
                 case QUEUED -> 0.001;
                 case AFTER_COMPLETION -> 600; // a deadline after the end is no deadline
-                default -> entry.delayMicros() / 1e6;
+                // The API takes a deadline of more than 0 s: a drawn delay of 0 is the shortest one it takes.
+                default -> Math.max(0.001, entry.delayMicros() / 1e6);
             };
             body.put("timeout", seconds);
         }
@@ -515,7 +528,8 @@ final class Storm {
 
     /**
      * The kind of a failed answer: the HTTP status and the OpenAI error's {@code code}; for a connection that failed,
-     * {@code transport} and the exception's class; for a 200 stream cut short, {@code 200 no [DONE]}.
+     * {@code transport} and the exception's class; for an error event in a stream that began (status 200),
+     * {@code stream} and its code; for a 200 stream cut short, {@code 200 no [DONE]}.
      */
     static String kind(Outcome outcome) {
         if (outcome.transportError() != null || outcome.status() <= 0) {
@@ -525,7 +539,8 @@ final class Storm {
             return "transport " + type.substring(type.lastIndexOf('.') + 1);
         }
         if (outcome.status() == 200) {
-            return outcome.error() != null ? "200 " + errorCode(outcome.error()) : "200 no [DONE]";
+            // An error after the stream began: the status was already 200; the error event carries the code.
+            return outcome.error() != null ? "stream " + errorCode(outcome.error()) : "200 no [DONE]";
         }
         return outcome.status() + " " + errorCode(outcome.error());
     }
@@ -561,10 +576,10 @@ final class Storm {
 
     /**
      * Waits until every worker holds nothing (what {@link TestStack#awaitWorkersIdle()} checks), recording each
-     * one's last status; false if one still holds something after {@link #IDLE_LIMIT}.
+     * one's last status; false if one still holds something after the idle limit ({@link #IDLE_LIMIT}).
      */
     private boolean awaitIdle(Map<String, WorkerStatus> last) throws InterruptedException {
-        long deadline = System.nanoTime() + IDLE_LIMIT.toNanos();
+        long deadline = System.nanoTime() + idleLimit.toNanos();
         while (true) {
             boolean idle = true;
             for (Role role : new Role[] {Role.PREFILL, Role.DECODE}) {
