@@ -290,7 +290,9 @@ public final class FaultsBench {
             return;
         }
         PrintStream report = json ? System.err : System.out;
-        Path logDir = TestStacks.repositoryRoot().resolve("local-stack/target/bench-logs/faults");
+        // One directory per seed and sabotage: two runs side by side do not write into each other's logs.
+        Path logDir = TestStacks.repositoryRoot().resolve("local-stack/target/bench-logs/faults-" + config.seed()
+                + (config.sabotage() == null ? "" : "-" + config.sabotage()));
         report.printf("machine: %d cores, load average %s%n", Runtime.getRuntime().availableProcessors(),
                 loadAverage());
         Summary summary = run(config, "faults", logDir, report);
