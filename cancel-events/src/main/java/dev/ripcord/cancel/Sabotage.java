@@ -14,13 +14,13 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public enum Sabotage {
     /**
-     * A decode worker keeps one KV page back when it frees a job's pages: the first job whose free took back exactly
+     * Each decode worker keeps one KV page back when it frees a job's pages: the first job whose free took back exactly
      * the pages it reserved (so that the log's count shows it); the page stays taken from the pool.
      */
     KEEP_PAGE("keep-page", "decode"),
-    /** A gateway flips the first output token of the first request (not warm-up traffic) that produces one. */
+    /** Each gateway flips the first output token of the first request (not warm-up traffic) that produces one. */
     FLIP_TOKEN("flip-token", "gateway"),
-    /** A gateway fails the first request (not warm-up traffic) that produces a token: a 500 to its client. */
+    /** Each gateway fails the first request (not warm-up traffic) that produces a token: an internal error. */
     ERROR_500("error-500", "gateway"),
     /** The decode workers publish no lifecycle event (their heartbeats still go out). */
     DROP_EVENTS("drop-events", "decode");
