@@ -534,6 +534,11 @@ final class Storm {
     static String kind(Outcome outcome) {
         if (outcome.transportError() != null || outcome.status() <= 0) {
             String t = String.valueOf(outcome.transportError());
+            // The HTTP client's future wraps the cause (a refused connection): the kind is the cause's.
+            String wrapper = "java.util.concurrent.CompletionException: ";
+            while (t.startsWith(wrapper)) {
+                t = t.substring(wrapper.length());
+            }
             int colon = t.indexOf(':');
             String type = colon < 0 ? t : t.substring(0, colon);
             return "transport " + type.substring(type.lastIndexOf('.') + 1);
