@@ -8,6 +8,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
+import dev.ripcord.cancel.Sabotage;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
@@ -139,7 +140,8 @@ public final class LifecyclePublisher implements AutoCloseable, MeterBinder {
 
     /** Stamps and queues {@code draft}; drops (and counts) it when the queue is full. Never blocks, never throws. */
     public void emit(LifecycleEvent draft) {
-        if (queue == null || draft == null) {
+        // DROP_EVENTS: a bench-only sabotage (docs/operations.md), refused outside a stack the fault bench started.
+        if (queue == null || draft == null || Sabotage.DROP_EVENTS.armed()) {
             return;
         }
         if (closed) {

@@ -350,9 +350,24 @@ public final class LocalStack implements AutoCloseable {
         return flags;
     }
 
-    /** A service's environment: its credentials and the host budget's settings the launcher's own do not set. */
+    /**
+     * The system property a bench's own JVM sets ({@code true}) when it starts a stack: only then does the launcher
+     * give the services the bench's marker, without which a service refuses a sabotage switch
+     * ({@code dev.ripcord.cancel.Sabotage}). {@code ./ripcord up} never sets it.
+     */
+    public static final String BENCH_STARTED = "ripcord.bench.started";
+    /** The environment variable that marks a service as started by a bench ({@code Sabotage.BENCH_MARKER}). */
+    static final String BENCH_MARKER = "RIPCORD_BENCH_STACK";
+
+    /**
+     * A service's environment: its credentials, the host budget's settings the launcher's own do not set, and the
+     * bench's marker when a bench started the stack ({@link #BENCH_STARTED}).
+     */
     private static Map<String, String> environment(StackCredentials credentials, Role role) {
         Map<String, String> environment = new HashMap<>(credentials.environment(role));
+        if (Boolean.getBoolean(BENCH_STARTED)) {
+            environment.put(BENCH_MARKER, "1");
+        }
         HostBudget.ENVIRONMENT.forEach((name, value) -> {
             if (System.getenv(name) == null) {
                 environment.put(name, value);

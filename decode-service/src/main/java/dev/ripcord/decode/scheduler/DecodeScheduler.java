@@ -8,6 +8,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.time.Duration;
 
+import dev.ripcord.cancel.Sabotage;
 import dev.ripcord.protocol.Pairing;
 import dev.ripcord.decode.DecodeProperties;
 import dev.ripcord.engine.ComputeStoppedException;
@@ -363,8 +364,13 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
                     }
                 })));
         // Pages go back only once no write can land in them: after the session is RELEASED.
+        int reservedPages = seq.pageCount();
         lifecycle.freeWhenReleased(job, CompletableFuture.allOf(session.released(), outcomeHandled), () -> {
             int freed = engine.free(seq);
+            if (freed == reservedPages && freed > 0 && Sabotage.KEEP_PAGE.fire()) { // bench-only: docs/operations.md
+                engine.pagePool().allocate();
+                freed--;
+            }
             job.sequence = null;
             committedPages -= job.committedPages;
             admittedJobs--;

@@ -167,6 +167,7 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             AtomicReference<Throwable> failure = new AtomicReference<>();
             // The workers know the request by its internal ID only: a cancel can never reach another request.
             return choice(ctx, request, ctx.internalId(), sampling(request, seed), timings)
+                    .transform(tokens -> Sabotaged.tokens(tokens, WarmUp.marked(view)))
                     .doFinally(signal -> log.debug("requestId={} decode leg ended: {}", id, signal))
                     // The legs end early when the context is cancelled; the client then learns why.
                     .concatWith(Flux.defer(() -> ctx.cancelReason() == null ? Flux.empty()

@@ -69,6 +69,10 @@ public final class AuditReportJson {
         n.put("requestId", v.requestId());
         n.put("invariant", v.invariant().name());
         n.put("message", v.message());
+        if (v.process() != null) {
+            n.put("process", v.process());
+            n.put("instance", v.instance());
+        }
         ArrayNode events = n.putArray("events");
         for (LifecycleEvent e : v.events()) {
             events.add(LifecycleEventCodec.toJson(e));

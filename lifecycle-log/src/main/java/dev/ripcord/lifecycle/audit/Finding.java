@@ -43,6 +43,6 @@ record Finding(String requestId, Invariant invariant, String message, List<Lifec
     }
 
     Violation violation(String suffix) {
-        return new Violation(requestId, invariant, message + suffix, events);
+        return new Violation(requestId, invariant, message + suffix, events, process);
     }
 }

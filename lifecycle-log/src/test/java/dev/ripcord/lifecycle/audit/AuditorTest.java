@@ -288,7 +288,12 @@ class AuditorTest {
         assertThat(report.unverifiable()).allSatisfy(v -> {
             assertThat(v.requestId()).isEqualTo("req-crash");
             assertThat(v.message()).contains("ended without a clean stop and was restarted");
+            // The process that should have logged it, for a reader that excuses it by a fault on that instance.
+            assertThat(v.instance()).isEqualTo("d1");
+            assertThat(v.process()).startsWith("d1@");
         });
+        assertThat(AuditReportJson.toJson(report).path("unverifiable")).allSatisfy(u ->
+                assertThat(u.path("instance").asString()).isEqualTo("d1"));
     }
 
     @Test

@@ -81,8 +81,22 @@ final class FaultSchedule {
     static final int PROBES_PER_OUTAGE = 2;
     private static final Duration RECOVERY_LIMIT = Duration.ofMinutes(5);
 
-    /** What one injected fault did. */
-    record Injected(Fault fault, String target, String detail, double recoverySeconds, boolean underLoad) {
+    /**
+     * What one injected fault did.
+     *
+     * @param fault           which
+     * @param target          the broker, worker, gateway or links it hit ({@code decode-2}, {@code kafka-3}, ...)
+     * @param detail          what was done
+     * @param recoverySeconds from the heal (or the restart) until the stack served a request again
+     * @param underLoad       whether the storm still sent requests when it was injected
+     * @param from            when it was injected
+     * @param to              when the stack served a request again after it
+     * @param evidence        what shows that it took effect (leadership moved, the process gone or stopped, bytes
+     *                        held, connections reset), measured, not assumed; null when nothing showed it, which fails
+     *                        the run
+     */
+    record Injected(Fault fault, String target, String detail, double recoverySeconds, boolean underLoad,
+                    Instant from, Instant to, String evidence) {
     }
 
     private final FaultStack stack;
@@ -157,61 +171,83 @@ final class FaultSchedule {
 
     private Injected inject(Fault fault, KafkaProducer<String, String> operator) throws InterruptedException {
         boolean load = underLoad.getAsBoolean();
+        Instant from = Instant.now();
         return switch (fault) {
             case BROKER_KILL -> {
                 int partition = random.nextInt(3);
                 int leader = stack.cluster().leader("ripcord.cancellations", partition);
                 stack.cluster().kill(leader);
+                int moved = awaitNewLeader(partition, leader);
                 publishProbes("broker", operator);
                 Thread.sleep(BROKER_DOWN);
                 long healed = System.nanoTime();
                 stack.cluster().restart(leader);
                 awaitInSync();
+                double recovery = recovered(healed);
                 yield new Injected(fault, "kafka-" + leader, "leader of ripcord.cancellations-" + partition
                         + " killed, down " + BROKER_DOWN.toSeconds() + " s, restarted on its data; "
-                        + "every partition back to 3 in-sync replicas", recovered(healed), load);
+                        + "every partition back to 3 in-sync replicas", recovery, load, from, Instant.now(),
+                        moved < 0 ? null : "leadership of ripcord.cancellations-" + partition + " moved from kafka-"
+                                + leader + " to kafka-" + moved);
             }
             case WORKER_PAUSE -> {
                 int index = random.nextInt(stack.stack().instances().prefills());
                 long pid = stack.pid(Role.PREFILL, index);
                 signal("STOP", pid);
+                String state = awaitStopped(pid);
                 Thread.sleep(PAUSE);
                 long healed = System.nanoTime();
                 signal("CONT", pid);
+                double recovery = recovered(healed);
                 yield new Injected(fault, "prefill-" + (index + 1), "SIGSTOP for " + PAUSE.toSeconds()
-                        + " s, then SIGCONT", recovered(healed), load);
+                        + " s, then SIGCONT", recovery, load, from, Instant.now(),
+                        "T".equals(state) ? "pid " + pid + " in state T (stopped) while paused" : null);
             }
             case WORKER_KILL -> {
                 int index = random.nextInt(stack.stack().instances().decodes());
                 boolean midTransfer = awaitTransfer(index);
+                long pid = stack.pid(Role.DECODE, index);
                 stack.local().kill(Role.DECODE, index);
+                boolean gone = ProcessHandle.of(pid).map(h -> !h.isAlive()).orElse(true);
                 publishProbes("decode", operator);
                 long healed = System.nanoTime();
                 stack.local().restart(Role.DECODE, index);
+                double recovery = recovered(healed);
                 yield new Injected(fault, "decode-" + (index + 1), "SIGKILL "
                         + (midTransfer ? "with a KV transfer session open" : "(no transfer session seen open)")
-                        + ", restarted", recovered(healed), load);
+                        + ", restarted", recovery, load, from, Instant.now(),
+                        gone ? "pid " + pid + " gone after SIGKILL, restarted as pid " + stack.pid(Role.DECODE, index)
+                                : null);
             }
             case GATEWAY_RESTART -> {
                 int index = random.nextInt(stack.stack().instances().gateways());
+                long pid = stack.pid(Role.GATEWAY, index);
                 boolean graceful = stack.local().terminate(Role.GATEWAY, index);
+                boolean gone = ProcessHandle.of(pid).map(h -> !h.isAlive()).orElse(true);
                 long healed = System.nanoTime();
                 stack.local().restart(Role.GATEWAY, index);
+                double recovery = recovered(healed);
+                long again = stack.pid(Role.GATEWAY, index);
                 yield new Injected(fault, "gateway-" + (index + 1), "SIGTERM ("
                         + (graceful ? "drained, exited" : "killed after the grace period") + "), started again",
-                        recovered(healed), load);
+                        recovery, load, from, Instant.now(), gone && again != pid ? "pid " + pid
+                                + " exited, restarted as pid " + again : null);
             }
             case NET_DELAY -> {
+                long before = forwarded(stack.allProxies());
                 for (FaultProxy p : stack.allProxies()) {
                     p.latency(DELAY);
                 }
                 Thread.sleep(DELAY_HELD);
+                long delayed = forwarded(stack.allProxies()) - before;
                 long healed = System.nanoTime();
                 for (FaultProxy p : stack.allProxies()) {
                     p.latency(Duration.ZERO);
                 }
+                double recovery = recovered(healed);
                 yield new Injected(fault, "gateway<->workers, services<->kafka", "+" + DELAY.toMillis()
-                        + " ms per chunk each way for " + DELAY_HELD.toSeconds() + " s", recovered(healed), load);
+                        + " ms per chunk each way for " + DELAY_HELD.toSeconds() + " s", recovery, load, from,
+                        Instant.now(), delayed > 0 ? delayed + " bytes forwarded with the delay" : null);
             }
             case NET_RESET -> {
                 int reset = 0;
@@ -219,8 +255,10 @@ final class FaultSchedule {
                     reset += p.reset();
                 }
                 long healed = System.nanoTime();
+                double recovery = recovered(healed);
                 yield new Injected(fault, "gateway<->workers, services<->kafka", reset
-                        + " open connections reset", recovered(healed), load);
+                        + " open connections reset", recovery, load, from, Instant.now(),
+                        reset > 0 ? reset + " connections reset" : null);
             }
             case NET_PARTITION -> {
                 List<FaultProxy> cut = new ArrayList<>(stack.kafkaProxies());
@@ -230,10 +268,13 @@ final class FaultSchedule {
                 cut.forEach(FaultProxy::partition);
                 publishProbes("partition", operator);
                 Thread.sleep(PARTITION);
+                long held = cut.stream().mapToLong(FaultProxy::bytesHeld).sum();
                 long healed = System.nanoTime();
                 cut.forEach(FaultProxy::heal);
+                double recovery = recovered(healed);
                 yield new Injected(fault, "services<->kafka and " + worker.name(), PARTITION.toSeconds()
-                        + " s partition (bytes held, delivered when it heals)", recovered(healed), load);
+                        + " s partition (bytes held, delivered when it heals)", recovery, load, from, Instant.now(),
+                        held > 0 ? held + " bytes held by the partition when it healed" : null);
             }
             case KV_NET -> {
                 skipped.put(fault.id, "prefill copies KV into decode's pages through shared memory "
@@ -243,6 +284,48 @@ final class FaultSchedule {
                 yield null;
             }
         };
+    }
+
+    /** The new leader of the cancellations topic's {@code partition} once {@code killed} is down, or -1 (30 s). */
+    private int awaitNewLeader(int partition, int killed) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (System.nanoTime() < deadline) {
+            try {
+                int leader = stack.cluster().leader("ripcord.cancellations", partition);
+                if (leader >= 0 && leader != killed) {
+                    return leader;
+                }
+            } catch (IllegalStateException e) {
+                // the metadata was not answered yet: ask again
+            }
+            Thread.sleep(100);
+        }
+        return -1;
+    }
+
+    private static long forwarded(List<FaultProxy> proxies) {
+        return proxies.stream().mapToLong(FaultProxy::bytesForwarded).sum();
+    }
+
+    /** The state letter of {@code pid} once it reads {@code T} (stopped), or the last one read within 2 s. */
+    private static String awaitStopped(long pid) throws InterruptedException {
+        String state = processState(pid);
+        long deadline = System.nanoTime() + Duration.ofSeconds(2).toNanos();
+        while (!"T".equals(state) && System.nanoTime() < deadline) {
+            Thread.sleep(10); // the signal is delivered asynchronously: the process stops a moment later
+            state = processState(pid);
+        }
+        return state;
+    }
+
+    /** The state letter of process {@code pid} ({@code /proc/<pid>/stat}), or null. */
+    private static String processState(long pid) {
+        try {
+            String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/" + pid + "/stat"));
+            return stat.substring(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
     }
 
     /** Seconds from {@code healedNanos} until a short request through a gateway completes. */

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
 
+import dev.ripcord.cancel.Sabotage;
 import dev.ripcord.stack.FaultProxy;
 import dev.ripcord.stack.KraftBroker;
 import dev.ripcord.stack.LocalStack;
@@ -47,6 +48,16 @@ final class FaultStack implements AutoCloseable {
 
     static FaultStack start(String name, Map<String, String> overrides, TestStacks.Instances instances, Path logDir,
                             PrintStream console) {
+        return start(name, overrides, instances, logDir, console, List.of());
+    }
+
+    /**
+     * {@link #start}, with the services of each {@code sabotage} kind's service started with it
+     * ({@code -Dripcord.sabotage}) and every service given the bench's marker ({@link LocalStack#BENCH_STARTED}),
+     * without which they refuse it. At most one kind per service.
+     */
+    static FaultStack start(String name, Map<String, String> overrides, TestStacks.Instances instances, Path logDir,
+                            PrintStream console, List<Sabotage> sabotage) {
         List<FaultProxy> kafkaProxies = new ArrayList<>();
         Map<String, FaultProxy> workerProxies = new LinkedHashMap<>();
         KraftBroker cluster = null;
@@ -77,9 +88,19 @@ final class FaultStack implements AutoCloseable {
                 }
                 withProxies.put("ripcord.gateway." + role.shortName() + "-workers", String.join(",", urls));
             }
+            Map<Role, List<String>> roleFlags = new java.util.EnumMap<>(Role.class);
+            planned.roleJvmFlags().forEach((role, flags) -> roleFlags.put(role, new ArrayList<>(flags)));
+            java.util.Set<Role> sabotaged = java.util.EnumSet.noneOf(Role.class);
+            for (Sabotage kind : sabotage) {
+                Role role = Role.valueOf(kind.service.toUpperCase(java.util.Locale.ROOT));
+                if (!sabotaged.add(role)) {
+                    throw new IllegalArgumentException("two sabotage kinds for the " + kind.service + " service");
+                }
+                System.setProperty(LocalStack.BENCH_STARTED, "true");
+                roleFlags.computeIfAbsent(role, r -> new ArrayList<>()).add("-D" + Sabotage.PROPERTY + "=" + kind.id);
+            }
             StackOptions options = new StackOptions(cluster.servicesBootstrapServers(), 0, planned.ports(),
-                    withProxies, planned.root(), planned.logDir(), planned.jvmFlags(), allPorts(planned),
-                    planned.roleJvmFlags());
+                    withProxies, planned.root(), planned.logDir(), planned.jvmFlags(), allPorts(planned), roleFlags);
             LocalStack local = LocalStack.start(options, console);
             return new FaultStack(cluster, kafkaProxies, workerProxies,
                     TestStack.of(name, stackProperties, instances, local));

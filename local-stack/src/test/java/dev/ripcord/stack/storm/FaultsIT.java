@@ -14,7 +14,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * 2 gateways, 2 prefill, 2 decode and a 3-node KRaft cluster while the leader broker of a cancellations partition
  * is killed and restarted, a decode worker is killed (mid-transfer when one is open) and restarted, a prefill
  * worker is paused and resumed, and the proxies delay, reset and partition the gateway-to-worker and
- * service-to-Kafka links, with two API keys that share IDs and reuse them. Then every count of the oracle is 0.
+ * service-to-Kafka links, with two API keys that share IDs and reuse them. Then every gate of the oracle
+ * ({@link FaultsVerdict}) holds: counts, never times.
  *
  * <p>In the default suite, and CI's: on the 2-core machine it takes about two and a half minutes once the suite has
  * trained the services' AOT caches (docs/benchmarks.md), most of it starting the cluster and the six services and the
@@ -39,25 +40,14 @@ class FaultsIT {
         assertThat(summary.injected()).extracting(FaultSchedule.Injected::fault)
                 .as("every fault injected: %s", summary.skipped())
                 .containsExactlyInAnyOrderElementsOf(config.faults());
-        assertThat(summary.storm().audit().ran()).as("the audit ran: %s", summary.storm().audit().summary()).isTrue();
-        assertThat(summary.storm().audit().violations()).as("audit: %s", summary.storm().audit().summary()).isZero();
-        assertThat(summary.storm().workersIdle()).as("workers idle: %s", summary.storm().workers()).isTrue();
-        assertThat(summary.storm().leaks()).as("leaked pages, sessions, registrations, regions, gateway requests")
-                .isZero();
-        assertThat(summary.wrongOutputs()).as("wrong outputs (storm: %s)", summary.storm().wrongExamples()).isZero();
-        assertThat(summary.storm().partialNotPrefix()).as("partial texts that are not a prefix").isZero();
-        assertThat(summary.storm().reuse().abortedUncancelled())
-                .as("requests nobody cancelled answered as cancelled (reused IDs, both keys' IDs): %s",
-                        summary.storm().reuse().examples()).isZero();
+        for (FaultsVerdict.Gate gate : summary.gates()) {
+            assertThat(gate.passed()).as("gate %s (%d): %s; audit: %s", gate.name(), gate.value(), gate.detail(),
+                    summary.storm().audit().summary()).isTrue();
+        }
+        assertThat(summary.storm().audit().requests()).as("requests the audit judged").isPositive();
         assertThat(summary.storm().reuse().sent()).as("IDs sent again once their request ended").isPositive();
         assertThat(summary.storm().reuse().twins()).as("IDs both keys sent at once").isPositive();
-        assertThat(summary.lostCancels()).as("cancels published during outages and lost: %s",
-                summary.lostCancelIds()).isZero();
         assertThat(summary.probes()).as("cancels published during the outages").isPositive();
-        assertThat(summary.clientsWithoutAnswer()).as("clients without a terminal answer: %s",
-                summary.storm().failures()).isZero();
-        assertThat(summary.ttftWithinOneChunk()).as("TTFT after recovery %.0f ms within one chunk (%.0f ms) of idle "
-                + "(%.0f ms)", summary.ttftAfterMs(), summary.chunkMs(), summary.ttftIdleMs()).isTrue();
-        assertThat(summary.clean()).isTrue();
+        assertThat(summary.verdict()).isEqualTo("PASS");
     }
 }

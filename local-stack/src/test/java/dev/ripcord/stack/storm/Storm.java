@@ -61,6 +61,8 @@ final class Storm {
 
     private static final Duration REQUEST_LIMIT = Duration.ofMinutes(3);
     private static final Duration IDLE_LIMIT = Duration.ofSeconds(120);
+    /** How long the checks wait for every worker to go idle ({@link #IDLE_LIMIT} unless {@link #idleLimit} says). */
+    private Duration idleLimit = IDLE_LIMIT;
     private static final Duration AUDIT_SETTLE = Duration.ofSeconds(5);
 
     private final TestStack stack;
@@ -71,6 +73,15 @@ final class Storm {
     private final Map<String, ReferenceEngine.Generation> references = new ConcurrentHashMap<>();
     /** Explicit cancels still waiting for their answer: joined before the report. */
     private final java.util.Queue<Thread> explicitCancels = new java.util.concurrent.ConcurrentLinkedQueue<>();
+
+    /**
+     * A shorter wait for the workers to go idle, for a run that expects one not to (a sabotage that keeps a page):
+     * the wait is the leak's only price, and every request has been answered by then.
+     */
+    Storm idleLimit(Duration limit) {
+        this.idleLimit = limit;
+        return this;
+    }
 
     Storm(TestStack stack, int concurrency) {
         this.stack = stack;
@@ -100,7 +111,9 @@ final class Storm {
                   long wrongOutputs, List<String> wrongExamples, long partialNotPrefix, long uncancelledNotCompleted,
                   Map<String, WorkerStatus> workers, boolean workersIdle, double gatewayActive, double gatewayLegs,
                   LifecycleOracle.Verdict audit, double wallSeconds, long completedTokens,
-                  List<String> noAnswer, Reuse reuse) {
+                  List<String> noAnswer, Reuse reuse, List<FaultsVerdict.ErrorAnswer> errorAnswers,
+                  Map<String, Long> answeredByClientId, long operatorCancelsUnsent, List<String> metricsAbsent,
+                  Instant from) {
 
         /**
          * The IDs used twice: requests sent again once they ended ({@code afterCancel} of them right after a cancel,
@@ -197,6 +210,9 @@ final class Storm {
         LongAdder duplicateRetries = new LongAdder();
         LongAdder abortedUncancelled = new LongAdder();
         List<String> abortedExamples = java.util.Collections.synchronizedList(new ArrayList<>());
+        List<FaultsVerdict.ErrorAnswer> errorAnswers = java.util.Collections.synchronizedList(new ArrayList<>());
+        Map<String, Long> answeredByClientId = new ConcurrentHashMap<>();
+        LongAdder operatorUnsent = new LongAdder();
         Semaphore slots = new Semaphore(concurrency);
         Instant from = Instant.now();
         long start = System.nanoTime();
@@ -207,10 +223,13 @@ final class Storm {
                 threads.submit(() -> {
                     AtomicReference<Call> call = new AtomicReference<>();
                     AtomicReference<Thread> explicitCancel = new AtomicReference<>();
+                    String gateway = "gateway-" + (entry.gateway() + 1);
+                    Instant sent = Instant.now();
                     try {
-                        Outcome outcome = one(entry, operator, explicitAnswers, call, explicitCancel);
+                        Outcome outcome = one(entry, operator, operatorUnsent, explicitAnswers, call, explicitCancel);
                         ReferenceEngine.Generation expected = reference(entry.promptIndex(), entry.maxTokens());
-                        Result result = classify(outcome);
+                        Result result = classify(outcome, entry.stream());
+                        answered(outcome, entry.id(), answeredByClientId);
                         if (!cancelled(entry) && result == Result.CANCELLED) {
                             abortedUncancelled.increment();
                             if (abortedExamples.size() < 5) {
@@ -240,8 +259,14 @@ final class Storm {
                                     partialNotPrefix.increment();
                                 }
                             }
-                            case FAILED -> failures.merge(outcome.status() + " " + abbreviate(outcome.error()), 1L,
-                                    Long::sum);
+                            case FAILED -> {
+                                failures.merge(outcome.status() + " " + abbreviate(outcome.error()), 1L, Long::sum);
+                                errorAnswers.add(new FaultsVerdict.ErrorAnswer(entry.id(), gateway, kind(outcome), sent,
+                                        Instant.now()));
+                                if (!expected.text().startsWith(outcome.text().replaceAll("\uFFFD+$", ""))) {
+                                    partialNotPrefix.increment();
+                                }
+                            }
                         }
                         if (!cancelled(entry) && result != Result.COMPLETED) {
                             uncancelledNotCompleted.increment();
@@ -256,8 +281,10 @@ final class Storm {
                             if (result == Result.CANCELLED) {
                                 reusesAfterCancel.increment();
                             }
+                            Instant sentAgain = Instant.now();
                             Outcome again = again(entry, duplicateRetries);
-                            Result second = classify(again);
+                            Result second = classify(again, entry.stream());
+                            answered(again, entry.id(), answeredByClientId);
                             results.merge(second.name(), 1L, Long::sum);
                             switch (second) {
                                 case COMPLETED -> {
@@ -280,11 +307,15 @@ final class Storm {
                                 case FAILED -> {
                                     uncancelledNotCompleted.increment();
                                     failures.merge(again.status() + " " + abbreviate(again.error()), 1L, Long::sum);
+                                    errorAnswers.add(new FaultsVerdict.ErrorAnswer(entry.id(), gateway, kind(again),
+                                            sentAgain, Instant.now()));
                                 }
                             }
                         }
                     } catch (Exception e) {
                         failures.merge("client: " + e, 1L, Long::sum);
+                        errorAnswers.add(new FaultsVerdict.ErrorAnswer(entry.id(), gateway, NO_ANSWER, sent,
+                                Instant.now()));
                         noAnswer.add(entry.id() + " gateway-" + (entry.gateway() + 1) + " " + entry.phase() + " "
                                 + entry.source() + (entry.stream() ? " stream" : "") + " (" + seen(entry, call.get())
                                 + ")");
@@ -308,8 +339,15 @@ final class Storm {
         Thread.sleep(AUDIT_SETTLE.plusSeconds(1));
         double active = 0;
         double legs = 0;
+        List<String> metricsAbsent = new ArrayList<>();
         for (int i = 0; i < stack.instances().gateways(); i++) {
             Prometheus metrics = Prometheus.scrape(stack.url(Role.GATEWAY, i));
+            // A gauge the gateway does not export reads as absent, never as 0: a leak it would count must not pass.
+            for (String gauge : new String[] {"ripcord_gateway_requests_active", "ripcord_gateway_legs_linked"}) {
+                if (metrics.samples(gauge).isEmpty()) {
+                    metricsAbsent.add("gateway-" + (i + 1) + " " + gauge);
+                }
+            }
             active += metrics.sum("ripcord_gateway_requests_active");
             legs += metrics.sum("ripcord_gateway_legs_linked");
         }
@@ -334,7 +372,8 @@ final class Storm {
                         .resolve("local-stack/target/storm-" + seed + "-audit.dump")), wall, completedTokens.get(),
                 List.copyOf(noAnswer), new Report.Reuse(reuses.sum(), reusesAfterCancel.sum(),
                         reusesCompleted.sum(), duplicateRetries.sum(), twins, abortedUncancelled.sum(),
-                        List.copyOf(abortedExamples)));
+                        List.copyOf(abortedExamples)), List.copyOf(errorAnswers), new TreeMap<>(answeredByClientId),
+                operatorUnsent.sum(), metricsAbsent, from);
     }
 
     /**
@@ -398,7 +437,8 @@ final class Storm {
     }
 
     /** One request, its cancel, and its outcome; {@code started} receives the call as soon as it is sent. */
-    private Outcome one(Entry entry, KafkaProducer<String, String> operator, Map<Integer, Long> explicitAnswers,
+    private Outcome one(Entry entry, KafkaProducer<String, String> operator, LongAdder operatorUnsent,
+            Map<Integer, Long> explicitAnswers,
             AtomicReference<Call> started, AtomicReference<Thread> explicitCancel) throws Exception {
         ObjectNode body = StreamingClient.completion(stack.modelName(), prompts.get(entry.promptIndex()),
                 entry.maxTokens(), entry.stream());
@@ -406,7 +446,8 @@ final class Storm {
             double seconds = switch (entry.phase()) {
                 case QUEUED -> 0.001;
                 case AFTER_COMPLETION -> 600; // a deadline after the end is no deadline
-                default -> entry.delayMicros() / 1e6;
+                // The API takes a deadline of more than 0 s: a drawn delay of 0 is the shortest one it takes.
+                default -> Math.max(0.001, entry.delayMicros() / 1e6);
             };
             body.put("timeout", seconds);
         }
@@ -450,28 +491,87 @@ final class Storm {
                 explicitCancels.add(cancel);
                 cancel.start();
             }
+            // Its send result is checked: a cancel never published is counted, not taken as sent.
             case OPERATOR -> operator.send(new ProducerRecord<>("ripcord.cancellations", entry.id(),
-                    operatorCancel(entry.id())));
+                    operatorCancel(entry.id())), (metadata, failure) -> {
+                        if (failure != null) {
+                            operatorUnsent.increment();
+                        }
+                    });
             case DEADLINE -> throw new IllegalStateException("handled above");
         }
         return call.outcome().get(REQUEST_LIMIT.toSeconds(), TimeUnit.SECONDS);
     }
 
+    /** The kind of a request that got no answer within its deadline (the client gave up waiting). */
+    static final String NO_ANSWER = "no answer";
+
     /**
-     * Completed: ended on its own ({@code stop}/{@code length}). Cancelled: answered as a cancelled request is
-     * ({@code finish_reason: "abort"} with the partial text), or we closed the connection, or the older error answers
-     * of a cancel (409 {@code request_cancelled}, 504 {@code timeout}). Anything else is a failure.
+     * Strictly: completed, ended on its own ({@code stop}/{@code length}; a stream with its {@code [DONE]});
+     * cancelled, answered as the API answers a cancelled request ({@code finish_reason: "abort"} with the partial
+     * text; a stream with its {@code [DONE]}), or we closed the connection ourselves. Anything else is a failure,
+     * whatever its status or message: a 409, a 504 or a "timeout" is not a cancel (the API answers none of them to a
+     * cancel), and a stream that ended without {@code [DONE]} got no terminal answer.
      */
-    static Result classify(Outcome outcome) {
+    static Result classify(Outcome outcome, boolean stream) {
+        if (outcome.disconnected()) {
+            return Result.CANCELLED;
+        }
+        if (stream && !outcome.sawDone()) {
+            return Result.FAILED;
+        }
         if (outcome.completed()) {
             return Result.COMPLETED;
         }
-        String error = outcome.error() == null ? "" : outcome.error();
-        if (outcome.aborted() || outcome.disconnected() || outcome.status() == 409 || outcome.status() == 504
-                || error.contains("request_cancelled") || error.contains("\"timeout\"")) {
-            return Result.CANCELLED;
+        return outcome.aborted() ? Result.CANCELLED : Result.FAILED;
+    }
+
+    /**
+     * The kind of a failed answer: the HTTP status and the OpenAI error's {@code code}; for a connection that failed,
+     * {@code transport} and the exception's class; for an error event in a stream that began (status 200),
+     * {@code stream} and its code; for a 200 stream cut short, {@code 200 no [DONE]}.
+     */
+    static String kind(Outcome outcome) {
+        if (outcome.transportError() != null || outcome.status() <= 0) {
+            String t = String.valueOf(outcome.transportError());
+            // The HTTP client's future wraps the cause (a refused connection): the kind is the cause's.
+            String wrapper = "java.util.concurrent.CompletionException: ";
+            while (t.startsWith(wrapper)) {
+                t = t.substring(wrapper.length());
+            }
+            int colon = t.indexOf(':');
+            String type = colon < 0 ? t : t.substring(0, colon);
+            return "transport " + type.substring(type.lastIndexOf('.') + 1);
         }
-        return Result.FAILED;
+        if (outcome.status() == 200) {
+            // An error after the stream began: the status was already 200; the error event carries the code.
+            return outcome.error() != null ? "stream " + errorCode(outcome.error()) : "200 no [DONE]";
+        }
+        return outcome.status() + " " + errorCode(outcome.error());
+    }
+
+    private static String errorCode(String error) {
+        if (error == null) {
+            return "no error body";
+        }
+        try {
+            tools.jackson.databind.JsonNode node = tools.jackson.databind.json.JsonMapper.builder().build()
+                    .readTree(error);
+            tools.jackson.databind.JsonNode e = node.has("error") ? node.get("error") : node;
+            return e.path("code").isString() ? e.path("code").asString() : "no code";
+        } catch (RuntimeException notJson) {
+            return "not JSON";
+        }
+    }
+
+    /**
+     * Counts {@code outcome} under its client ID when the gateway answered it with 200 (completed or aborted): the
+     * gateway admitted it, so the lifecycle log must hold it.
+     */
+    private static void answered(Outcome outcome, String clientId, Map<String, Long> answeredByClientId) {
+        if (!outcome.disconnected() && outcome.status() == 200) {
+            answeredByClientId.merge(clientId, 1L, Long::sum);
+        }
     }
 
     private ReferenceEngine.Generation reference(int promptIndex, int maxTokens) {
@@ -481,10 +581,10 @@ final class Storm {
 
     /**
      * Waits until every worker holds nothing (what {@link TestStack#awaitWorkersIdle()} checks), recording each
-     * one's last status; false if one still holds something after {@link #IDLE_LIMIT}.
+     * one's last status; false if one still holds something after the idle limit ({@link #IDLE_LIMIT}).
      */
     private boolean awaitIdle(Map<String, WorkerStatus> last) throws InterruptedException {
-        long deadline = System.nanoTime() + IDLE_LIMIT.toNanos();
+        long deadline = System.nanoTime() + idleLimit.toNanos();
         while (true) {
             boolean idle = true;
             for (Role role : new Role[] {Role.PREFILL, Role.DECODE}) {
