@@ -156,12 +156,14 @@ class CancelPhasesIT {
         } else {
             assertThat(p.chunksAfter(longId, observed)).as(p.toString()).isLessThanOrEqualTo(1);
         }
-        // Nothing of the stopped chunk was sent: the KV moved covers only completed chunks' full pages.
+        // Nothing of the stopped chunk was sent: the KV moved covers only the full pages of the prefix the prompt
+        // started from (its cached tokens, sent with its first chunk) and of the chunks that completed after it.
         Prometheus.Sample config = Prometheus.scrape(stack.prefill()).samples("ripcord_cache_config_info").getFirst();
         int pageTokens = Integer.parseInt(config.labels().get("block_size"));
         double pageBytes = prefillBefore.sum("ripcord_kv_cache_capacity_bytes")
                 / Double.parseDouble(config.labels().get("num_gpu_blocks"));
-        double completedChunkBytes = chunksDone * CancelStacks.CHUNK_TOKENS / pageTokens * pageBytes;
+        int cached = p.cachedTokens(longId);
+        double completedChunkBytes = (cached + chunksDone * CancelStacks.CHUNK_TOKENS) / pageTokens * pageBytes;
         double sent = Prometheus.scrape(stack.prefill()).sum("ripcord_kv_bytes_total", "direction", "sent")
                 - prefillBefore.sum("ripcord_kv_bytes_total", "direction", "sent");
         double received = Prometheus.scrape(stack.decode()).sum("ripcord_kv_bytes_total", "direction", "received")

@@ -113,6 +113,22 @@ public final class Journal {
     }
 
     /**
+     * Prompt tokens of {@code requestId} that prefill took from its prefix cache: the {@code C cached} of its
+     * {@code STARTED} entry's detail ({@code "N tokens, C cached"}); fails if it has no such entry.
+     */
+    public int cachedTokens(String requestId) {
+        JournalEntry entry = of(requestId).stream().filter(e -> e.event().equals("STARTED")).findFirst()
+                .orElseThrow(() -> new AssertionError("no STARTED for %s in the journal; its events: %s"
+                        .formatted(requestId, events(requestId))));
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+) cached").matcher(entry.detail());
+        if (!m.find()) {
+            throw new AssertionError("STARTED of %s does not say how many tokens were cached: %s"
+                    .formatted(requestId, entry));
+        }
+        return Integer.parseInt(m.group(1));
+    }
+
+    /**
      * Decode's step number on the first {@code event} of {@code requestId}: {@code CANCEL_OBSERVED} says the last
      * step started when the cancel was observed, {@code STOPPED} the step the sequence did not take part in (the
      * {@code step=N} of the entry's detail).

@@ -69,7 +69,7 @@ public final class FaultsBench {
     private static final int TTFT_SAMPLES = 7;
     private static final Duration PROBE_LIMIT = Duration.ofSeconds(60);
     /** How long a sabotage run waits for the workers to go idle: one that keeps a page never does. */
-    private static final Duration SABOTAGE_IDLE_LIMIT = Duration.ofSeconds(15);
+    private static final Duration SABOTAGE_IDLE_LIMIT = Duration.ofSeconds(5);
     /** Requests of the steady load in flight at once, beside the storm's. */
     private static final int STEADY_CONCURRENCY = 4;
 
