@@ -81,14 +81,19 @@ final class AotCache {
      * -XX:CompileThresholdScaling}, the code cache's size, a compiler directives file and the diagnostic unlock it
      * needs) are not part of its identity: the cache holds classes (and profiles a JVM without C2 ignores), and the
      * JVM maps a cache made with C2 into a JVM without it and the other way round, so a jar run both ways (test
-     * stacks' workers, {@code up}'s and a test stack's JIT settings) is trained once.
+     * stacks' workers, {@code up}'s and a test stack's JIT settings) is trained once. Nor is the fault bench's
+     * sabotage switch ({@code -Dripcord.sabotage=KIND}): it arms a hook at start and shapes no class the cache
+     * holds, so a sabotaged service maps the cache its unsabotaged twin trained.
      */
+    /** The fault bench's sabotage switch as a JVM flag ({@code dev.ripcord.cancel.Sabotage#PROPERTY}). */
+    static final String SABOTAGE_FLAG = "-Dripcord.sabotage=";
+
     static AotCache of(Path execJar, List<String> jvmFlags) {
         Path dir = execJar.toAbsolutePath().getParent().resolve("aot").resolve(jarKey(execJar));
         List<String> identity = jvmFlags.stream().filter(f -> !f.startsWith("-XX:Tier") // TieredStopAtLevel too
                 && !f.startsWith("-XX:CompileThresholdScaling=") && !f.startsWith("-XX:CompilerDirectivesFile=")
                 && !f.startsWith("-XX:ReservedCodeCacheSize=")
-                && !f.equals("-XX:+UnlockDiagnosticVMOptions")).toList();
+                && !f.equals("-XX:+UnlockDiagnosticVMOptions") && !f.startsWith(SABOTAGE_FLAG)).toList();
         return new AotCache(execJar, dir, dir.resolve(hash(String.join(" ", identity)) + ".aot"));
     }
 

@@ -42,6 +42,15 @@ class AotCacheTest {
                 .isNotEqualTo(AotCache.of(jar, List.of("-XX:+UseG1GC")).cacheFile());
     }
 
+    @Test
+    void aSabotagedServiceMapsTheCacheItsUnsabotagedTwinTrained(@TempDir Path dir) throws IOException {
+        Path jar = jar(dir.resolve("decode-exec.jar"));
+        List<String> flags = List.of("-XX:+UseSerialGC", "-Xmx256m");
+        List<String> sabotaged = new java.util.ArrayList<>(flags);
+        sabotaged.add("-D" + dev.ripcord.cancel.Sabotage.PROPERTY + "=keep-page");
+        assertThat(AotCache.of(jar, sabotaged).cacheFile()).isEqualTo(AotCache.of(jar, flags).cacheFile());
+    }
+
     /** A file that stands for a service's executable jar (the cache's directory is named after its content). */
     private static Path jar(Path path) throws IOException {
         return Files.write(path, new byte[] {'P', 'K', 3, 4});
