@@ -163,8 +163,8 @@ public final class KvPagePool {
         synchronized (this) {
             Checks.requireArgument(n >= 0 && n <= out.length, "cannot allocate %s pages into %s slots", n,
                     out.length);
-            if (n > freeCount + evictable.size()) {
-                throw new KvPoolExhaustedException(n, freeCount + evictable.size(), pageCount);
+            if (n > pagesAllocatable()) {
+                throw new KvPoolExhaustedException(n, pagesAllocatable(), pageCount);
             }
             while (freeCount < n) {
                 evict(evictable.getFirst());
@@ -409,6 +409,14 @@ public final class KvPagePool {
     /** Pages in the prefix cache, held by requests or not. */
     public synchronized int pagesCached() {
         return cachedByKey.size();
+    }
+
+    /**
+     * Pages an allocation can take now: the free ones and the cached ones no request holds, which {@link #allocate}
+     * evicts when it finds no free page. One reading, under the pool's lock.
+     */
+    public synchronized int pagesAllocatable() {
+        return freeCount + evictable.size();
     }
 
     /** Cached pages no request holds: kept for later hits, given up when an allocation needs them. */

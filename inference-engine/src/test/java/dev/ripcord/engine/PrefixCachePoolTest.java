@@ -62,6 +62,7 @@ class PrefixCachePoolTest {
             assertThat(pool.pagesEvictable()).isEqualTo(3);
             assertThat(pool.pagesCached()).isEqualTo(3);
             assertThat(pool.pagesFree()).isEqualTo(5);
+            assertThat(pool.pagesAllocatable()).as("free and evictable: what an allocation may take").isEqualTo(8);
         }
     }
 

@@ -334,7 +334,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             }
         }
         admit();
-        PrefillPolicy.Entry<PrefillJob> next = policy.next(pagesAvailable());
+        PrefillPolicy.Entry<PrefillJob> next = policy.next(pool.pagesAllocatable());
         if (next == null) {
             return worked;
         }
@@ -349,11 +349,6 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             }
         });
         return worked || computed[0];
-    }
-
-    /** Pages an allocation can get now: the free ones and the cached ones no request holds (evicted on demand). */
-    private int pagesAvailable() {
-        return pool.pagesFree() + pool.pagesEvictable();
     }
 
     /** Ends, with 503's {@link Failed#BUSY}, the queued prompts that waited longer than the maximum wait. */
@@ -375,7 +370,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     }
 
     private void admit() {
-        for (PrefillPolicy.Entry<PrefillJob> entry : policy.admit(pagesAvailable())) {
+        for (PrefillPolicy.Entry<PrefillJob> entry : policy.admit(pool.pagesAllocatable())) {
             PrefillJob job = entry.job;
             if (job.moveTo(JobState.WAITING, JobState.RUNNING)) {
                 RequestLogging.with(job.requestId(), () -> start(job));
