@@ -2,7 +2,6 @@ package dev.ripcord.stack;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -177,43 +176,20 @@ public final class KraftBroker implements AutoCloseable {
     }
 
     private static List<NodePorts> resolvePorts(List<NodePorts> ports) {
-        // Every port chosen here is held until all are chosen: ports chosen one after another can repeat.
-        List<ServerSocket> held = new ArrayList<>();
+        // All chosen at once, distinct from each other and from the ports given (FreePorts).
         java.util.Set<Integer> given = new java.util.HashSet<>();
+        int wanted = 0;
         for (NodePorts p : ports) {
             given.addAll(List.of(p.client(), p.controller(), p.services(), p.servicesAdvertised()));
+            wanted += (p.client() == 0 ? 1 : 0) + (p.controller() == 0 ? 1 : 0);
         }
-        try {
-            List<NodePorts> resolved = new ArrayList<>();
-            for (NodePorts p : ports) {
-                resolved.add(new NodePorts(p.client() == 0 ? hold(held, given) : p.client(),
-                        p.controller() == 0 ? hold(held, given) : p.controller(), p.services(),
-                        p.servicesAdvertised()));
-            }
-            return resolved;
-        } finally {
-            for (ServerSocket s : held) {
-                try {
-                    s.close();
-                } catch (IOException e) {
-                    // our own listening socket; nothing to do
-                }
-            }
+        java.util.Iterator<Integer> free = FreePorts.choose(wanted, given).iterator();
+        List<NodePorts> resolved = new ArrayList<>();
+        for (NodePorts p : ports) {
+            resolved.add(new NodePorts(p.client() == 0 ? free.next() : p.client(),
+                    p.controller() == 0 ? free.next() : p.controller(), p.services(), p.servicesAdvertised()));
         }
-    }
-
-    private static int hold(List<ServerSocket> held, java.util.Set<Integer> given) {
-        while (true) {
-            try {
-                ServerSocket s = new ServerSocket(0);
-                held.add(s);
-                if (!given.contains(s.getLocalPort())) {
-                    return s.getLocalPort();
-                }
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot find a free port", e);
-            }
-        }
+        return resolved;
     }
 
     private static Properties config(int id, int n, NodePorts ports, String voters, Path dir) {
@@ -431,12 +407,7 @@ public final class KraftBroker implements AutoCloseable {
     }
 
     static int freePort() {
-        try (ServerSocket s = new ServerSocket(0)) {
-            s.setReuseAddress(true);
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot find a free port", e);
-        }
+        return FreePorts.one();
     }
 
     private static void deleteRecursively(Path dir) {

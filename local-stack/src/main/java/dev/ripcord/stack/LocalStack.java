@@ -279,24 +279,16 @@ public final class LocalStack implements AutoCloseable {
     private static final String PREFILL_WORKERS = "ripcord.gateway.prefill-workers";
     private static final String MANAGEMENT_PORT = "management.server.port";
 
-    /**
-     * One free port per instance for its actuator, none of them a service's or the broker's port. Every socket is
-     * held until all are chosen (ports chosen one after another can repeat); free when chosen, not reserved.
-     */
-    /** A free loopback port for an added worker's actuator, other than its service port {@code avoid}. */
+    /** A free port for an added worker's actuator, other than its service port {@code avoid} ({@link FreePorts}). */
     private static int freeLoopbackPort(int avoid) {
-        while (true) {
-            try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1,
-                    java.net.InetAddress.getLoopbackAddress())) {
-                if (socket.getLocalPort() != avoid) {
-                    return socket.getLocalPort();
-                }
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot choose a management port", e);
-            }
-        }
+        return FreePorts.choose(1, java.util.Set.of(avoid)).getFirst();
     }
 
+    /**
+     * One free port per instance for its actuator, none of them a service's or the broker's port, all distinct
+     * ({@link FreePorts}: below the ephemeral range, so no outgoing connection takes one before its actuator binds
+     * it); free when chosen, not reserved.
+     */
     static List<Integer> managementPorts(StackOptions options) {
         java.util.Set<Integer> taken = new java.util.HashSet<>();
         int instances = 0;
@@ -307,30 +299,9 @@ public final class LocalStack implements AutoCloseable {
         for (int i = 0; i < 8; i++) {
             taken.add(options.kafkaPort() + i);
         }
-        List<java.net.ServerSocket> held = new ArrayList<>();
-        try {
-            List<Integer> ports = new ArrayList<>();
-            while (ports.size() < instances) {
-                java.net.ServerSocket socket = new java.net.ServerSocket(0, 1,
-                        java.net.InetAddress.getLoopbackAddress());
-                held.add(socket);
-                if (!taken.contains(socket.getLocalPort())) {
-                    ports.add(socket.getLocalPort());
-                }
-            }
-            return ports;
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot choose management ports", e);
-        } finally {
-            for (java.net.ServerSocket socket : held) {
-                try {
-                    socket.close();
-                } catch (IOException e) {
-                    // closing a listening socket we opened: nothing to do
-                }
-            }
-        }
+        return FreePorts.choose(instances, taken);
     }
+
     private static final String DECODE_WORKERS = "ripcord.gateway.decode-workers";
 
     /** The property that names a process on the cancellations topic (its consumer group and origin). */

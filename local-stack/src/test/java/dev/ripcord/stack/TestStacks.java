@@ -117,8 +117,8 @@ public final class TestStacks {
     /**
      * Options for a stack on free ports with exactly {@code properties}, logging to {@code logDir}.
      *
-     * <p>The ports are free when chosen, not reserved: another process could take one before the service binds
-     * it. On a developer machine that is rare enough; the service then fails to start with a clear message.
+     * <p>The ports are free when chosen, not reserved, and below the ephemeral range ({@link FreePorts}), so that
+     * no outgoing connection takes one before the service binds it; only another listener could.
      */
     public static StackOptions options(Map<String, String> properties, Path logDir) {
         return options(properties, Instances.ONE_EACH, logDir);
@@ -128,42 +128,24 @@ public final class TestStacks {
     public static StackOptions options(Map<String, String> properties, Instances instances, Path logDir) {
         Map<Role, Integer> ports = new EnumMap<>(Role.class);
         Map<Role, List<Integer>> all = new EnumMap<>(Role.class);
-        // Every port at once, each socket held until all are chosen: ports chosen one after another can repeat (a
-        // port just released may be handed out again), and with six services and a broker a repeat is no longer
-        // rare. The broker's port is chosen here too, for the same reason.
-        List<java.net.ServerSocket> held = new java.util.ArrayList<>();
-        int kafkaPort;
-        try {
-            for (Role role : Role.values()) {
-                List<Integer> list = new java.util.ArrayList<>();
-                for (int i = 0; i < instances.of(role); i++) {
-                    list.add(hold(held));
-                }
-                ports.put(role, list.get(0));
-                all.put(role, list);
-            }
-            kafkaPort = hold(held);
-        } finally {
-            for (java.net.ServerSocket socket : held) {
-                try {
-                    socket.close();
-                } catch (java.io.IOException e) {
-                    // Closing a listening socket we own; nothing to do.
-                }
-            }
+        // Every port at once, distinct, below the ephemeral range (FreePorts): ports chosen one after another can
+        // repeat, and a port an outgoing connection may take can be gone before the service binds it.
+        int count = 1;
+        for (Role role : Role.values()) {
+            count += instances.of(role);
         }
+        java.util.Iterator<Integer> free = FreePorts.choose(count, java.util.Set.of()).iterator();
+        for (Role role : Role.values()) {
+            List<Integer> list = new java.util.ArrayList<>();
+            for (int i = 0; i < instances.of(role); i++) {
+                list.add(free.next());
+            }
+            ports.put(role, list.get(0));
+            all.put(role, list);
+        }
+        int kafkaPort = free.next();
         return new StackOptions(null, kafkaPort, ports, new LinkedHashMap<>(properties), repositoryRoot(), logDir,
                 JVM_FLAGS, all);
-    }
-
-    private static int hold(List<java.net.ServerSocket> held) {
-        try {
-            java.net.ServerSocket socket = new java.net.ServerSocket(0);
-            held.add(socket);
-            return socket.getLocalPort();
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException("cannot find a free port", e);
-        }
     }
 
     /**

@@ -1,8 +1,5 @@
 package dev.ripcord.stack.cancel;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -276,10 +273,6 @@ class CancelDurabilityIT {
     }
 
     private static int freePort() {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return dev.ripcord.stack.FreePorts.one();
     }
 }

@@ -1,8 +1,6 @@
 package dev.ripcord.stack.cancel;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -257,10 +255,6 @@ class KafkaUnavailableIT {
     }
 
     private static int freePort() {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return dev.ripcord.stack.FreePorts.one();
     }
 }

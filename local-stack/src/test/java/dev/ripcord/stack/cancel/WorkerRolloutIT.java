@@ -2,7 +2,6 @@ package dev.ripcord.stack.cancel;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -116,10 +115,8 @@ class WorkerRolloutIT {
         return StreamingClient.JSON.readTree(response.body()).size();
     }
 
-    private static int freePort() throws Exception {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
-        }
+    private static int freePort() {
+        return dev.ripcord.stack.FreePorts.one();
     }
 
     private record Run(int exit, String out, String err) {

@@ -63,7 +63,8 @@ final class Storm {
     private static final Duration IDLE_LIMIT = Duration.ofSeconds(120);
     /** How long the checks wait for every worker to go idle ({@link #IDLE_LIMIT} unless {@link #idleLimit} says). */
     private Duration idleLimit = IDLE_LIMIT;
-    private static final Duration AUDIT_SETTLE = Duration.ofSeconds(5);
+    /** Events reach the log about 100 ms after they are emitted (docs/lifecycles.md); a heartbeat follows 1 s later. */
+    private static final Duration AUDIT_SETTLE = Duration.ofSeconds(2);
 
     private final TestStack stack;
     private final int concurrency;
