@@ -19,12 +19,19 @@ import java.util.concurrent.ThreadLocalRandom;
  * connection on the machine takes its local port from: a Kafka client, a test's HTTP client, another build. On a busy
  * machine one of them took a chosen port in between, and a service failed to start ("Port … was already in use").
  * Below the ephemeral range only listeners take ports, and each chosen one was bound here once to check it is free.
- * Where the range cannot be read, or leaves no room below it, this falls back to the kernel's choice.
+ * Where the range cannot be read, or leaves no room below it, this falls back to the kernel's choice. A port is
+ * handed out once per JVM.
  */
 public final class FreePorts {
 
     /** The lowest port chosen: above the ports services usually own. */
     static final int FLOOR = 10_000;
+
+    /**
+     * Every port this JVM handed out: never handed out twice, so that two stacks chosen at the same moment in one JVM
+     * (test classes that run side by side) cannot both get a port that neither has bound yet.
+     */
+    private static final Set<Integer> HANDED_OUT = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     private FreePorts() {
     }
@@ -49,7 +56,7 @@ public final class FreePorts {
                 ServerSocket socket;
                 if (span >= 1_000 && tries++ < 10_000) {
                     int port = FLOOR + ThreadLocalRandom.current().nextInt(span);
-                    if (avoid.contains(port) || ports.contains(port)) {
+                    if (avoid.contains(port) || ports.contains(port) || HANDED_OUT.contains(port)) {
                         continue;
                     }
                     try {
@@ -61,8 +68,9 @@ public final class FreePorts {
                     socket = new ServerSocket(0);
                 }
                 held.add(socket);
-                if (!avoid.contains(socket.getLocalPort()) && !ports.contains(socket.getLocalPort())) {
-                    ports.add(socket.getLocalPort());
+                int port = socket.getLocalPort();
+                if (!avoid.contains(port) && !ports.contains(port) && HANDED_OUT.add(port)) {
+                    ports.add(port);
                 }
             }
             return ports;

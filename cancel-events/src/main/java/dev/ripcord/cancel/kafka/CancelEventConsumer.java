@@ -63,6 +63,10 @@ final class CancelEventConsumer implements Consumer<Message<?>> {
     private final Counter deleteMarkers;
     private final Timer deliveryToAbort;
     private final TraceHeaders trace;
+    private final MeterRegistry meters;
+    /** Per partition, the highest offset this process has handled (applied, skipped or dead-lettered). */
+    private final java.util.concurrent.ConcurrentMap<Integer, java.util.concurrent.atomic.AtomicLong> handled =
+            new java.util.concurrent.ConcurrentHashMap<>();
 
     CancelEventConsumer(CancellationRegistry registry, DeadLetterPublisher deadLetters, MeterRegistry meters) {
         this(registry, deadLetters, meters, TraceHeaders.NONE);
@@ -71,6 +75,7 @@ final class CancelEventConsumer implements Consumer<Message<?>> {
     CancelEventConsumer(CancellationRegistry registry, DeadLetterPublisher deadLetters, MeterRegistry meters,
                         TraceHeaders trace) {
         this.trace = trace;
+        this.meters = meters;
         this.registry = registry;
         this.deadLetters = deadLetters;
         for (CancelOutcome outcome : CancelOutcome.values()) {
@@ -101,6 +106,34 @@ final class CancelEventConsumer implements Consumer<Message<?>> {
         String topic = String.valueOf(headers.get(KafkaHeaders.RECEIVED_TOPIC));
         int partition = headers.get(KafkaHeaders.RECEIVED_PARTITION) instanceof Integer p ? p : -1;
         long offset = headers.get(KafkaHeaders.OFFSET) instanceof Long o ? o : -1L;
+        try {
+            handle(message, headers, topic, partition, offset);
+        } finally {
+            handled(partition, offset);
+        }
+    }
+
+    /**
+     * {@code ripcord.cancel.consumed.offset{partition}}: the highest offset of each partition this process has
+     * handled. Records of a partition are handled in order, so every cancel published there before that offset has
+     * reached this worker's registry: a reader who knows the offset of a record it published (an operator's cancel,
+     * the fault bench's markers) knows when this worker has seen it, which a count of records consumed cannot say.
+     */
+    private void handled(int partition, long offset) {
+        if (partition < 0 || offset < 0) {
+            return;
+        }
+        handled.computeIfAbsent(partition, p -> {
+            java.util.concurrent.atomic.AtomicLong highest = new java.util.concurrent.atomic.AtomicLong(-1);
+            io.micrometer.core.instrument.Gauge.builder("ripcord.cancel.consumed.offset", highest,
+                            java.util.concurrent.atomic.AtomicLong::get)
+                    .description("Highest offset of the partition this process has handled")
+                    .tag("partition", String.valueOf(p)).register(meters);
+            return highest;
+        }).accumulateAndGet(offset, Math::max);
+    }
+
+    private void handle(Message<?> message, MessageHeaders headers, String topic, int partition, long offset) {
         byte[] key = keyBytes(headers.get(KafkaHeaders.RECEIVED_KEY));
         byte[] value = switch (message.getPayload()) {
             case byte[] bytes -> bytes;

@@ -9,12 +9,19 @@ import dev.ripcord.lifecycle.LifecycleEventType;
  * {@link Invariant#PAGE_CACHED_WHEN_COMPLETE}: a prefill job's {@code PAGES_CACHED} names a chunk that completed
  * before it ({@code CHUNK_DONE} of that chunk, earlier in the job's sequence), and the positions its cached pages
  * hold ({@code tokens}) are no more than the job had computed or taken from the cache by then. A chunk a cancel
- * stopped has no {@code CHUNK_DONE}, so a page it wrote caches nothing.
+ * stopped has no {@code CHUNK_DONE}, so a page it wrote caches nothing. Judged only for jobs whose {@code STARTED}
+ * is in the audited range: the count runs from the job's start.
  */
 final class PageCachedWhenComplete extends JobCheck {
 
     @Override
     void check(RequestHistory request, Job job, List<Finding> found) {
+        if (job.first(LifecycleEventType.STARTED) == null) {
+            // The job started before the audited range (a request in flight when it opened): its earlier chunks are
+            // outside it, and what it had computed by a PAGES_CACHED cannot be counted. Judged in a range that
+            // holds its start.
+            return;
+        }
         LifecycleEvent hit = job.first(LifecycleEventType.PREFIX_HIT);
         int fromCache = hit == null || hit.tokens() == null ? 0 : hit.tokens();
         for (LifecycleEvent cached : job.of(LifecycleEventType.PAGES_CACHED)) {

@@ -48,4 +48,23 @@ class PageCachedWhenCompleteTest {
         assertThat(Checks.run(check, log)).singleElement().satisfies(f ->
                 assertThat(f.message()).contains("holding 48 positions when only 40 were complete"));
     }
+
+    @Test
+    void aJobThatStartedBeforeTheRangeIsNotJudgedOnChunksTheRangeDoesNotHold() {
+        // A request in flight when the audited range opened: chunks 0 and 1 (32 positions) are before it.
+        AuditLogs log = new AuditLogs();
+        log.prefill(LifecycleEvent.of(CHUNK_DONE, "req-e").withChunk(2).withTokens(16));
+        log.prefill(LifecycleEvent.of(CHUNK_DONE, "req-e").withChunk(3).withTokens(16));
+        log.prefill(LifecycleEvent.of(PAGES_CACHED, "req-e").withChunk(3).withPages(2).withTokens(64));
+        assertThat(Checks.run(check, log)).isEmpty();
+
+        // The same with its start in the range is judged, and broken.
+        AuditLogs whole = new AuditLogs();
+        whole.prefill(LifecycleEvent.of(STARTED, "req-w").withTokens(100));
+        whole.prefill(LifecycleEvent.of(CHUNK_DONE, "req-w").withChunk(0).withTokens(16));
+        whole.prefill(LifecycleEvent.of(CHUNK_DONE, "req-w").withChunk(1).withTokens(16));
+        whole.prefill(LifecycleEvent.of(PAGES_CACHED, "req-w").withChunk(1).withPages(2).withTokens(64));
+        assertThat(Checks.run(check, whole)).singleElement().satisfies(f ->
+                assertThat(f.message()).contains("holding 64 positions when only 32 were complete"));
+    }
 }

@@ -1,6 +1,8 @@
 package dev.ripcord.stack.cancel;
 
 import static dev.ripcord.stack.cancel.CancelStacks.STORM_ATTACH_TIMEOUT;
+import static dev.ripcord.stack.cancel.CancelStacks.STORM_DECODE_BATCH;
+import static dev.ripcord.stack.cancel.CancelStacks.STORM_ENGINE_BATCH;
 import static dev.ripcord.stack.cancel.CancelStacks.STORM_JOURNAL;
 import static dev.ripcord.stack.cancel.CancelStacks.STORM_KV_PAGES;
 import static dev.ripcord.stack.cancel.CancelStacks.STORM_QUEUE;
@@ -55,6 +57,9 @@ import static org.assertj.core.api.Assertions.assertThat;
         STORM_QUEUE,
         // Two prompts in prefill at once, interleaved chunk by chunk: cancels land in a round-robin, too.
         TWO_RUNNING,
+        // Hundreds admitted at decode at once, so that hundreds of prompts queue at prefill.
+        STORM_DECODE_BATCH,
+        STORM_ENGINE_BATCH,
         // Regression guard: prefill used to attach a prompt's send session only when the prompt started, so a prompt
         // queued longer than the attach timeout failed at decode with ATTACH_TIMEOUT although nobody cancelled it.
         // The storm queues hundreds of prompts at once (tens of seconds of queue); a timeout well below that makes such

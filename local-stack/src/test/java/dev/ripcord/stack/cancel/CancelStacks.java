@@ -32,6 +32,14 @@ final class CancelStacks {
     static final String STORM_KV_PAGES = "ripcord.engine.kv-pages=8192";
     static final String STORM_QUEUE = "ripcord.prefill.queue-capacity=1024";
     static final String TWO_RUNNING = "ripcord.prefill.max-running=2";
+    /**
+     * The abort storm's decode batch: room for half the storm at once ({@code ripcord.engine.max-batch} sizes the
+     * engine's scratch for it). With decode's default batch, decode admitted a few dozen requests at a time and only
+     * those reached prefill, whose queue then stayed so short that no cancel found a prompt in it in some runs;
+     * with this one, hundreds of prompts queue at prefill behind its two running ones.
+     */
+    static final String STORM_DECODE_BATCH = "ripcord.decode.max-batch=256";
+    static final String STORM_ENGINE_BATCH = "ripcord.engine.max-batch=256";
     static final String STORM_ATTACH_TIMEOUT = "ripcord.kv.attach-timeout=15s";
     static final String STORM_JOURNAL = "ripcord.worker.journal-size=200000";
     static final String TCP_BACKEND = "ripcord.kv.backend=tcp";

@@ -32,6 +32,10 @@ import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
+import org.junit.jupiter.api.parallel.ResourceLock;
+import org.junit.jupiter.api.parallel.Resources;
 import tools.jackson.databind.node.ObjectNode;
 
 import static dev.ripcord.stack.cancel.CancelStacks.BOTH;
@@ -51,6 +55,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * it also proves the topic's wire format from the outside: a cancel published with a plain Kafka producer, before the
  * request exists, aborts the request at admission.
  */
+// Owns its stack and broker and waits on Kafka's timeouts much of its time: runs beside the other classes
+// (junit-platform.properties), never while a class captures System.out.
+@Execution(ExecutionMode.CONCURRENT)
+@ResourceLock(Resources.SYSTEM_OUT)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class KafkaUnavailableIT {
 

@@ -6,6 +6,8 @@ import static dev.ripcord.stack.cancel.CancelStacks.CHUNK_64;
 import static dev.ripcord.stack.cancel.CancelStacks.ONE_RUNNING;
 import static dev.ripcord.stack.cancel.CancelStacks.SMALL_MODEL;
 import static dev.ripcord.stack.cancel.CancelStacks.STORM_ATTACH_TIMEOUT;
+import static dev.ripcord.stack.cancel.CancelStacks.STORM_DECODE_BATCH;
+import static dev.ripcord.stack.cancel.CancelStacks.STORM_ENGINE_BATCH;
 import static dev.ripcord.stack.cancel.CancelStacks.STORM_JOURNAL;
 import static dev.ripcord.stack.cancel.CancelStacks.STORM_KV_PAGES;
 import static dev.ripcord.stack.cancel.CancelStacks.STORM_QUEUE;
@@ -58,8 +60,8 @@ class KvBackendIT {
     }
 
     @Nested
-    @LocalStackTest(properties = {STORM_KV_PAGES, STORM_QUEUE, TWO_RUNNING, STORM_ATTACH_TIMEOUT, STORM_JOURNAL,
-            TCP_BACKEND, VECTOR_KERNELS})
+    @LocalStackTest(properties = {STORM_KV_PAGES, STORM_QUEUE, TWO_RUNNING, STORM_DECODE_BATCH, STORM_ENGINE_BATCH,
+            STORM_ATTACH_TIMEOUT, STORM_JOURNAL, TCP_BACKEND, VECTOR_KERNELS})
     @Timeout(value = 3, unit = TimeUnit.MINUTES) // a hang guard, not a time assertion
     class Tcp {
         @Test

@@ -15,6 +15,8 @@ import dev.ripcord.stack.TestStack;
 import dev.ripcord.stack.cancel.StreamingClient.Call;
 import dev.ripcord.stack.cancel.StreamingClient.Outcome;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.ResourceLock;
+import org.junit.jupiter.api.parallel.Resources;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.node.ObjectNode;
 
@@ -26,6 +28,8 @@ import static org.awaitility.Awaitility.await;
  * cancelled others: it exits 0 and counts them, and each request's timeline holds its events from all three services.
  * The CLI runs in-process ({@link RipcordCli#run}), reading the stack's Kafka like an operator would.
  */
+// Captures System.out (the CLI prints there): no concurrent class may print meanwhile (junit-platform.properties).
+@ResourceLock(Resources.SYSTEM_OUT)
 @LocalStackTest
 class LifecycleAuditIT {
 

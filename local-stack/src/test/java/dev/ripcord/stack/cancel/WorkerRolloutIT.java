@@ -26,6 +26,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.parallel.ResourceLock;
+import org.junit.jupiter.api.parallel.Resources;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -38,6 +40,8 @@ import static org.awaitility.Awaitility.await;
  * each new worker served some, each drained worker exited on its own, and {@code ripcord audit} finds every invariant
  * held. The class owns its stack (it changes its workers); the tiny model keeps each request short.
  */
+// Captures System.out (the CLI prints there): no concurrent class may print meanwhile (junit-platform.properties).
+@ResourceLock(Resources.SYSTEM_OUT)
 @Timeout(value = 8, unit = TimeUnit.MINUTES) // a hang guard (a stack and two workers start here), not a time assertion
 class WorkerRolloutIT {
 

@@ -460,40 +460,32 @@ public final class FaultsBench {
 
     /**
      * Publishes one marker cancel on every partition of the cancellations topic and waits until every decode worker
-     * has consumed that many more records: a worker reads each partition in order, so it has then read every record
-     * published before the markers (the probes among them). Markers name fresh internal IDs no request uses.
+     * has handled each partition up to its marker ({@code ripcord_cancel_consumed_offset}): a worker reads each
+     * partition in order, so it has then read every record published there before the marker (the probes among
+     * them). Markers name fresh internal IDs no request uses. Offsets, not a count of records consumed: a worker that
+     * restarted replays the topic's window, and a count would be reached by the replay before the markers.
      */
     private static void awaitDecodesReadTheTopic(String bootstrap, TestStack stack, int decodes) {
         String topic = "ripcord.cancellations";
-        double[] before = new double[decodes];
-        for (int d = 0; d < decodes; d++) {
-            before[d] = consumedCancels(stack, d);
-        }
-        int partitions;
+        Map<Integer, Long> markerOffsets = new TreeMap<>();
         try (KafkaProducer<String, String> operator = FaultSchedule.operator(bootstrap)) {
-            partitions = operator.partitionsFor(topic).size();
+            int partitions = operator.partitionsFor(topic).size();
             for (int p = 0; p < partitions; p++) {
                 String id = RequestIds.internalId("marker-" + p);
-                operator.send(new ProducerRecord<>(topic, p, id, FaultSchedule.cancelEvent(id))).get(60,
-                        TimeUnit.SECONDS);
+                markerOffsets.put(p, operator.send(new ProducerRecord<>(topic, p, id, FaultSchedule.cancelEvent(id)))
+                        .get(60, TimeUnit.SECONDS).offset());
             }
         } catch (Exception e) {
             throw new IllegalStateException("the markers after the faults were not acknowledged: " + e, e);
         }
-        int markers = partitions;
-        Awaitility.await("every decode worker read the cancellations topic up to the markers")
+        Awaitility.await("every decode worker read the cancellations topic up to the markers " + markerOffsets)
                 .atMost(PROBE_LIMIT).pollInterval(Duration.ofMillis(100))
-                .until(() -> java.util.stream.IntStream.range(0, decodes)
-                        .allMatch(d -> consumedCancels(stack, d) >= before[d] + markers));
-    }
-
-    /** Cancels decode {@code decode} consumed; a worker that does not export the counter fails, never reads 0. */
-    private static double consumedCancels(TestStack stack, int decode) {
-        Prometheus metrics = Prometheus.scrape(stack.url(dev.ripcord.stack.Role.DECODE, decode));
-        if (metrics.samples("ripcord_cancel_consumed_total").isEmpty()) {
-            throw new IllegalStateException("decode-" + (decode + 1) + " exports no ripcord_cancel_consumed_total");
-        }
-        return metrics.sum("ripcord_cancel_consumed_total");
+                .until(() -> java.util.stream.IntStream.range(0, decodes).allMatch(d -> {
+                    Prometheus metrics = Prometheus.scrape(stack.url(dev.ripcord.stack.Role.DECODE, d));
+                    return markerOffsets.entrySet().stream().allMatch(m -> metrics.samples(
+                            "ripcord_cancel_consumed_offset", "partition", String.valueOf(m.getKey())).stream()
+                            .anyMatch(sample -> sample.value() >= m.getValue()));
+                }));
     }
 
     /**

@@ -6,6 +6,10 @@ import java.util.EnumSet;
 import dev.ripcord.stack.TestStacks;
 import dev.ripcord.stack.storm.FaultSchedule.Fault;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
+import org.junit.jupiter.api.parallel.ResourceLock;
+import org.junit.jupiter.api.parallel.Resources;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -17,6 +21,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * pages freed than reserved), and the gateway fails one request with a 500 ({@code error-500}: an error no fault
  * explains).
  */
+// Owns its cluster and stack, and waits for a sabotaged worker that never goes idle: runs beside the other classes
+// (junit-platform.properties), never while a class captures System.out.
+@Execution(ExecutionMode.CONCURRENT)
+@ResourceLock(Resources.SYSTEM_OUT)
 class FaultsSabotageIT {
 
     static final int REQUESTS = 30;
