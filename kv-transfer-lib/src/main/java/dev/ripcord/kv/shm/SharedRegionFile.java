@@ -51,7 +51,12 @@ public final class SharedRegionFile implements AutoCloseable {
             m.set(ValueLayout.JAVA_LONG, 16, regionId);
             m.set(ValueLayout.JAVA_LONG, 24, bytes);
             m.set(ValueLayout.JAVA_LONG, 0, MAGIC);
-            return new SharedRegionFile(path, arena, nativeView(m, bytes, arena), true);
+            MemorySegment data = nativeView(m, bytes, arena);
+            // Every page allocated now, once, rather than by the first transfer that writes it: tmpfs allocates and
+            // zeroes a page at its first touch, and a sender's copy into untouched pages ran at about a third of
+            // memcpy (docs/benchmarks.md, "KV transfer in the running services").
+            data.fill((byte) 0);
+            return new SharedRegionFile(path, arena, data, true);
         } catch (IOException | RuntimeException e) {
             arena.close();
             Files.deleteIfExists(path);
@@ -102,6 +107,9 @@ public final class SharedRegionFile implements AutoCloseable {
             Arena arena = Arena.ofShared();
             try {
                 MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, HEADER_BYTES + bytes, arena);
+                // The mapping's page-table entries made now (the mapping is kept for every later session to this
+                // region, ShmMappings), not by the copies of the first transfers.
+                m.load();
                 return new SharedRegionFile(Path.of(named), arena, nativeView(m, bytes, arena), false);
             } catch (IOException | RuntimeException e) {
                 arena.close();
