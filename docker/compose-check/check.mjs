@@ -121,6 +121,8 @@ async function stream({ id, maxTokens = 64, prompt = 'Once upon a time', onChunk
     error = e?.name === 'AbortError' || e?.constructor?.name === 'APIUserAbortError' ? 'aborted' : `${e?.constructor?.name}: ${e?.message}`;
   }
   const seconds = (performance.now() - t0) / 1000;
+  // The SDK ends a stream's iteration without an error when its own signal aborts it: the abort is the signal's.
+  if (error === null && signal?.aborted) error = 'aborted';
   return { chunks, finish, error, ttftMs: ttft === null ? null : Math.round(ttft), seconds: +seconds.toFixed(2),
     tokPerS: ttft === null || chunks < 2 ? null : +((chunks - 1) / ((performance.now() - t0 - ttft) / 1000)).toFixed(1), text };
 }
@@ -209,7 +211,8 @@ async function main() {
     } });
     await sleep(8000); // the lifecycle events of both reach the topic
     const a = audit(from);
-    return { ok: disconnect.error === 'aborted' && disconnect.chunks >= 3 && cancelStatus === 200 && byApi.chunks < LONG && a.ok,
+    return { ok: disconnect.error === 'aborted' && disconnect.chunks >= 3 && disconnect.chunks < LONG && disconnect.finish === null
+        && cancelStatus === 200 && byApi.chunks < LONG && a.ok,
       disconnect: { chunks: disconnect.chunks, error: disconnect.error }, cancelApiStatus: cancelStatus,
       cancelled: { chunks: byApi.chunks, finish: byApi.finish, error: byApi.error }, audit: a };
   });
