@@ -8,6 +8,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
+import dev.ripcord.cancel.Sabotage;
 import dev.ripcord.protocol.CancelSource;
 import dev.ripcord.engine.ComputeStoppedException;
 import dev.ripcord.engine.KvPoolExhaustedException;
@@ -287,7 +288,12 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             // Running: the chunk in progress (if any) stops at its next safe point inside it; otherwise the check point
             // before the next chunk stops the job. A job whose sequence is not set yet is caught there too.
             Sequence sequence = job.sequence;
-            if (sequence != null) {
+            if (sequence != null && computing != job && Sabotage.CHUNK_AFTER_CANCEL.fire()) {
+                // Bench-only (docs/operations.md): no stop, and the check point computes one more chunk first.
+                job.chunkAfterCancel = true;
+                log.warn("requestId={} sabotaged: chunk-after-cancel (a bench-only switch) computes one more chunk "
+                        + "after the cancel", job.requestId());
+            } else if (sequence != null) {
                 sequence.requestStop();
             }
             log.info("requestId={} cancel observed; prefill stops at the next safe point", job.requestId());
@@ -327,7 +333,15 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         boolean worked = expire();
         for (PrefillPolicy.Entry<PrefillJob> entry : policy.runningEntries()) {
             PrefillJob job = entry.job;
-            if (job.isCancelRequested()) {
+            if (job.isCancelRequested() && job.chunkAfterCancel) {
+                // Bench-only sabotage (chunk-after-cancel): one more chunk; the next check point stops the prompt.
+                RequestLogging.with(job.requestId(), () -> {
+                    if (computeChunk(job, entry)) {
+                        job.chunkAfterCancel = false;
+                    }
+                });
+                worked = true;
+            } else if (job.isCancelRequested()) {
                 // ── CANCEL CHECK POINT: between chunks, the safe point of chunked prefill. ──
                 RequestLogging.with(job.requestId(), () -> stopCancelled(job, null));
                 worked = true;

@@ -15,6 +15,7 @@ import dev.ripcord.cancel.CancelOutcome;
 import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.protocol.CancelSource;
 import dev.ripcord.cancel.CancellationRegistry;
+import dev.ripcord.cancel.Sabotage;
 import dev.ripcord.cancel.testing.CancellationLeakExtension;
 import dev.ripcord.engine.EngineOptions;
 import dev.ripcord.engine.InferenceEngine;
@@ -257,6 +258,41 @@ class PrefillSchedulerTest {
                 .isEqualTo(new AbortReason.Cancel(CancelReason.CLIENT_STALLED, CancelSource.IN_BAND));
         assertThat(scheduler.chunksAfterCancel()).isZero();
         assertThat(scheduler.aborts()).isEqualTo(1);
+    }
+
+    /**
+     * The bench-only {@code chunk-after-cancel} sabotage (the audit's NO_CHUNK_AFTER_CANCEL must catch it): armed, the
+     * first cancel observed between chunks lets one more chunk be computed and journalled before the prompt stops;
+     * the next prompt's cancel stops it as ever. Not armed: the test before this one.
+     */
+    @Test
+    void armedChunkAfterCancelComputesOneChunkAfterTheFirstObservedCancelAndNoneAfterTheNext() {
+        Sabotage.arm("chunk-after-cancel", "1");
+        try {
+            Prompt sabotaged = new Prompt(40);
+            runUntil("the first chunk", () -> sabotaged.journal().contains("CHUNK"));
+            registry.cancel(sabotaged.id, CancelReason.CLIENT_STALLED, CancelSource.IN_BAND);
+            runUntil("freed", () -> sabotaged.journal().contains("FREED"));
+            scheduler.engineLoop().runUntilIdle(10_000);
+
+            assertThat(sabotaged.journal())
+                    .containsExactly("QUEUED", "STARTED", "CHUNK", "CANCEL_OBSERVED", "CHUNK", "STOPPED", "FREED");
+            assertThat(sabotaged.job.state()).isEqualTo(JobState.CANCELLED);
+            assertThat(scheduler.chunksAfterCancel()).isEqualTo(1);
+
+            Prompt next = new Prompt(40);
+            runUntil("the first chunk", () -> next.journal().contains("CHUNK"));
+            registry.cancel(next.id, CancelReason.CLIENT_STALLED, CancelSource.IN_BAND);
+            runUntil("freed", () -> next.journal().contains("FREED"));
+            scheduler.engineLoop().runUntilIdle(10_000);
+
+            assertThat(next.journal()).containsExactly("QUEUED", "STARTED", "CHUNK", "CANCEL_OBSERVED", "STOPPED",
+                    "FREED");
+            assertThat(scheduler.chunksAfterCancel()).isEqualTo(1);
+            assertThat(scheduler.aborts()).isEqualTo(2);
+        } finally {
+            Sabotage.disarm();
+        }
     }
 
     /**
