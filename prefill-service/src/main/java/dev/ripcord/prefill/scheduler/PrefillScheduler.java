@@ -267,6 +267,9 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
 
     /** The registry's abort handler: quick and non-blocking, on whatever thread delivered the cancel. */
     private void onCancel(PrefillJob job, JobCancel.Request cancel) {
+        if (chunkAfterCancel(job)) {
+            return;
+        }
         // A tombstone is delivered inside register(), before submit() has queued the job: an abort at admission.
         boolean atAdmission = cancel.source() == CancelSource.TOMBSTONE;
         if (lifecycle.cancel(job, JobState.WAITING, "queued",
@@ -288,17 +291,29 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             // Running: the chunk in progress (if any) stops at its next safe point inside it; otherwise the check point
             // before the next chunk stops the job. A job whose sequence is not set yet is caught there too.
             Sequence sequence = job.sequence;
-            if (sequence != null && computing != job && Sabotage.CHUNK_AFTER_CANCEL.fire()) {
-                // Bench-only (docs/operations.md): no stop, and the check point computes one more chunk first.
-                job.chunkAfterCancel = true;
-                log.warn("requestId={} sabotaged: chunk-after-cancel (a bench-only switch) computes one more chunk "
-                        + "after the cancel", job.requestId());
-            } else if (sequence != null) {
+            if (sequence != null) {
                 sequence.requestStop();
             }
             log.info("requestId={} cancel observed; prefill stops at the next safe point", job.requestId());
             loop.wakeUp();
         }
+    }
+
+    /**
+     * Bench-only ({@link Sabotage#CHUNK_AFTER_CANCEL}, docs/operations.md): the first cancel observed for a queued
+     * or running prompt none of whose chunks was computing then is left pending: no stop is requested, the prompt
+     * is not taken out of the queue, and the loop computes its next chunk before it stops it at the check point.
+     */
+    private boolean chunkAfterCancel(PrefillJob job) {
+        if (job.entry == null || job.finishing || job.state().isTerminal() || computing == job
+                || !Sabotage.CHUNK_AFTER_CANCEL.fire()) {
+            return false;
+        }
+        job.chunkAfterCancel = true;
+        log.warn("requestId={} sabotaged: chunk-after-cancel (a bench-only switch) computes one more chunk after the "
+                + "cancel", job.requestId());
+        loop.wakeUp();
+        return true;
     }
 
     /**
@@ -333,15 +348,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         boolean worked = expire();
         for (PrefillPolicy.Entry<PrefillJob> entry : policy.runningEntries()) {
             PrefillJob job = entry.job;
-            if (job.isCancelRequested() && job.chunkAfterCancel) {
-                // Bench-only sabotage (chunk-after-cancel): one more chunk; the next check point stops the prompt.
-                RequestLogging.with(job.requestId(), () -> {
-                    if (computeChunk(job, entry)) {
-                        job.chunkAfterCancel = false;
-                    }
-                });
-                worked = true;
-            } else if (job.isCancelRequested()) {
+            if (job.isCancelRequested() && !job.chunkAfterCancel) {
                 // ── CANCEL CHECK POINT: between chunks, the safe point of chunked prefill. ──
                 RequestLogging.with(job.requestId(), () -> stopCancelled(job, null));
                 worked = true;
@@ -355,11 +362,14 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         PrefillJob job = next.job;
         boolean[] computed = {false};
         RequestLogging.with(job.requestId(), () -> {
-            if (job.isCancelRequested()) {
+            if (job.isCancelRequested() && !job.chunkAfterCancel) {
                 stopCancelled(job, null);
                 computed[0] = true;
             } else {
                 computed[0] = computeChunk(job, next);
+                if (computed[0]) {
+                    job.chunkAfterCancel = false; // bench-only sabotage: its one chunk computed
+                }
             }
         });
         return worked || computed[0];

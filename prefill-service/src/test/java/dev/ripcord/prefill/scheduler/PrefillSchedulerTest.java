@@ -295,6 +295,25 @@ class PrefillSchedulerTest {
         }
     }
 
+    /** As above, for the cancel of a queued prompt: it starts, computes one chunk, and stops at the check point. */
+    @Test
+    void armedChunkAfterCancelComputesOneChunkOfAPromptCancelledWhileQueued() {
+        Sabotage.arm("chunk-after-cancel", "1");
+        try {
+            Prompt sabotaged = new Prompt(40);
+            registry.cancel(sabotaged.id, CancelReason.CLIENT_CANCEL, CancelSource.KAFKA);
+            runUntil("freed", () -> sabotaged.journal().contains("FREED"));
+            scheduler.engineLoop().runUntilIdle(10_000);
+
+            assertThat(sabotaged.journal())
+                    .containsExactly("QUEUED", "CANCEL_OBSERVED", "STARTED", "CHUNK", "STOPPED", "FREED");
+            assertThat(sabotaged.job.state()).isEqualTo(JobState.CANCELLED);
+            assertThat(scheduler.chunksAfterCancel()).isEqualTo(1);
+        } finally {
+            Sabotage.disarm();
+        }
+    }
+
     /**
      * A cancel that arrives while a chunk computes (here: delivered through the registry at the boundary
      * before the second chunk's layer 1, on the loop thread, as a Netty thread would deliver it at that moment)
