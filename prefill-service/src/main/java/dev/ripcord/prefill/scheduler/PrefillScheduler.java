@@ -300,12 +300,14 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
     }
 
     /**
-     * Bench-only ({@link Sabotage#CHUNK_AFTER_CANCEL}, docs/operations.md): the first cancel observed for a queued
-     * or running prompt none of whose chunks was computing then is left pending: no stop is requested, the prompt
-     * is not taken out of the queue, and the loop computes its next chunk before it stops it at the check point.
+     * Bench-only ({@link Sabotage#CHUNK_AFTER_CANCEL}, docs/operations.md): the first cancel observed for a prompt
+     * being admitted (a tombstone), queued or running, none of whose chunks was computing then, is left pending: no
+     * stop is requested, the prompt is not taken out of the queue, and the loop computes its next chunk before it
+     * stops it at the check point. (Admitted with a tombstone, its transfer is aborted at once; the chunk is
+     * computed all the same.)
      */
     private boolean chunkAfterCancel(PrefillJob job) {
-        if (job.entry == null || job.finishing || job.state().isTerminal() || computing == job
+        if (job.finishing || job.state().isTerminal() || computing == job
                 || !Sabotage.CHUNK_AFTER_CANCEL.fire()) {
             return false;
         }

@@ -280,6 +280,7 @@ class PrefillSchedulerTest {
             assertThat(sabotaged.job.state()).isEqualTo(JobState.CANCELLED);
             assertThat(scheduler.chunksAfterCancel()).isEqualTo(1);
 
+            engine.clearPrefixCache(); // the next prompt is alike: it must compute its chunks, not reuse them
             Prompt next = new Prompt(40);
             runUntil("the first chunk", () -> next.journal().contains("CHUNK"));
             registry.cancel(next.id, CancelReason.CLIENT_STALLED, CancelSource.IN_BAND);
@@ -539,5 +540,30 @@ class PrefillSchedulerTest {
         assertThat(journal.since(0).stream().filter(e -> e.requestId().equals(id)).map(JournalEntry::event))
                 .containsExactly("CANCEL_OBSERVED", "CANCELLED_AT_ADMISSION");
         receive.abort("the gateway never got to use it"); // nothing attached to it
+    }
+
+    /** The bench-only {@code chunk-after-cancel}, armed: a cancel that arrived first still lets one chunk compute. */
+    @Test
+    void armedChunkAfterCancelComputesOneChunkOfAPromptWhoseCancelArrivedFirst() {
+        Sabotage.arm("chunk-after-cancel", "1");
+        try {
+            String id = "prefill-test-tomb-" + (++counter);
+            registry.cancel(id, CancelReason.CLIENT_DISCONNECT, CancelSource.KAFKA);
+            long pageBytes = engine.pagePool().pageBytes();
+            ReceiveSession receive = decodeSide.openReceive(id, landing, List.of(new ByteRange(0, pageBytes)));
+            PrefillJob job = scheduler.submit(new PrefillRequest(id, new int[] {1, 2, 3}, new Sampling(0, 1, 5),
+                    receive.descriptor().encode()));
+            runUntil("freed", () -> journal.since(0).stream()
+                    .anyMatch(e -> e.requestId().equals(id) && e.event().equals("FREED")));
+            scheduler.engineLoop().runUntilIdle(10_000);
+
+            List<String> events = journal.since(0).stream().filter(e -> e.requestId().equals(id))
+                    .map(JournalEntry::event).toList();
+            assertThat(events).startsWith("CANCEL_OBSERVED", "QUEUED", "STARTED", "CHUNK");
+            assertThat(events).doesNotContain("CANCELLED_AT_ADMISSION");
+            assertThat(job.state().isTerminal()).isTrue();
+        } finally {
+            Sabotage.disarm();
+        }
     }
 }
