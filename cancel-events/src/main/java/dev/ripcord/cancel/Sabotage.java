@@ -23,7 +23,24 @@ public enum Sabotage {
     /** Each gateway fails the first request (not warm-up traffic) that produces a token: an internal error. */
     ERROR_500("error-500", "gateway"),
     /** The decode workers publish no lifecycle event (their heartbeats still go out). */
-    DROP_EVENTS("drop-events", "decode");
+    DROP_EVENTS("drop-events", "decode"),
+    /**
+     * Each decode worker drops one cancel on the floor: the first cancel, from any source, that reaches a job not yet
+     * ended is not observed, so the job decodes on to its end (and, since a job's cancel is delivered once, no later
+     * cancel stops it either).
+     */
+    DROP_CANCEL("drop-cancel", "decode"),
+    /**
+     * Each prefill worker computes one more chunk after an observed cancel: the first cancel observed for a running
+     * prompt while none of its chunks was computing lets the prompt's next chunk be computed (and its
+     * {@code CHUNK_DONE} logged) before the prompt stops.
+     */
+    CHUNK_AFTER_CANCEL("chunk-after-cancel", "prefill"),
+    /**
+     * Each gateway writes two terminal frames for one request: the first streamed request (not warm-up traffic) that
+     * reaches its end gets its final frame ({@code [DONE]}, after the usage chunk if asked for) written twice.
+     */
+    DOUBLE_TERMINAL("double-terminal", "gateway");
 
     /** The property (system property or Spring property) that names the kind. */
     public static final String PROPERTY = "ripcord.sabotage";
@@ -66,8 +83,12 @@ public enum Sabotage {
         armed = of(property);
     }
 
-    /** Disarms every kind and forgets what fired (tests only). */
-    static void disarm() {
+    /**
+     * Disarms every kind and forgets what fired. For tests (the hooks' tests in the services arm a kind with
+     * {@link #arm} and call this after); public since those live in other modules, and safe anywhere: it can only
+     * turn sabotage off.
+     */
+    public static void disarm() {
         armed = null;
         for (Sabotage s : values()) {
             s.fired.set(false);

@@ -58,6 +58,18 @@ class SabotageTest {
     }
 
     @Test
+    void eachKindIsNamedByItsIdAndStartedWithOneService() {
+        assertThat(Sabotage.values()).extracting(s -> s.id).containsExactly("keep-page", "flip-token", "error-500",
+                "drop-events", "drop-cancel", "chunk-after-cancel", "double-terminal");
+        assertThat(Sabotage.of("drop-cancel")).isSameAs(Sabotage.DROP_CANCEL);
+        assertThat(Sabotage.of(" Chunk-After-Cancel ")).isSameAs(Sabotage.CHUNK_AFTER_CANCEL);
+        assertThat(Sabotage.of("double-terminal")).isSameAs(Sabotage.DOUBLE_TERMINAL);
+        assertThat(Sabotage.DROP_CANCEL.service).isEqualTo("decode");
+        assertThat(Sabotage.CHUNK_AFTER_CANCEL.service).isEqualTo("prefill");
+        assertThat(Sabotage.DOUBLE_TERMINAL.service).isEqualTo("gateway");
+    }
+
+    @Test
     void anUnknownKindIsRefusedByName() {
         assertThatThrownBy(() -> Sabotage.arm("keep-pages", "1")).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("unknown sabotage 'keep-pages'").hasMessageContaining("keep-page");

@@ -13,8 +13,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 
+import dev.ripcord.cancel.Sabotage;
 import dev.ripcord.gateway.generation.CachedPromptTokens;
+import dev.ripcord.gateway.generation.WarmUp;
 import dev.ripcord.gateway.generation.Admission;
 import dev.ripcord.gateway.generation.CancelCause;
 import dev.ripcord.gateway.generation.RequestTimings;
@@ -304,6 +307,7 @@ final class OpenAiHandler {
                             ? Mono.just(timings.sseComment().getBytes(java.nio.charset.StandardCharsets.US_ASCII))
                             : Mono.empty()))
                     .concatWith(Mono.fromSupplier(shapes::tail))
+                    .concatWith(secondTerminalFrame(request.requestId(), shapes::tail))
                     .onErrorResume(failure -> {
                         if (cancelled.get()) {
                             // The client went away and the serving core reports the cancel it caused: expected, and
@@ -352,6 +356,22 @@ final class OpenAiHandler {
                         request.requestId(), generation, lastWrite,
                         whenClosed(http, request.requestId(), lastWrite,
                                 () -> cause.reason() == dev.ripcord.protocol.CancelReason.CLIENT_STALLED)));
+    }
+
+    /**
+     * Bench-only ({@link Sabotage#DOUBLE_TERMINAL}, docs/operations.md): the stream's terminal frame ({@code tail})
+     * written a second time, after the first, for the first streamed request (not warm-up traffic) that reaches its
+     * end; nothing otherwise. Subscribed only once the first terminal frame was emitted.
+     */
+    static Mono<byte[]> secondTerminalFrame(String requestId, Supplier<byte[]> tail) {
+        return Mono.deferContextual(view -> {
+            if (WarmUp.marked(view) || !Sabotage.DOUBLE_TERMINAL.fire()) {
+                return Mono.empty();
+            }
+            log.warn("requestId={} sabotaged: double-terminal (a bench-only switch) writes the terminal frame twice",
+                    requestId);
+            return Mono.fromSupplier(tail);
+        });
     }
 
     /**

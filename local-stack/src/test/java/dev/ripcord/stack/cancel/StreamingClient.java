@@ -272,6 +272,14 @@ public final class StreamingClient {
                 return;
             }
             String data = line.substring("data: ".length());
+            if (sawDone) {
+                // [DONE] is the stream's one terminal frame: an event after it (a second [DONE] included) makes the
+                // answer a broken one, however it began; an error it had already is kept.
+                if (error == null) {
+                    error = "{\"error\":{\"code\":\"" + EVENT_AFTER_DONE + "\",\"message\":\"an event after [DONE]\"}}";
+                }
+                return;
+            }
             if (data.equals("[DONE]")) {
                 sawDone = true;
                 return;
@@ -353,6 +361,13 @@ public final class StreamingClient {
             }
         }
     }
+
+    /**
+     * The {@code code} of the error a stream is given when an event follows its {@code [DONE]} (a second
+     * {@code [DONE]} included): {@link Outcome#error()} then names it, and the answer is neither completed nor
+     * aborted.
+     */
+    public static final String EVENT_AFTER_DONE = "event_after_done";
 
     /**
      * How one call ended.

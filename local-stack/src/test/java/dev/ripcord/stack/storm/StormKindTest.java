@@ -34,6 +34,15 @@ class StormKindTest {
     }
 
     @Test
+    void aStreamWithAnEventAfterItsDoneIsAFailureOfItsOwnKind() {
+        Outcome twoTerminalFrames = new Outcome("r", 200, "ab", 2, "stop",
+                "{\"error\":{\"code\":\"" + dev.ripcord.stack.cancel.StreamingClient.EVENT_AFTER_DONE
+                        + "\",\"message\":\"an event after [DONE]\"}}", true, false, null, 2);
+        assertThat(Storm.classify(twoTerminalFrames, true)).isEqualTo(Storm.Result.FAILED);
+        assertThat(Storm.kind(twoTerminalFrames)).isEqualTo("stream event_after_done");
+    }
+
+    @Test
     void onlyTheApisCancelledAnswerCountsAsCancelled() {
         Outcome conflict = new Outcome("r", 409, "", 0, null,
                 "{\"error\":{\"code\":\"request_cancelled\"}}", false, false, null, -1);

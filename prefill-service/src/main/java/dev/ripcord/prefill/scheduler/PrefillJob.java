@@ -34,6 +34,11 @@ public final class PrefillJob extends WorkerJob<PrefillEvent> {
     volatile boolean finishing;
     /** The transfer's completion failed (either side aborted it, or it broke). */
     volatile boolean transferFailed;
+    /**
+     * Bench-only ({@code Sabotage.CHUNK_AFTER_CANCEL}): the cancel was observed between two chunks and requested no
+     * stop, so the check point computes one more chunk before it stops the prompt.
+     */
+    volatile boolean chunkAfterCancel;
 
     /**
      * Set on the engine loop when the prompt starts; read by a canceller on any thread, which requests the engine's

@@ -8,6 +8,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
+import dev.ripcord.cancel.Sabotage;
 import dev.ripcord.protocol.CancelSource;
 import dev.ripcord.engine.ComputeStoppedException;
 import dev.ripcord.engine.KvPoolExhaustedException;
@@ -266,6 +267,9 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
 
     /** The registry's abort handler: quick and non-blocking, on whatever thread delivered the cancel. */
     private void onCancel(PrefillJob job, JobCancel.Request cancel) {
+        if (chunkAfterCancel(job)) {
+            return;
+        }
         // A tombstone is delivered inside register(), before submit() has queued the job: an abort at admission.
         boolean atAdmission = cancel.source() == CancelSource.TOMBSTONE;
         if (lifecycle.cancel(job, JobState.WAITING, "queued",
@@ -293,6 +297,25 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
             log.info("requestId={} cancel observed; prefill stops at the next safe point", job.requestId());
             loop.wakeUp();
         }
+    }
+
+    /**
+     * Bench-only ({@link Sabotage#CHUNK_AFTER_CANCEL}, docs/operations.md): the first cancel observed for a prompt
+     * being admitted (a tombstone), queued or running, none of whose chunks was computing then, is left pending: no
+     * stop is requested, the prompt is not taken out of the queue, and the loop computes its next chunk before it
+     * stops it at the check point. (Admitted with a tombstone, its transfer is aborted at once; the chunk is
+     * computed all the same.)
+     */
+    private boolean chunkAfterCancel(PrefillJob job) {
+        if (job.finishing || job.state().isTerminal() || computing == job
+                || !Sabotage.CHUNK_AFTER_CANCEL.fire()) {
+            return false;
+        }
+        job.chunkAfterCancel = true;
+        log.warn("requestId={} sabotaged: chunk-after-cancel (a bench-only switch) computes one more chunk after the "
+                + "cancel", job.requestId());
+        loop.wakeUp();
+        return true;
     }
 
     /**
@@ -327,7 +350,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         boolean worked = expire();
         for (PrefillPolicy.Entry<PrefillJob> entry : policy.runningEntries()) {
             PrefillJob job = entry.job;
-            if (job.isCancelRequested()) {
+            if (job.isCancelRequested() && !job.chunkAfterCancel) {
                 // ── CANCEL CHECK POINT: between chunks, the safe point of chunked prefill. ──
                 RequestLogging.with(job.requestId(), () -> stopCancelled(job, null));
                 worked = true;
@@ -341,11 +364,14 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
         PrefillJob job = next.job;
         boolean[] computed = {false};
         RequestLogging.with(job.requestId(), () -> {
-            if (job.isCancelRequested()) {
+            if (job.isCancelRequested() && !job.chunkAfterCancel) {
                 stopCancelled(job, null);
                 computed[0] = true;
             } else {
                 computed[0] = computeChunk(job, next);
+                if (computed[0]) {
+                    job.chunkAfterCancel = false; // bench-only sabotage: its one chunk computed
+                }
             }
         });
         return worked || computed[0];

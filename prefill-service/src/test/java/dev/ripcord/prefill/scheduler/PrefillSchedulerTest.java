@@ -15,6 +15,7 @@ import dev.ripcord.cancel.CancelOutcome;
 import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.protocol.CancelSource;
 import dev.ripcord.cancel.CancellationRegistry;
+import dev.ripcord.cancel.Sabotage;
 import dev.ripcord.cancel.testing.CancellationLeakExtension;
 import dev.ripcord.engine.EngineOptions;
 import dev.ripcord.engine.InferenceEngine;
@@ -260,6 +261,61 @@ class PrefillSchedulerTest {
     }
 
     /**
+     * The bench-only {@code chunk-after-cancel} sabotage (the audit's NO_CHUNK_AFTER_CANCEL must catch it): armed, the
+     * first cancel observed between chunks lets one more chunk be computed and journalled before the prompt stops;
+     * the next prompt's cancel stops it as ever. Not armed: the test before this one.
+     */
+    @Test
+    void armedChunkAfterCancelComputesOneChunkAfterTheFirstObservedCancelAndNoneAfterTheNext() {
+        Sabotage.arm("chunk-after-cancel", "1");
+        try {
+            Prompt sabotaged = new Prompt(40);
+            runUntil("the first chunk", () -> sabotaged.journal().contains("CHUNK"));
+            registry.cancel(sabotaged.id, CancelReason.CLIENT_STALLED, CancelSource.IN_BAND);
+            runUntil("freed", () -> sabotaged.journal().contains("FREED"));
+            scheduler.engineLoop().runUntilIdle(10_000);
+
+            assertThat(sabotaged.journal())
+                    .containsExactly("QUEUED", "STARTED", "CHUNK", "CANCEL_OBSERVED", "CHUNK", "STOPPED", "FREED");
+            assertThat(sabotaged.job.state()).isEqualTo(JobState.CANCELLED);
+            assertThat(scheduler.chunksAfterCancel()).isEqualTo(1);
+
+            engine.clearPrefixCache(); // the next prompt is alike: it must compute its chunks, not reuse them
+            Prompt next = new Prompt(40);
+            runUntil("the first chunk", () -> next.journal().contains("CHUNK"));
+            registry.cancel(next.id, CancelReason.CLIENT_STALLED, CancelSource.IN_BAND);
+            runUntil("freed", () -> next.journal().contains("FREED"));
+            scheduler.engineLoop().runUntilIdle(10_000);
+
+            assertThat(next.journal()).containsExactly("QUEUED", "STARTED", "CHUNK", "CANCEL_OBSERVED", "STOPPED",
+                    "FREED");
+            assertThat(scheduler.chunksAfterCancel()).isEqualTo(1);
+            assertThat(scheduler.aborts()).isEqualTo(2);
+        } finally {
+            Sabotage.disarm();
+        }
+    }
+
+    /** As above, for the cancel of a queued prompt: it starts, computes one chunk, and stops at the check point. */
+    @Test
+    void armedChunkAfterCancelComputesOneChunkOfAPromptCancelledWhileQueued() {
+        Sabotage.arm("chunk-after-cancel", "1");
+        try {
+            Prompt sabotaged = new Prompt(40);
+            registry.cancel(sabotaged.id, CancelReason.CLIENT_CANCEL, CancelSource.KAFKA);
+            runUntil("freed", () -> sabotaged.journal().contains("FREED"));
+            scheduler.engineLoop().runUntilIdle(10_000);
+
+            assertThat(sabotaged.journal())
+                    .containsExactly("QUEUED", "CANCEL_OBSERVED", "STARTED", "CHUNK", "STOPPED", "FREED");
+            assertThat(sabotaged.job.state()).isEqualTo(JobState.CANCELLED);
+            assertThat(scheduler.chunksAfterCancel()).isEqualTo(1);
+        } finally {
+            Sabotage.disarm();
+        }
+    }
+
+    /**
      * A cancel that arrives while a chunk computes (here: delivered through the registry at the boundary
      * before the second chunk's layer 1, on the loop thread, as a Netty thread would deliver it at that moment)
      * stops the chunk at that layer boundary. Nothing of the stopped chunk is sent (only the first chunk's page
@@ -484,5 +540,30 @@ class PrefillSchedulerTest {
         assertThat(journal.since(0).stream().filter(e -> e.requestId().equals(id)).map(JournalEntry::event))
                 .containsExactly("CANCEL_OBSERVED", "CANCELLED_AT_ADMISSION");
         receive.abort("the gateway never got to use it"); // nothing attached to it
+    }
+
+    /** The bench-only {@code chunk-after-cancel}, armed: a cancel that arrived first still lets one chunk compute. */
+    @Test
+    void armedChunkAfterCancelComputesOneChunkOfAPromptWhoseCancelArrivedFirst() {
+        Sabotage.arm("chunk-after-cancel", "1");
+        try {
+            String id = "prefill-test-tomb-" + (++counter);
+            registry.cancel(id, CancelReason.CLIENT_DISCONNECT, CancelSource.KAFKA);
+            long pageBytes = engine.pagePool().pageBytes();
+            ReceiveSession receive = decodeSide.openReceive(id, landing, List.of(new ByteRange(0, pageBytes)));
+            PrefillJob job = scheduler.submit(new PrefillRequest(id, new int[] {1, 2, 3}, new Sampling(0, 1, 5),
+                    receive.descriptor().encode()));
+            runUntil("freed", () -> journal.since(0).stream()
+                    .anyMatch(e -> e.requestId().equals(id) && e.event().equals("FREED")));
+            scheduler.engineLoop().runUntilIdle(10_000);
+
+            List<String> events = journal.since(0).stream().filter(e -> e.requestId().equals(id))
+                    .map(JournalEntry::event).toList();
+            assertThat(events).startsWith("CANCEL_OBSERVED", "QUEUED", "STARTED", "CHUNK");
+            assertThat(events).doesNotContain("CANCELLED_AT_ADMISSION");
+            assertThat(job.state().isTerminal()).isTrue();
+        } finally {
+            Sabotage.disarm();
+        }
     }
 }

@@ -18,6 +18,7 @@ import java.util.function.UnaryOperator;
 import dev.ripcord.cancel.CancelOutcome;
 import dev.ripcord.protocol.CancelSource;
 import dev.ripcord.cancel.Registration;
+import dev.ripcord.cancel.Sabotage;
 import java.util.Optional;
 
 import dev.ripcord.kv.AbortReason;
@@ -179,6 +180,9 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
 
     private void observe(J job, dev.ripcord.protocol.CancelReason reason, CancelSource source,
                          CancelHandler<J> onCancel) {
+        if (dropsCancel(job, reason, source)) {
+            return;
+        }
         JobCancel.Request cancel;
         // The cancel becomes visible to the engine loop the moment it is recorded, and the loop may stop the job at
         // once; holding the job's monitor until CANCEL_OBSERVED is journaled (cancel() journals its stop under the
@@ -200,6 +204,21 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
                     publishing(step == null ? observed : observed.withStep(step.applyAsLong(job))));
         }
         RequestLogging.with(job.requestId(), () -> onCancel.onCancel(job, cancel));
+    }
+
+    /**
+     * Bench-only ({@link Sabotage#DROP_CANCEL}, docs/operations.md): the decode worker's first cancel for a job not yet
+     * ended goes nowhere. Here, where every source's cancel of a live job arrives, so that it is the cancel that is
+     * lost whichever way it came; the registry has delivered it, so no later cancel of the job arrives either.
+     */
+    private boolean dropsCancel(J job, dev.ripcord.protocol.CancelReason reason, CancelSource source) {
+        if (!Sabotage.DROP_CANCEL.service.equals(service) || job.isEnded() || job.isCancelRequested()
+                || !Sabotage.DROP_CANCEL.fire()) {
+            return false;
+        }
+        log.warn("requestId={} sabotaged: drop-cancel (a bench-only switch) drops this cancel ({} via {}); the job "
+                + "decodes on to its end", job.requestId(), reason, source);
+        return true;
     }
 
     /**
