@@ -26,17 +26,20 @@ import static org.awaitility.Awaitility.await;
 /**
  * A gateway connection that ends with a TCP reset (a proxy or a network between gateway and worker resetting it, as
  * the fault bench does) cancels the decode job it carried, in whatever phase the reset finds it: waiting for the
- * engine loop to register it, or reserved and waiting for KV. The job ends with the in-band cancel, not with the KV
- * transfer's attach timeout thirty seconds later, which is how long its pages would otherwise be held.
+ * engine loop to register it, queued for pages and a batch slot, or reserved and waiting for KV. The job ends with the
+ * in-band cancel, not with the KV transfer's attach timeout thirty seconds later, which is how long its pages would
+ * otherwise be held.
  */
 @DecodeWorkerTest
 class DecodeConnectionResetTest {
 
     /**
      * Journal events that end a decode job that never got KV (a cancelled transfer also records the transfer's own
-     * failure, KV_FAILED, after TRANSFER_ABORTED).
+     * failure, KV_FAILED, after TRANSFER_ABORTED; a job cancelled while it waited in the admission queue for pages and
+     * a batch slot, REMOVED_FROM_QUEUE).
      */
-    private static final Set<String> ENDS = Set.of("CANCELLED_AT_ADMISSION", "TRANSFER_ABORTED", "KV_FAILED", "REFUSED");
+    private static final Set<String> ENDS = Set.of("CANCELLED_AT_ADMISSION", "REMOVED_FROM_QUEUE", "TRANSFER_ABORTED",
+            "KV_FAILED", "REFUSED");
 
     @LocalServerPort
     int port;
@@ -89,7 +92,7 @@ class DecodeConnectionResetTest {
         List<JournalEntry> ends = RequestJournal.entries(context, id).stream()
                 .filter(e -> ENDS.contains(e.event())).toList();
         assertThat(ends.getFirst().event()).as("how %s ended: %s", id, ends)
-                .isIn("CANCELLED_AT_ADMISSION", "TRANSFER_ABORTED");
+                .isIn("CANCELLED_AT_ADMISSION", "REMOVED_FROM_QUEUE", "TRANSFER_ABORTED");
         assertThat(ends).as("how %s ended", id).allSatisfy(e -> assertThat(e.detail()).contains("CONNECTION_CLOSED"));
         await().atMost(Duration.ofSeconds(30)).until(() -> registry.liveRegistrations() == 0);
     }
