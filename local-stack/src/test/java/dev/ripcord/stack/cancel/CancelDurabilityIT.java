@@ -32,10 +32,6 @@ import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
-import org.junit.jupiter.api.parallel.Execution;
-import org.junit.jupiter.api.parallel.ExecutionMode;
-import org.junit.jupiter.api.parallel.ResourceLock;
-import org.junit.jupiter.api.parallel.Resources;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -56,10 +52,6 @@ import static org.assertj.core.api.Assertions.assertThat;
  * replays whatever the machine's speed; the window's boundary itself is tested in-process, on a manual clock
  * ({@code CancellationRegistryTest}).
  */
-// Owns its stack and broker and waits on consumer sessions and restarts much of its time: runs beside the other
-// classes (junit-platform.properties), never while a class captures System.out.
-@Execution(ExecutionMode.CONCURRENT)
-@ResourceLock(Resources.SYSTEM_OUT)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class CancelDurabilityIT {
 
