@@ -178,6 +178,15 @@ class CancelEventConsumerTest {
         return CancelEvent.of(requestId, CancelReason.CLIENT_DISCONNECT, new Origin("gateway", "g1"), timestamp);
     }
 
+    @Test
+    void theHighestOffsetHandledIsExportedPerPartitionWhateverTheRecordWas() {
+        consumer.accept(record("req-a", CancelEventCodec.encode(event("req-a")), 7)); // a tombstone
+        consumer.accept(record("req-b", "not json".getBytes(UTF_8), 9)); // poison, dead-lettered: handled too
+        consumer.accept(record("req-c", CancelEventCodec.encode(event("req-c")), 8)); // older: the highest stays
+
+        assertThat(meters.get("ripcord.cancel.consumed.offset").tag("partition", "0").gauge().value()).isEqualTo(9);
+    }
+
     private static Message<byte[]> record(String key, byte[] value, long offset) {
         return MessageBuilder.withPayload(value)
                 .setHeader(KafkaHeaders.RECEIVED_TOPIC, TOPIC)
