@@ -175,6 +175,8 @@ public final class StreamingClient {
         private final List<Long> textEventNanos = new ArrayList<>();
         private String finishReason;
         private int completionTokens = -1;
+        private int promptTokens = -1;
+        private int cachedTokens = -1;
         private String error;
         private boolean sawDone;
         private final List<Waiter> waiters = new ArrayList<>();
@@ -226,6 +228,19 @@ public final class StreamingClient {
             return "status " + status + ", text events " + textEvents + ", body chars " + rawBody.length()
                     + ", finish " + finishReason + ", [DONE] " + sawDone + ", ended " + outcome.isDone()
                     + ", disconnected " + disconnected.get() + (error == null ? "" : ", error " + error);
+        }
+
+        /** {@code usage.prompt_tokens} of the answer, or -1 when no usage came (yet). */
+        public synchronized int promptTokens() {
+            return promptTokens;
+        }
+
+        /**
+         * {@code usage.prompt_tokens_details.cached_tokens} of the answer (prompt tokens the server took from its
+         * prefix cache), or -1 when no usage came (yet) or it did not say.
+         */
+        public synchronized int cachedTokens() {
+            return cachedTokens;
         }
 
         /** Stream events with text received so far. */
@@ -290,7 +305,7 @@ public final class StreamingClient {
                 return;
             }
             if (event.path("usage").isObject()) {
-                completionTokens = event.path("usage").path("completion_tokens").asInt(-1);
+                usage(event.path("usage"));
             }
             JsonNode choice = event.path("choices").path(0);
             String piece = choice.path("text").asString("");
@@ -312,6 +327,12 @@ public final class StreamingClient {
             }
         }
 
+        private void usage(JsonNode usage) {
+            completionTokens = usage.path("completion_tokens").asInt(-1);
+            promptTokens = usage.path("prompt_tokens").asInt(-1);
+            cachedTokens = usage.path("prompt_tokens_details").path("cached_tokens").asInt(-1);
+        }
+
         private synchronized void finish(Throwable failure) {
             if (outcome.isDone()) {
                 return;
@@ -321,7 +342,7 @@ public final class StreamingClient {
                 JsonNode choice = body.path("choices").path(0);
                 text.append(choice.path("text").asString(""));
                 finishReason = choice.path("finish_reason").asString(null);
-                completionTokens = body.path("usage").path("completion_tokens").asInt(-1);
+                usage(body.path("usage"));
                 if (!text.isEmpty() && firstTextNanos < 0) {
                     firstTextNanos = System.nanoTime();
                     firstText.complete(null);

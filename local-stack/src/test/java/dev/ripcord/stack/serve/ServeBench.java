@@ -109,6 +109,14 @@ public final class ServeBench {
             System.exit(0);
             return;
         }
+        if (options.cancelRetry() != null) {
+            CancelRetryBench cancelRetry = new CancelRetryBench(options, bench.run, progress);
+            cancelRetry.header(progress, machine, endpoints);
+            cancelRetry.report(out, cancelRetry.run(endpoints));
+            progress.printf("load average at the end: %s%n", ServeReport.Machine.loadAverage());
+            System.exit(0);
+            return;
+        }
         ServeReport report = new ServeReport(options, endpoints, machine);
         report.header(progress);
         List<LevelFigures> figures = bench.run(endpoints);

@@ -41,6 +41,7 @@ import dev.ripcord.stack.bench.BenchUsage;
  * @param warmUp        warm-up requests per target before the first phase
  * @param json          print one JSON object per target and level instead of the tables
  * @param multiTurn     the multi-turn scenario ({@code --scenario=multi-turn}), or null for the single-prompt load
+ * @param cancelRetry   the cancel-then-retry scenario ({@code --scenario=cancel-retry}), or null
  * @param prefillMetrics per target, the actuator base URLs of its prefill workers, whose prefix-cache counters the
  *                      multi-turn scenario reads before and after each phase ({@code --prefill-metrics=NAME=URL,URL};
  *                      a target resolved from {@code .ripcord/stack.json} gets the stack's prefill workers)
@@ -49,7 +50,7 @@ public record ServeOptions(List<Target> targets, Map<String, String> apiKeys, St
                            Map<String, String> models, String model, List<Integer> concurrency, Integer requests,
                            PromptWords promptWords, int maxTokens, double leaveShare, Duration leaveAfter, long seed,
                            int rounds, Duration timeout, Duration pause, int warmUp, boolean json,
-                           MultiTurn multiTurn, Map<String, List<URI>> prefillMetrics) {
+                           MultiTurn multiTurn, CancelRetry cancelRetry, Map<String, List<URI>> prefillMetrics) {
 
     /**
      * The multi-turn scenario: {@code conversations} conversations of {@code turns} turns each over one shared system
@@ -57,6 +58,14 @@ public record ServeOptions(List<Target> targets, Map<String, String> apiKeys, St
      * the whole history (the system prompt, every earlier user turn and answer) as a chat client does.
      */
     public record MultiTurn(int conversations, int turns, int systemTokens, int turnTokens) {
+    }
+
+    /**
+     * The cancel-then-retry scenario: per round, a prompt of about {@code promptTokens} tokens is sent cold, then again
+     * under another {@code cache_salt} and abandoned at {@code cancelAt} of the cold run's time to first token, then
+     * retried under that salt; the retry's time to first token and output are compared with the cold run's.
+     */
+    public record CancelRetry(int promptTokens, double cancelAt) {
     }
 
     static final String USAGE = BenchUsage.read(ServeBench.class);
@@ -150,7 +159,8 @@ public record ServeOptions(List<Target> targets, Map<String, String> apiKeys, St
                 case "model" -> modelArgs.add(value);
                 case "prefill-metrics" -> metricsArgs.add(value);
                 case "concurrency", "requests", "prompt-tokens", "max-tokens", "leave", "seed", "rounds", "timeout",
-                     "pause", "warm-up", "scenario", "conversations", "turns", "system-tokens", "turn-tokens" -> {
+                     "pause", "warm-up", "scenario", "conversations", "turns", "system-tokens", "turn-tokens",
+                     "retry-prompt-tokens", "cancel-at" -> {
                     if (single.put(key, value) != null) {
                         throw new UsageException("--" + key + " is given twice");
                     }
@@ -204,12 +214,34 @@ public record ServeOptions(List<Target> targets, Map<String, String> apiKeys, St
                     positive("turns", single.getOrDefault("turns", "8")),
                     positive("system-tokens", single.getOrDefault("system-tokens", "1024")),
                     positive("turn-tokens", single.getOrDefault("turn-tokens", "32")));
-        } else if (!scenario.equals("single")) {
-            throw new UsageException("--scenario=" + scenario + ": expected single or multi-turn");
+        } else if (!scenario.equals("single") && !scenario.equals("cancel-retry")) {
+            throw new UsageException("--scenario=" + scenario + ": expected single, multi-turn or cancel-retry");
         } else {
             for (String option : List.of("conversations", "turns", "system-tokens", "turn-tokens")) {
                 if (single.containsKey(option)) {
                     throw new UsageException("--" + option + " belongs to --scenario=multi-turn");
+                }
+            }
+        }
+        CancelRetry cancelRetry = null;
+        if (scenario.equals("cancel-retry")) {
+            String value = single.getOrDefault("cancel-at", "0.6");
+            double cancelAt;
+            try {
+                cancelAt = Double.parseDouble(value);
+            } catch (NumberFormatException e) {
+                cancelAt = Double.NaN;
+            }
+            if (!(cancelAt > 0 && cancelAt < 1)) {
+                throw new UsageException("--cancel-at=" + value
+                        + ": expected a share of the cold run's time to first token, above 0 and below 1");
+            }
+            cancelRetry = new CancelRetry(positive("retry-prompt-tokens",
+                    single.getOrDefault("retry-prompt-tokens", "2048")), cancelAt);
+        } else {
+            for (String option : List.of("retry-prompt-tokens", "cancel-at")) {
+                if (single.containsKey(option)) {
+                    throw new UsageException("--" + option + " belongs to --scenario=cancel-retry");
                 }
             }
         }
@@ -230,7 +262,7 @@ public record ServeOptions(List<Target> targets, Map<String, String> apiKeys, St
             }
         }
         return new ServeOptions(targets, apiKeys, apiKey, models, model, concurrency, requests, promptWords,
-                maxTokens, leaveShare, leaveAfter, seed, rounds, timeout, pause, warmUp, json, multiTurn,
+                maxTokens, leaveShare, leaveAfter, seed, rounds, timeout, pause, warmUp, json, multiTurn, cancelRetry,
                 prefillMetrics);
     }
 
@@ -260,7 +292,8 @@ public record ServeOptions(List<Target> targets, Map<String, String> apiKeys, St
             resolved.add(t.url() != null ? t : new Target(t.name(), gateway.orElseThrow()));
         }
         return new ServeOptions(resolved, apiKeys, apiKey, models, model, concurrency, requests, promptWords,
-                maxTokens, leaveShare, leaveAfter, seed, rounds, timeout, pause, warmUp, json, multiTurn, metrics);
+                maxTokens, leaveShare, leaveAfter, seed, rounds, timeout, pause, warmUp, json, multiTurn, cancelRetry,
+                metrics);
     }
 
     /** The actuator base URLs of the prefill workers of {@code .ripcord/stack.json}, as {@link #localStackGateway}. */
