@@ -170,8 +170,10 @@ public final class CpuTimeReport {
      * of the step: the one attention item it was running), and the three steps, so that what the stopped sequence
      * still cost the step (its row of the shared projections) reads as the stopped step less the step without it.
      */
-    static void decodeStop(int context) {
+    static void decodeStop(int positions) {
         int sequences = 4;
+        // Room for the rounds' steps within the model's context.
+        int context = Math.min(positions, Preset.SMALL.config().contextLength() - 32);
         int pages = (context + 64) / 64 + 1;
         EngineOptions options = EngineOptions.defaults().withThreads(1).withKvPages(pages * (sequences + 1) + 8);
         try (InferenceEngine engine = InferenceEngine.create(Preset.SMALL, 1, options)) {
