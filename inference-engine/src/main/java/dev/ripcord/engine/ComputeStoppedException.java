@@ -2,9 +2,10 @@ package dev.ripcord.engine;
 
 /**
  * A {@link InferenceEngine#prefill prefill chunk} or a {@link InferenceEngine#decodeStep decode step} stopped at a
- * layer boundary, or a prefill chunk inside a layer ({@link #inside()}), because its sequence's stop was requested
- * ({@link Sequence#requestStop()}; for a decode step: every sequence of the batch). An expected condition (a client went away), so it is cheap: no stack trace, no
- * suppression.
+ * layer boundary or inside a layer ({@link #inside()}), because its sequence's stop was requested
+ * ({@link Sequence#requestStop()}; for a decode step: every sequence of the batch; a step that goes on for some
+ * leaves the others out one by one instead, see {@link InferenceEngine#STOPPED}). An expected condition (a client
+ * went away), so it is cheap: no stack trace, no suppression.
  *
  * <p>What it leaves behind: the sequences are exactly as before the call ({@link Sequence#length()}, pending
  * token, logits, history), except that they may hold pages allocated for the stopped positions; the keys and values
@@ -43,7 +44,7 @@ public final class ComputeStoppedException extends RuntimeException {
 
     /**
      * Whether it stopped inside {@link #layer()}, before one of its projection or attention work items, rather than
-     * at the boundary before it. Only a prefill chunk stops inside a layer.
+     * at the boundary before it (or inside the output head, {@code layer == layers}).
      */
     public boolean inside() {
         return inside;

@@ -58,9 +58,13 @@ import dev.ripcord.format.gguf.GgufFile;
  * progress abandons its layer or the output head part way, or stops before the next layer or the output head) and
  * throw {@link ComputeStoppedException}, which says at which layer ({@code layers} for the output head) and
  * whether inside it; a {@link #decodeStep} stops at the next of them the same way once every sequence of its batch
- * has a stop requested (if only some have, the step completes for all). A stopped call leaves its sequences as they were before it (length, logits, pending token, history); only
- * pages it allocated for the stopped positions stay with the sequence until {@link #free}. Between two calls is a
- * safe point too: a scheduler may simply stop calling and free the sequence.
+ * has a stop requested. Inside a decode step each sequence also stops alone: before each of its attention items
+ * and its rows of each output-head item, and before its sampling, a sequence whose stop was requested is left out
+ * (the shared projections still compute its row), and the step returns {@link #STOPPED} for it while the others'
+ * results keep their bits. A stopped call leaves its sequences, or a sequence it left out, as they were before it
+ * (length, logits, pending token, history); only pages it allocated for the stopped positions stay with the
+ * sequence until {@link #free}. Between two calls is a safe point too: a scheduler may simply stop calling and
+ * free the sequence.
  *
  * <h2>Prefill/decode disaggregation</h2>
  * Prefill side: {@link #newSequence}, {@link #prefill} chunk by chunk, {@link #sample} the first token, ship
@@ -74,6 +78,12 @@ import dev.ripcord.format.gguf.GgufFile;
  * batch composition, and between vector and scalar kernels of the same lane count.
  */
 public final class InferenceEngine implements AutoCloseable {
+    /**
+     * What {@link #decodeStep} returns for a sequence of its batch that it left out because the sequence's stop was
+     * requested during the step: no token, nothing to emit.
+     */
+    public static final int STOPPED = -1;
+
     private static final AtomicLong ENGINE_IDS = new AtomicLong();
 
     private final long engineId = ENGINE_IDS.incrementAndGet();
@@ -130,7 +140,28 @@ public final class InferenceEngine implements AutoCloseable {
             }
             return allStopRequested(stepBatch);
         }
+
+        @Override
+        public boolean stopRow(int layer, int row) {
+            if (stepBatch.get(row).stopRequested()) {
+                // Racing workers of one region write the same layer; regions are ordered by the pool's join.
+                if (stepStoppedAt[row] < 0) {
+                    stepStoppedAt[row] = layer;
+                }
+                return true;
+            }
+            LayerBoundaryListener listener = layerListener;
+            if (listener != null) {
+                listener.rowItem(layer, row);
+            }
+            return false;
+        }
     };
+    /**
+     * Per row of the decode step in progress: the layer where a per-sequence check first left that sequence out
+     * ({@code layers}: in the output head), or -1. Engine-loop state, written by the compute workers.
+     */
+    private final int[] stepStoppedAt;
     private volatile boolean closed;
     /** The mapped model file the weights point into (GGUF), closed after the arena; null when nothing is mapped. */
     private final AutoCloseable modelFile;
@@ -187,6 +218,7 @@ public final class InferenceEngine implements AutoCloseable {
         this.batchTokens = new int[options.maxBatch()];
         this.batchPositions = new int[options.maxBatch()];
         this.batchTables = new int[options.maxBatch()][];
+        this.stepStoppedAt = new int[options.maxBatch()];
     }
 
     /**
@@ -777,10 +809,17 @@ public final class InferenceEngine implements AutoCloseable {
      * order and left pending) and increments the length. The batch's results equal those of stepping each
      * sequence alone.
      *
-     * <p>Safe point: once every sequence of the batch has a {@link Sequence#requestStop() stop} requested, the step
+     * <p>Safe points: once every sequence of the batch has a {@link Sequence#requestStop() stop} requested, the step
      * stops at the next safe point: a layer boundary, or inside a layer or the output head before its next checked
-     * work item ({@link ComputeStoppedException#inside()}). If only some have, it completes for all of them (their tokens are returned
-     * like the others'; dropping them is the scheduler's business, at its next step).
+     * work item ({@link ComputeStoppedException#inside()}). A sequence whose stop is requested while the others go
+     * on leaves the step alone: none of its attention items not yet started runs (each is one sequence's key/value
+     * head group over its whole context), nor its rows of any output-head item not yet started, nor its sampling;
+     * its slot of the result is {@link #STOPPED}, and it stays as it was before the step (length, pending token,
+     * logits, random draws; {@link Sequence#stoppedAtLayer()} says where it was left out). The projections, shared
+     * by the batch's rows, and the element-wise steps still compute its row, so its keys and values for the step's
+     * position may be written, in its own page past its length, which nothing reads before it is rewritten (a
+     * sequence rewrites a position in every layer before attention reads it). The other sequences' logits and
+     * tokens are bit for bit those of the step without the stop.
      *
      * @throws KvPoolExhaustedException if the pool lacks a page some sequence needs (nothing is computed)
      * @throws ComputeStoppedException  if every sequence's stop was requested: no sequence advanced (lengths,
@@ -811,6 +850,7 @@ public final class InferenceEngine implements AutoCloseable {
             }
             int stoppedAt;
             if (options.safePoints()) {
+                Arrays.fill(stepStoppedAt, 0, n, -1);
                 stepBatch = batch;
                 try {
                     stoppedAt = transformer.decode(n, batchTokens, batchPositions, batchTables, decodeSafePoint);
@@ -832,17 +872,27 @@ public final class InferenceEngine implements AutoCloseable {
                         transformer.stoppedInside());
             }
             int[] next = new int[n];
+            int advanced = 0;
             for (int r = 0; r < n; r++) {
                 Sequence s = batch.get(r);
+                batchTables[r] = null;
+                // ── SAFE POINT, per sequence: one whose stop was requested during the step (its attention and
+                //    head rows may have been skipped, so its logits are not whole) is not sampled and stays as it
+                //    was before the step. ──
+                if (options.safePoints() && s.stopRequested()) {
+                    s.stoppedAtLayer = stepStoppedAt[r] < 0 ? config.layers() : stepStoppedAt[r];
+                    next[r] = STOPPED;
+                    continue;
+                }
                 transformer.copyLogits(r, s.logits);
                 s.length++;
                 s.hasLogits = true;
                 next[r] = sample(s);
-                batchTables[r] = null;
+                advanced++;
             }
             decodeNanos.addAndGet(System.nanoTime() - start);
             decodeSteps.incrementAndGet();
-            decodeTokens.addAndGet(n);
+            decodeTokens.addAndGet(advanced);
             return next;
         } finally {
             exit();
@@ -859,12 +909,21 @@ public final class InferenceEngine implements AutoCloseable {
         void beforeLayer(int layer);
 
         /**
-         * A prefill forward is about to check its stop flag inside layer {@code layer}, before one of the layer's
+         * A forward is about to check its stop flags inside layer {@code layer}, before one of the layer's
          * projection or attention work items (every eighth item, item 0 of each region always; many calls per
          * layer). May run on any compute worker. A stop requested
          * here abandons the layer part way ({@link ComputeStoppedException#inside()}).
          */
         default void insideLayer(int layer) {
+        }
+
+        /**
+         * A decode step is about to run work of sequence {@code row} of its batch alone: one of its attention items
+         * in layer {@code layer}, or its rows of an output-head item ({@code layer == layers}), its stop check
+         * having just passed. May run on any compute worker; for tests that count the work a stopped sequence
+         * still gets. A stop requested here leaves the sequence out from its next item on.
+         */
+        default void rowItem(int layer, int row) {
         }
     }
 

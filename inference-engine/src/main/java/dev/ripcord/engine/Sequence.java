@@ -58,6 +58,8 @@ public final class Sequence {
     /** Set (release) by {@link #requestStop()} from any thread, read (acquire) by the forward between layers. */
     @SuppressWarnings("unused") // through STOP
     private boolean stop;
+    /** See {@link #stoppedAtLayer()}; written by the engine's decode step. */
+    int stoppedAtLayer = -1;
 
     Sequence(long id, InferenceEngine owner, SamplingParams sampling, SequenceState state, float[] logits) {
         this.id = id;
@@ -138,10 +140,11 @@ public final class Sequence {
      * Asks the engine to stop computing for this sequence at the next safe point: a {@code prefill} of it in
      * progress (or the next one) throws {@link ComputeStoppedException} within eight work items of the layer in
      * progress (or at the next layer boundary), leaving the sequence as it was before that chunk; a decode step
-     * stops at the next layer boundary once every sequence of its batch has a stop requested (if only some have,
-     * the step completes for all of them, and the scheduler drops the stopped ones after it). Safe from any thread,
-     * at any time, any number of times; never undone. Costs the compute threads one acquire load per layer and per
-     * eighth prefill work item.
+     * stops the same way once every sequence of its batch has a stop requested, and otherwise leaves this one out
+     * from its next attention item, output-head item or sampling on (it returns {@code InferenceEngine.STOPPED}
+     * for it), leaving it as it was before the step. Safe from any thread, at any time, any number of times; never
+     * undone. Costs the compute threads one acquire load per layer, per eighth projection work item, and per
+     * attention item and output-head row of a decode step.
      */
     public void requestStop() {
         STOP.setRelease(this, true);
@@ -150,6 +153,14 @@ public final class Sequence {
     /** Whether {@link #requestStop()} was called (acquire: what the caller did before it is visible). */
     public boolean stopRequested() {
         return (boolean) STOP.getAcquire(this);
+    }
+
+    /**
+     * Where the latest decode step that left this sequence out did so: the layer whose attention item it skipped
+     * first, or the layer count for the output head or its sampling; -1 if no step has left it out. Engine loop.
+     */
+    public int stoppedAtLayer() {
+        return stoppedAtLayer;
     }
 
     void recordPrompt(int[] tokens, int from, int to) {

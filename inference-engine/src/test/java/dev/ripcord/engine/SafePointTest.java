@@ -320,7 +320,7 @@ class SafePointTest {
     }
 
     @Test
-    void aDecodeStepStopsAtTheNextLayerBoundaryOnlyWhenEverySequenceOfItsBatchIsStopped() {
+    void aDecodeStepStopsAtTheNextLayerBoundaryWhenEverySequenceOfItsBatchIsStopped() {
         InferenceEngine engine = engine();
         int[] prompt = TestData.tokens(CHUNK, 4, 259);
         List<Sequence> batch = new ArrayList<>();
@@ -335,10 +335,12 @@ class SafePointTest {
         int[] first = engine.decodeStep(copies);
         int[] second = engine.decodeStep(copies);
 
-        // Only two of three stopped: the step completes for all, with the same tokens.
+        // Only two of three stopped before the step: it goes on for the third, with its token, and leaves the two
+        // out (they stay as they were).
         batch.get(0).requestStop();
         batch.get(2).requestStop();
-        assertThat(engine.decodeStep(batch)).containsExactly(first);
+        assertThat(engine.decodeStep(batch))
+                .containsExactly(InferenceEngine.STOPPED, first[1], InferenceEngine.STOPPED);
 
         // All three: the step stops at the boundary after the layer during which the last stop arrived.
         int[] lengths = batch.stream().mapToInt(Sequence::length).toArray();
@@ -360,15 +362,181 @@ class SafePointTest {
         assertThat(batch).extracting(Sequence::pendingToken).containsExactly(pending[0], pending[1], pending[2]);
         assertThat(engine.stats().decodeStops()).isEqualTo(1);
 
-        // Copies of the stopped sequences take the step they did not take, to the reference's tokens.
+        // Copies of the stopped sequences take the steps they did not take, to the reference's tokens: the first
+        // and the last never took the first step.
         List<Sequence> resumed = batch.stream().map(s -> engine.fork(s, SamplingParams.greedy())).toList();
-        assertThat(engine.decodeStep(resumed)).containsExactly(second);
+        assertThat(engine.decodeStep(resumed)).containsExactly(first[0], second[1], first[2]);
         for (Sequence s : batch) {
             engine.free(s);
         }
         resumed.forEach(engine::free);
         copies.forEach(engine::free);
         assertThat(engine.pagePool().pagesLive()).isZero();
+    }
+
+    /**
+     * A batch of three decoding; the middle sequence's stop arrives inside the step, at the start of its first
+     * attention item of layer {@code k} (or of its first output-head item, or of its last, when only its sampling
+     * is left). Regression: a step went on for every sequence until its end when only some were stopped, so a
+     * sequence that was gone still read its whole context in every remaining layer, got its logits and a sample.
+     */
+    @Test
+    void aSequenceStoppedInsideADecodeStepGetsNoMoreOfItsOwnWorkAndTheOthersKeepTheirBits() {
+        InferenceEngine engine = engine();
+        int[] prompt = TestData.tokens(CHUNK, 8, 259);
+        // Where the stop arrives: inside layer k for k < LAYERS; LAYERS: the head's first item of the row;
+        // LAYERS + 1: the head's last item of the row (only the sampling is left to skip).
+        for (int where = 0; where <= LAYERS + 1; where++) {
+            List<Sequence> batch = decodingBatch(engine, prompt, 3);
+            List<Sequence> copies = batch.stream().map(s -> engine.fork(s, SamplingParams.greedy())).toList();
+            int[] headItemsOfRow = new int[1];
+            engine.onLayerBoundary(rowItems((l, row) -> {
+                if (l == LAYERS && row == 1) {
+                    headItemsOfRow[0]++;
+                }
+            }));
+            int[] expected;
+            try {
+                expected = engine.decodeStep(copies);
+            } finally {
+                engine.onLayerBoundary(null);
+            }
+            assertThat(headItemsOfRow[0]).as("the row is computed in several head items").isGreaterThan(1);
+            List<float[]> expectedLogits = copies.stream().map(engine::logits).toList();
+            int[] expectedNext = engine.decodeStep(List.of(copies.get(0), copies.get(2)));
+
+            Sequence stopped = batch.get(1);
+            Snapshot before = Snapshot.of(engine, stopped);
+            int sampledBefore = stopped.sampledTokens();
+            int stopLayer = Math.min(where, LAYERS);
+            int stopAtItem = where == LAYERS + 1 ? headItemsOfRow[0] : 1;
+            int[] itemsOfRow = new int[1];
+            int[] itemsAfterTheStop = new int[1];
+            engine.onLayerBoundary(rowItems((l, row) -> {
+                if (row != 1) {
+                    return;
+                }
+                if (stopped.stopRequested()) {
+                    itemsAfterTheStop[0]++;
+                } else if (l == stopLayer && ++itemsOfRow[0] == stopAtItem) {
+                    stopped.requestStop(); // arrives as this item starts: the item runs, no later one
+                }
+            }));
+            int[] tokens;
+            try {
+                tokens = engine.decodeStep(batch);
+            } finally {
+                engine.onLayerBoundary(null);
+            }
+
+            assertThat(stopped.stopRequested()).as("the stop arrived (where %d)", where).isTrue();
+            assertThat(itemsAfterTheStop[0]).as("attention and head items of the stopped row after the stop, "
+                    + "one thread (where %d)", where).isZero();
+            assertThat(tokens).as("the others' tokens; nothing for the stopped one")
+                    .containsExactly(expected[0], InferenceEngine.STOPPED, expected[2]);
+            assertThat(engine.logits(batch.get(0))).containsExactly(expectedLogits.get(0));
+            assertThat(engine.logits(batch.get(2))).containsExactly(expectedLogits.get(2));
+            assertThat(stopped.stoppedAtLayer()).isEqualTo(stopLayer);
+            Snapshot after = Snapshot.of(engine, stopped);
+            assertThat(after.length()).as("the stopped sequence did not advance").isEqualTo(before.length());
+            assertThat(after.pending()).isEqualTo(before.pending());
+            assertThat(after.logits()).as("its previous logits are kept").containsExactly(before.logits());
+            assertThat(stopped.sampledTokens()).as("no random draw taken").isEqualTo(sampledBefore);
+            assertThat(engine.stats().decodeStops()).as("the step itself completed").isZero();
+
+            // The others go on to the reference's next tokens; a copy of the stopped one takes the step it did not
+            // take, over the keys and values written for its position after the stop, to the reference's token.
+            assertThat(engine.decodeStep(List.of(batch.get(0), batch.get(2)))).containsExactly(expectedNext);
+            Sequence resumed = engine.fork(stopped, SamplingParams.greedy());
+            assertThat(engine.decodeStep(List.of(resumed))).containsExactly(expected[1]);
+            assertThat(engine.logits(resumed)).containsExactly(expectedLogits.get(1));
+            batch.forEach(engine::free);
+            copies.forEach(engine::free);
+            engine.free(resumed);
+            assertThat(engine.pagePool().pagesLive()).isZero();
+        }
+    }
+
+    /**
+     * Hammer, on two threads (CI's cores): the middle sequence's stop arrives at a random item of its own in a
+     * random layer or the head. The other worker may have taken one item of the row before it could see the stop
+     * (at most {@code threads - 1} items after it), never more, and the others' tokens and logits keep their bits.
+     */
+    @Test
+    void onSeveralThreadsAStoppedSequenceGetsAtMostTheItemsOtherWorkersHadTaken() {
+        int threads = 2;
+        InferenceEngine engine = engines.create(FOUR_LAYERS, 7,
+                Engines.options().withThreads(threads).withPageTokens(16));
+        int[] prompt = TestData.tokens(CHUNK, 9, 259);
+        SplittableRandom random = new SplittableRandom(12);
+        List<Sequence> base = decodingBatch(engine, prompt, 3);
+        int maxAfter = 0;
+        for (int i = 0; i < ITERATIONS / 3; i++) {
+            List<Sequence> batch = base.stream().map(s -> engine.fork(s, SamplingParams.greedy())).toList();
+            List<Sequence> copies = base.stream().map(s -> engine.fork(s, SamplingParams.greedy())).toList();
+            int[] expected = engine.decodeStep(copies);
+            Sequence stopped = batch.get(1);
+            int stopLayer = random.nextInt(LAYERS + 1);
+            int stopAtItem = 1 + random.nextInt(2);
+            java.util.concurrent.atomic.AtomicInteger itemsOfRow = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.concurrent.atomic.AtomicInteger after = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.concurrent.atomic.AtomicBoolean raised = new java.util.concurrent.atomic.AtomicBoolean();
+            engine.onLayerBoundary(rowItems((l, row) -> {
+                if (row != 1) {
+                    return;
+                }
+                if (raised.get()) {
+                    after.incrementAndGet();
+                } else if (l == stopLayer && itemsOfRow.incrementAndGet() == stopAtItem) {
+                    stopped.requestStop();
+                    raised.set(true);
+                }
+            }));
+            int[] tokens;
+            try {
+                tokens = engine.decodeStep(batch);
+            } finally {
+                engine.onLayerBoundary(null);
+            }
+            assertThat(raised).as("the stop arrived (layer %d, item %d)", stopLayer, stopAtItem).isTrue();
+            assertThat(after.get()).as("items of the stopped row after the stop, %d threads", threads)
+                    .isLessThanOrEqualTo(threads - 1);
+            maxAfter = Math.max(maxAfter, after.get());
+            assertThat(tokens).containsExactly(expected[0], InferenceEngine.STOPPED, expected[2]);
+            assertThat(engine.logits(batch.get(0))).containsExactly(engine.logits(copies.get(0)));
+            assertThat(engine.logits(batch.get(2))).containsExactly(engine.logits(copies.get(2)));
+            batch.forEach(engine::free);
+            copies.forEach(engine::free);
+        }
+        base.forEach(engine::free);
+        assertThat(engine.pagePool().pagesLive()).isZero();
+        assertThat(maxAfter).as("most items after a stop").isLessThanOrEqualTo(threads - 1);
+    }
+
+    /** {@code n} sequences of {@code prompt} shortened by 0, 1, ... tokens, each with its first token sampled. */
+    private static List<Sequence> decodingBatch(InferenceEngine engine, int[] prompt, int n) {
+        List<Sequence> batch = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            Sequence s = engine.newSequence(SamplingParams.greedy());
+            engine.prefill(s, prompt, 0, prompt.length - i);
+            engine.sample(s);
+            batch.add(s);
+        }
+        return batch;
+    }
+
+    /** A listener told only of the per-sequence items of decode steps. */
+    private static InferenceEngine.LayerBoundaryListener rowItems(java.util.function.BiConsumer<Integer, Integer> f) {
+        return new InferenceEngine.LayerBoundaryListener() {
+            @Override
+            public void beforeLayer(int layer) {
+            }
+
+            @Override
+            public void rowItem(int layer, int row) {
+                f.accept(layer, row);
+            }
+        };
     }
 
     @Test

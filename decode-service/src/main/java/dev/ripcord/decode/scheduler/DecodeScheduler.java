@@ -12,6 +12,7 @@ import dev.ripcord.cancel.Sabotage;
 import dev.ripcord.protocol.Pairing;
 import dev.ripcord.decode.DecodeProperties;
 import dev.ripcord.engine.ComputeStoppedException;
+import dev.ripcord.engine.InferenceEngine;
 import dev.ripcord.engine.KvPoolExhaustedException;
 import dev.ripcord.engine.SamplingParams;
 import dev.ripcord.engine.Sequence;
@@ -55,9 +56,10 @@ import org.slf4j.LoggerFactory;
  *  each step:          ── CANCEL CHECK POINT ── cancelled sequences leave the batch
  *                      one batched decode step; every sequence emits a token; finished ones leave      ─► DONE
  *                      ── SAFE POINTS ── a cancel observed during the step requests the engine's stop on its
- *                         sequence; once every sequence of the step has one, the step stops at the next layer
- *                         boundary and they all leave (STOPPED layer=M/L step=N); if only some have, the step
- *                         completes for all and the cancelled ones leave at the next check point
+ *                         sequence; once every sequence of the step has one, the step stops at its next safe
+ *                         point and they all leave (STOPPED layer=M/L step=N); if only some have, the step leaves
+ *                         each of them out from its next attention item, head item or sampling on, goes on for
+ *                         the others, and they leave after it without a token from it (STOPPED layer=M/L step=N)
  *  a cancel while in the admission queue removes the job from it (REMOVED_FROM_QUEUE); nothing was reserved
  *  a cancel while WAITING aborts the receive session (with the cancel, typed, so prefill learns why); prefill
  *  aborting the transfer for a cancel is that cancel here (source UPSTREAM, through the registry)
@@ -422,12 +424,13 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
                 session.abort(cancel.reason(), cancel.source());
             }
         } else {
-            // A step in progress stops at its next layer boundary if every sequence in it is cancelled.
+            // A step in progress leaves the sequence out from its next attention or head item on (and stops as a
+            // whole at its next safe point if every sequence in it is cancelled).
             Sequence sequence = job.sequence;
             if (sequence != null) {
                 sequence.requestStop();
             }
-            log.info("requestId={} cancel observed; leaves the batch at the next step", job.requestId());
+            log.info("requestId={} cancel observed; leaves the batch at its next safe point", job.requestId());
             loop.wakeUp();
         }
     }
@@ -583,11 +586,35 @@ public final class DecodeScheduler extends WorkerScheduler<DecodeJob, DecodeEven
         for (int i = 0; i < tokens.length; i++) {
             DecodeJob job = batch.get(i);
             int token = tokens[i];
+            if (token == InferenceEngine.STOPPED) {
+                // ── SAFE POINT, per sequence: cancelled while the step computed, the engine left it out of the
+                //    rest of the step (no attention, head rows or sample after its stop); it emits nothing more. ──
+                RequestLogging.with(job.requestId(), () -> leftInsideStep(job, step));
+                continue;
+            }
             RequestLogging.with(job.requestId(), () -> emitToken(job, token, step));
         }
         batch.removeIf(job -> job.state() != JobState.RUNNING);
         running = batch.size();
         return true;
+    }
+
+    /** A job whose sequence the engine left out of step {@code step} for its stop leaves the batch now. */
+    private void leftInsideStep(DecodeJob job, long step) {
+        int layer = job.sequence.stoppedAtLayer();
+        int layers = engine.config().layers();
+        if (job.cancelRequest() == null) {
+            // Only a cancel requests the stop (onCancel); a stop without one would leave it out of every step.
+            lifecycle.fail(job, JobState.RUNNING, Failed.ENGINE_FAILED, "the engine stopped the sequence");
+            return;
+        }
+        if (lifecycle.cancel(job, JobState.RUNNING, "decode", "STOPPED",
+                job.generated + " tokens layer=" + layer + "/" + layers + " step=" + step,
+                LifecycleEvent.of(LifecycleEventType.LEFT_BATCH, job.requestId()).withStep(step)
+                        .withTokens(job.generated), aborted -> aborted.withLayer(layer))) {
+            log.info("requestId={} left the batch inside step {} at layer {} of {}, after {} tokens", job.requestId(),
+                    step, layer, layers, job.generated);
+        }
     }
 
     // ------------------------------------------------------------------------------------------ state

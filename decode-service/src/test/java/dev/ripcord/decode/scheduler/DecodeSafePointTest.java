@@ -20,8 +20,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * Safe points, decode side: a cancel observed while a decode step computes requests the engine's stop on the
  * sequence; a step whose every sequence is cancelled stops at the next layer boundary (none advances, no token is
- * emitted, they leave inside that step), and one with others still wanted completes for all, the cancelled one leaving
- * at the next step. The cancel is delivered at an exact layer boundary of the step through the engine's
+ * emitted, they leave inside that step), and one with others still wanted goes on for them, the cancelled one left
+ * out from its next attention item on and leaving inside that step, with no token from it. The cancel is delivered at an exact layer boundary of the step through the engine's
  * {@code onLayerBoundary} hook, on the loop thread, as a Netty thread would deliver it at that moment.
  */
 @ExtendWith(KvLeakCheck.class)
@@ -117,7 +117,7 @@ class DecodeSafePointTest {
     }
 
     @Test
-    void aStepWithAnotherSequenceStillWantedCompletesAndTheCancelledOneLeavesAtTheNextStep() {
+    void aStepWithAnotherSequenceStillWantedGoesOnForItAndTheCancelledOneLeavesInsideTheStepWithNoTokenFromIt() {
         List<TwoWorkers.Request> both = decoding("decode-safepoint-cancelled", "decode-safepoint-kept");
         TwoWorkers.Request cancelled = both.get(0);
         TwoWorkers.Request kept = both.get(1);
@@ -134,8 +134,14 @@ class DecodeSafePointTest {
 
         long observed = CancelScenario.step(TwoWorkers.entries(w.decodeJournal, cancelled.id).stream()
                 .filter(e -> e.event().equals("CANCEL_OBSERVED")).findFirst().orElseThrow());
-        assertThat(detail(cancelled.id, "STOPPED")).as("left at the next step, no layer: the step completed")
-                .doesNotContain("layer=").endsWith("step=" + (observed + 1));
+        int layers = w.decodeEngine.config().layers();
+        String stopped = detail(cancelled.id, "STOPPED");
+        assertThat(stopped).as("left out from the layer where it was observed, inside the step it was observed in")
+                .endsWith(" tokens layer=1/" + layers + " step=" + observed);
+        assertThat(tokens(cancelled)).as("every token generated before the stop went out, none of the stopped step's")
+                .isEqualTo(Long.parseLong(stopped.split(" ")[0])).isEqualTo(cancelled.decodeJob.generated);
+        assertThat(cancelled.decodeEvents).last().isEqualTo(new Cancelled(CancelReason.CLIENT_DISCONNECT,
+                CancelSource.IN_BAND));
         assertThat(kept.decodeJob.state()).isEqualTo(JobState.DONE);
         assertThat(cancelled.decodeJob.state()).isEqualTo(JobState.CANCELLED);
         assertThat(tokens(kept)).as("the kept one got every token").isEqualTo(MAX_TOKENS);

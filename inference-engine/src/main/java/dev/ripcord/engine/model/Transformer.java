@@ -29,6 +29,11 @@ import dev.ripcord.format.gguf.GgmlType;
  * <p>In the last layer of a prefill chunk only the last row's query, attention and MLP are computed: the other
  * rows' outputs would only feed logits nobody reads, while their keys and values are still written.
  *
+ * <p>In a decode step a row can stop alone ({@link SafePoint#stopRow}): its attention items and its rows of the
+ * output head's items are skipped, the work that is the row's own and grows with its context. The projections and
+ * the element-wise steps still compute it: they are shared by the batch (each weight streamed once for all rows),
+ * and leaving a row out would change their shapes and save little.
+ *
  * <p>Not thread-safe: one forward at a time, from one thread (the engine enforces this).
  */
 public final class Transformer {
@@ -289,6 +294,20 @@ public final class Transformer {
 
         /** Whether to abandon layer {@code layer} part way; see the interface note. */
         default boolean stopInside(int layer) {
+            return false;
+        }
+
+        /**
+         * Whether row {@code row} of a decode step (one sequence of the batch) is to get no more of the work that
+         * is its own: asked before each of its attention items in layer {@code layer} and before its rows of each
+         * output-head item ({@code layer = layers}); true skips that work for that row only. The shared
+         * projections still compute every row (leaving a row out would change the matmuls' shapes, not their
+         * cost: each weight is streamed once for the whole batch), and so do the element-wise steps, so the row's
+         * keys and values for this position may still be written. Once true for a row it must stay true for the
+         * rest of the forward. Never asked by a prefill chunk (its rows are one sequence: {@link #stopInside}).
+         * Any compute worker may ask it; as quick as {@link #stopBefore}. By default no row stops.
+         */
+        default boolean stopRow(int layer, int row) {
             return false;
         }
 
@@ -663,6 +682,8 @@ public final class Transformer {
         private final QuantPath[] path = new QuantPath[3];
         /** Per job: 0 or 1, the block family of its quantized activations on {@link QuantPath#INTEGER}, else -1. */
         private final int[] family = new int[3];
+        /** Per job: whether it is a decode step's output head, whose rows are asked {@link SafePoint#stopRow}. */
+        private final boolean[] rowChecked = new boolean[3];
         private final AtomicInteger next = new AtomicInteger();
         private int jobs;
 
@@ -694,6 +715,7 @@ public final class Transformer {
             outOff[j] = outRow * outputStride;
             outStride[j] = outputStride;
             count[j] = n;
+            rowChecked[j] = head && !prefillMode;
             blocks[j] = (n + ROW_BLOCK - 1) / ROW_BLOCK;
             path[j] = w instanceof QuantMatrix qm ? quantPath(qm, n, head) : null;
             family[j] = path[j] != QuantPath.INTEGER && path[j] != QuantPath.NATIVE ? -1
@@ -796,25 +818,49 @@ public final class Transformer {
                 int panel = local / blocks[j];
                 int r0 = (local % blocks[j]) * ROW_BLOCK;
                 int n = Math.min(ROW_BLOCK, count[j] - r0);
-                if (m[j] instanceof PackedMatrix w) {
-                    int width = w.panelCols(panel);
-                    kernels.gemm(in[j], inOff[j] + r0 * inStride[j], inStride[j], n, w.cols(),
-                            w.data(), w.panelOffset(panel), width, width,
-                            out[j], outOff[j] + r0 * outStride[j] + (long) panel * w.panelWidth(), outStride[j], false);
-                } else {
-                    QuantMatrix qm = (QuantMatrix) m[j];
-                    long o = outOff[j] + r0 * outStride[j];
-                    switch (path[j]) {
-                        case TABLE -> tableItem(qm, panel, in[j], inOff[j], out[j], outOff[j]);
-                        case INTEGER -> integerItem(qm, panel, quantActivations[family[j]], inRow[j] + r0, n,
-                                out[j], o, outStride[j]);
-                        case NATIVE -> nativeItem(qm, panel, quantActivations[family[j]], inRow[j] + r0, n,
-                                out[j], o, outStride[j]);
-                        case TRANSPOSED -> transposedItem(qm, panel, worker, inRow[j] + r0, n, out[j], o,
-                                outStride[j]);
-                        case PANELS -> quantItem(qm, panel, worker, in[j], inOff[j] + r0 * inStride[j],
-                                inStride[j], n, out[j], o, outStride[j]);
+                if (!rowChecked[j]) {
+                    compute(j, panel, worker, r0, n);
+                    continue;
+                }
+                // A decode step's output head: each row of the item is asked once; the rows still wanted are
+                // computed in runs of consecutive rows. Every output element is the same FMA chain whatever rows
+                // it is computed with (the batch invariance), so the other rows' logits keep their bits.
+                for (int s = 0; s < n; ) {
+                    while (s < n && safePoint.stopRow(layer, inRow[j] + r0 + s)) {
+                        s++;
                     }
+                    int e = s;
+                    while (e < n && !safePoint.stopRow(layer, inRow[j] + r0 + e)) {
+                        e++;
+                    }
+                    if (e > s) {
+                        compute(j, panel, worker, r0 + s, e - s);
+                    }
+                    s = e;
+                }
+            }
+        }
+
+        /** Rows {@code [r0, r0 + n)} of job {@code j}'s {@code panel}. */
+        private void compute(int j, int panel, int worker, int r0, int n) {
+            if (m[j] instanceof PackedMatrix w) {
+                int width = w.panelCols(panel);
+                kernels.gemm(in[j], inOff[j] + r0 * inStride[j], inStride[j], n, w.cols(),
+                        w.data(), w.panelOffset(panel), width, width,
+                        out[j], outOff[j] + r0 * outStride[j] + (long) panel * w.panelWidth(), outStride[j], false);
+            } else {
+                QuantMatrix qm = (QuantMatrix) m[j];
+                long o = outOff[j] + r0 * outStride[j];
+                switch (path[j]) {
+                    case TABLE -> tableItem(qm, panel, in[j], inOff[j], out[j], outOff[j]);
+                    case INTEGER -> integerItem(qm, panel, quantActivations[family[j]], inRow[j] + r0, n,
+                            out[j], o, outStride[j]);
+                    case NATIVE -> nativeItem(qm, panel, quantActivations[family[j]], inRow[j] + r0, n,
+                            out[j], o, outStride[j]);
+                    case TRANSPOSED -> transposedItem(qm, panel, worker, inRow[j] + r0, n, out[j], o,
+                            outStride[j]);
+                    case PANELS -> quantItem(qm, panel, worker, in[j], inOff[j] + r0 * inStride[j],
+                            inStride[j], n, out[j], o, outStride[j]);
                 }
             }
         }
@@ -1132,6 +1178,11 @@ public final class Transformer {
                     attend(worker, layer, g, rowTable[t0], tiles, dim, 1);
                 } else {
                     int r = item / kvHeads;
+                    // A row whose sequence stopped reads no more of its context: its output stays what the norm
+                    // left in xb (finite), and only its own logits, which nobody samples, depend on it.
+                    if (safePoint.stopRow(layer, r)) {
+                        continue;
+                    }
                     int g = item % kvHeads;
                     int tiles = 0;
                     for (int h = g * group; h < (g + 1) * group; h += 4) {

@@ -29,7 +29,7 @@ import dev.ripcord.engine.model.PackedMatrix;
  * engine).
  *
  * <pre>./ripcord bench inference-engine -l   # compiles
- * for s in gemm prefill decode safepoints; do $(./ripcord java | head -1)/bin/java --add-modules jdk.incubator.vector \
+ * for s in gemm prefill decode safepoints decode-stop; do $(./ripcord java | head -1)/bin/java --add-modules jdk.incubator.vector \
  *     -cp inference-engine/target/test-classes:inference-engine/target/classes \
  *     dev.ripcord.engine.bench.CpuTimeReport $s; done</pre>
  */
@@ -50,6 +50,10 @@ public final class CpuTimeReport {
         }
         if (section.equals("safepoints")) {
             safePoints();
+            return;
+        }
+        if (section.equals("decode-stop")) {
+            decodeStop(args.length > 1 ? Integer.parseInt(args[1]) : 4096);
             return;
         }
         EngineOptions options = EngineOptions.defaults().withThreads(1).withKvPages(120);
@@ -156,6 +160,91 @@ public final class CpuTimeReport {
                         without.getLast(), medianOn / medianOff, withChecks.getLast() / without.getLast());
             }
         }
+    }
+
+    /**
+     * Decode's cancel-to-stop inside a step, one thread, {@code small}: a batch of four sequences at {@code context}
+     * positions; in each round (seven, interleaved) one step of all four, one step where the second one's stop
+     * arrives as its first attention item of layer 0 starts, and one step of the other three alone. Prints, in
+     * thread CPU time (medians): the stopped sequence's cancel-to-stop (from its stop to the next per-sequence item
+     * of the step: the one attention item it was running), and the three steps, so that what the stopped sequence
+     * still cost the step (its row of the shared projections) reads as the stopped step less the step without it.
+     */
+    static void decodeStop(int positions) {
+        int sequences = 4;
+        // Room for the rounds' steps within the model's context.
+        int context = Math.min(positions, Preset.SMALL.config().contextLength() - 32);
+        int pages = (context + 64) / 64 + 1;
+        EngineOptions options = EngineOptions.defaults().withThreads(1).withKvPages(pages * (sequences + 1) + 8);
+        try (InferenceEngine engine = InferenceEngine.create(Preset.SMALL, 1, options)) {
+            engine.warmUp();
+            int[] prompt = new SplittableRandom(5).ints(context, 3, 259).toArray();
+            Sequence first = engine.newSequence(SamplingParams.greedy());
+            for (int from = 0; from < context; from += 512) {
+                engine.prefill(first, prompt, from, Math.min(context, from + 512));
+            }
+            engine.sample(first);
+            List<Sequence> batch = new ArrayList<>(List.of(first));
+            for (int i = 1; i < sequences; i++) {
+                batch.add(engine.fork(first, SamplingParams.greedy()));
+            }
+            List<Double> full = new ArrayList<>();
+            List<Double> stopped = new ArrayList<>();
+            List<Double> without = new ArrayList<>();
+            List<Double> cancelToStop = new ArrayList<>();
+            for (int round = 0; round < 7; round++) {
+                long t0 = cpu();
+                engine.decodeStep(batch);
+                full.add((cpu() - t0) / 1e6);
+
+                Sequence victim = engine.fork(batch.get(1), SamplingParams.greedy());
+                List<Sequence> withVictim = List.of(batch.get(0), victim, batch.get(2), batch.get(3));
+                long[] stopAt = {-1, -1};
+                engine.onLayerBoundary(new InferenceEngine.LayerBoundaryListener() {
+                    @Override
+                    public void beforeLayer(int layer) {
+                    }
+
+                    @Override
+                    public void rowItem(int layer, int row) {
+                        if (stopAt[0] >= 0 && stopAt[1] < 0) {
+                            stopAt[1] = cpu(); // the next per-sequence item: the stopped one's has ended
+                        } else if (stopAt[0] < 0 && row == 1 && layer == 0) {
+                            stopAt[0] = cpu();
+                            victim.requestStop();
+                        }
+                    }
+                });
+                try {
+                    t0 = cpu();
+                    int[] tokens = engine.decodeStep(withVictim);
+                    stopped.add((cpu() - t0) / 1e6);
+                    if (tokens[1] != InferenceEngine.STOPPED) {
+                        throw new IllegalStateException("the stopped sequence was sampled");
+                    }
+                } finally {
+                    engine.onLayerBoundary(null);
+                }
+                cancelToStop.add((stopAt[1] - stopAt[0]) / 1e6);
+                engine.free(victim);
+
+                t0 = cpu();
+                engine.decodeStep(List.of(batch.get(0), batch.get(2), batch.get(3)));
+                without.add((cpu() - t0) / 1e6);
+            }
+            batch.forEach(engine::free);
+            System.out.printf("decode, small, 1 thread, %d sequences at %d positions, 7 interleaved rounds, medians "
+                            + "in CPU ms: cancel-to-stop of one sequence inside a step (one attention item) %.3f; "
+                            + "step of %d %.2f, with one stopped at layer 0 %.2f, of the other %d alone %.2f%n",
+                    sequences, context, median(cancelToStop), sequences, median(full), median(stopped),
+                    sequences - 1, median(without));
+        }
+    }
+
+    private static double median(List<Double> values) {
+        List<Double> sorted = new ArrayList<>(values);
+        sorted.sort(null);
+        return sorted.get(sorted.size() / 2);
     }
 
     private static double prefillRate(InferenceEngine engine, int[] tokens, int chunk) {

@@ -165,8 +165,25 @@ public class GgufModelTest {
                 e.setNextToken(b, 10);
                 e.decodeStep(List.of(a, b));
                 float[] batched = e.logits(b);
+                float[] batchedA = e.logits(a);
                 e.free(a);
                 e.free(b);
+                // with a stopped sequence between them, the output head computes their rows in runs around its row:
+                // the same bits
+                Sequence a2 = e.newSequence(SamplingParams.greedy());
+                Sequence gone = e.newSequence(SamplingParams.greedy());
+                Sequence b2 = e.newSequence(SamplingParams.greedy());
+                e.prefill(a2, PROMPT, 0, 5);
+                e.prefill(gone, PROMPT, 0, 4);
+                e.prefill(b2, PROMPT, 0, 3);
+                e.setNextToken(a2, 9);
+                e.setNextToken(gone, 11);
+                e.setNextToken(b2, 10);
+                gone.requestStop();
+                assertThat(e.decodeStep(List.of(a2, gone, b2))[1]).isEqualTo(InferenceEngine.STOPPED);
+                assertThat(e.logits(a2)).as("%s %s: around a stopped row", t, mode).containsExactly(batchedA);
+                assertThat(e.logits(b2)).as("%s %s: around a stopped row", t, mode).containsExactly(batched);
+                List.of(a2, gone, b2).forEach(e::free);
                 Sequence alone = e.newSequence(SamplingParams.greedy());
                 e.prefill(alone, PROMPT, 0, 3);
                 e.setNextToken(alone, 10);
