@@ -2,17 +2,23 @@ package dev.ripcord.protocol;
 
 import java.util.Objects;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonTypeName;
 
 /**
  * A worker's answer when something is wrong or broke: the last event of a stream, or the body of a refusal
  * (400/409/503). Never used for a cancel (see {@link Cancelled}).
  *
- * @param code    stable, machine-readable: one of the constants below
- * @param message for people and logs
+ * @param code              stable, machine-readable: one of the constants below
+ * @param message           for people and logs
+ * @param retryAfterSeconds for {@link #BUSY} and {@link #DRAINING}: when the worker estimates a retry may succeed,
+ *                          in whole seconds (the gateway's {@code Retry-After}); null when it has no estimate (left
+ *                          out of the JSON)
  */
 @JsonTypeName("FAILED")
-public record Failed(String code, String message) implements PrefillEvent, DecodeEvent {
+public record Failed(String code, String message,
+                     @JsonInclude(JsonInclude.Include.NON_NULL) Long retryAfterSeconds)
+        implements PrefillEvent, DecodeEvent {
 
     /** The request is malformed (400). */
     public static final String INVALID_REQUEST = "invalid_request";
@@ -38,5 +44,13 @@ public record Failed(String code, String message) implements PrefillEvent, Decod
     public Failed {
         Objects.requireNonNull(code, "code");
         message = message == null ? "" : message;
+        if (retryAfterSeconds != null && retryAfterSeconds < 0) {
+            throw new IllegalArgumentException("retryAfterSeconds " + retryAfterSeconds + " is negative");
+        }
+    }
+
+    /** A failure with no retry estimate. */
+    public Failed(String code, String message) {
+        this(code, message, null);
     }
 }

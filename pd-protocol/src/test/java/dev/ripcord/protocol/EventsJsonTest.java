@@ -24,6 +24,9 @@ class EventsJsonTest {
 
         String failed = json.writerFor(DecodeEvent.class).writeValueAsString(new Failed(Failed.TRANSFER_FAILED, "x"));
         assertThat(json.readValue(failed, DecodeEvent.class)).isEqualTo(new Failed(Failed.TRANSFER_FAILED, "x"));
+        assertThat(failed).doesNotContain("retryAfterSeconds");
+        String busy = json.writerFor(PrefillEvent.class).writeValueAsString(new Failed(Failed.BUSY, "later", 7L));
+        assertThat(json.readValue(busy, PrefillEvent.class)).isEqualTo(new Failed(Failed.BUSY, "later", 7L));
     }
 
     @Test

@@ -483,6 +483,15 @@ public final class DisaggregatedGenerator implements TokenGenerator {
             }
             return RequestCancelledException.of(id, c.reason());
         }
+        if (event instanceof Failed f && Failed.BUSY.equals(f.code())) {
+            // The worker kept the request queued and could not start it in time (past its maximum wait): nothing
+            // of it was computed, and a retry later may succeed: 503 with Retry-After.
+            log.info("internalId={} {} leg ended unserved: {} ({})", wireId, leg, f.message(), f.code());
+            Duration after = f.retryAfterSeconds() != null ? Duration.ofSeconds(f.retryAfterSeconds())
+                    : defaultRetryAfter;
+            return new WorkerUnavailableException("the %s worker could not start this request in time; retry after %d s"
+                    .formatted(leg, Math.max(1, after.toSeconds())), after, null);
+        }
         if (event instanceof Failed f) {
             log.warn("internalId={} {} leg failed: {} ({})", wireId, leg, f.message(), f.code());
         } else {

@@ -232,6 +232,24 @@ class ResilientLegsTest {
     }
 
     @Test
+    void aQueuedPrefillPastItsMaximumWaitIsUnavailableWithTheWorkersRetryAfterNotAWorkerFault() {
+        FakeWorker decode = worker(FakeWorker.stream(Flux.concat(Flux.just(FakeWorker.reserved()), Flux.never())));
+        FakeWorker prefill = worker(FakeWorker.stream(Flux.just("{\"type\":\"QUEUED\",\"position\":3}",
+                "{\"type\":\"FAILED\",\"code\":\"busy\",\"message\":\"waited longer than the maximum wait\","
+                        + "\"retryAfterSeconds\":7}")));
+        DisaggregatedGenerator generator = generator(fastRetries(), List.of(prefill.uri()), List.of(decode.uri()));
+
+        StepVerifier.create(generator.generate(request()))
+                .expectErrorSatisfies(e -> {
+                    assertThat(e).isInstanceOf(WorkerUnavailableException.class)
+                            .hasMessageContaining("could not start this request in time");
+                    assertThat(((WorkerUnavailableException) e).retryAfter()).isEqualTo(Duration.ofSeconds(7));
+                })
+                .verify(WAIT);
+        assertThat(prefill.calls()).as("admitted, so never retried").isEqualTo(1);
+    }
+
+    @Test
     void aWorkerThatShutsDownUnderARequestIsUnavailableNotTheClientsCancel() {
         FakeWorker decode = worker(FakeWorker.stream(Flux.just(FakeWorker.reserved(),
                 "{\"type\":\"CANCELLED\",\"reason\":\"SHUTDOWN\",\"source\":\"SHUTDOWN\"}")));

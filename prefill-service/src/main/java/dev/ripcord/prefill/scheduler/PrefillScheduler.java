@@ -389,7 +389,7 @@ public final class PrefillScheduler extends WorkerScheduler<PrefillJob, PrefillE
                 if (job.send != null) {
                     job.send.abort(message);
                 }
-                lifecycle.fail(job, JobState.WAITING, Failed.BUSY, message);
+                lifecycle.fail(job, JobState.WAITING, Failed.BUSY, message, after);
             });
         }
         return !expired.isEmpty();

@@ -192,6 +192,8 @@ class PrefillAdmissionTest {
         assertThat(last).isInstanceOf(Failed.class);
         assertThat(((Failed) last).code()).isEqualTo(Failed.BUSY);
         assertThat(((Failed) last).message()).contains("maximum wait").contains("retry after");
+        assertThat(((Failed) last).retryAfterSeconds()).as("the Retry-After the gateway answers with").isNotNull()
+                .isPositive();
         runUntil("the running prompt done", () -> running.job.state() == JobState.DONE);
     }
 

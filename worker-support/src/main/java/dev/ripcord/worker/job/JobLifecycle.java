@@ -32,6 +32,7 @@ import dev.ripcord.protocol.Cancelled;
 import dev.ripcord.protocol.Failed;
 import dev.ripcord.worker.Drainable;
 import dev.ripcord.worker.EngineLoop;
+import org.jspecify.annotations.Nullable;
 import dev.ripcord.worker.JobCancel;
 import dev.ripcord.worker.RequestLogging;
 import dev.ripcord.worker.WorkerContext;
@@ -302,6 +303,14 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
 
     /** Ends a job that broke: {@code from -> FAILED}, journal {@code FAILED}, emit {@link Failed}. */
     public boolean fail(J job, JobState from, String code, String message) {
+        return fail(job, from, code, message, null);
+    }
+
+    /**
+     * {@link #fail(Job, JobState, String, String)} for a job the worker could not serve in time ({@link Failed#BUSY}):
+     * the event carries when a retry may succeed, which the gateway answers as 503 with {@code Retry-After}.
+     */
+    public boolean fail(J job, JobState from, String code, String message, @Nullable Duration retryAfter) {
         if (from.isTerminal() || !job.moveTo(from, JobState.FAILED)) {
             return false;
         }
@@ -309,7 +318,8 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
                 LifecycleEvent.of(LifecycleEventType.JOB_FINISHED, job.requestId())
                         .withOutcome(LifecycleOutcome.FAILED).withDetail(code)));
         log.warn("requestId={} {} failed: {}", job.requestId(), service, message);
-        end(job, failedEvent.apply(new Failed(code, message)));
+        end(job, failedEvent.apply(new Failed(code, message, retryAfter == null ? null
+                : Math.max(1, retryAfter.toSeconds() + (retryAfter.toNanosPart() > 0 ? 1 : 0)))));
         return true;
     }
 
