@@ -1101,7 +1101,12 @@ final class VectorKernels implements Kernels {
     /** {@code L} weight bytes, widened to {@code L} shorts, whose products widen to {@code L} ints. */
     static final VectorSpecies<Byte> BQ = L == 16 ? ByteVector.SPECIES_128 : ByteVector.SPECIES_64;
     static final VectorSpecies<Short> SQ = L == 16 ? ShortVector.SPECIES_256 : ShortVector.SPECIES_128;
-    static final VectorSpecies<Integer> IS = IntVector.SPECIES_PREFERRED.length() == L ? IntVector.SPECIES_PREFERRED
+    /**
+     * {@code L} int lanes: the float species' shape, whatever the platform prefers (a width forced with
+     * {@value Kernels#VECTOR_BITS_PROPERTY} above the preferred one must still convert {@code L} shorts to {@code L}
+     * ints, or the conversion's species does not match the float lanes it feeds).
+     */
+    static final VectorSpecies<Integer> IS = L == 16 ? IntVector.SPECIES_512
             : L == 8 ? IntVector.SPECIES_256 : IntVector.SPECIES_128;
     private static final ScalarKernels TWIN = new ScalarKernels(L);
 

@@ -51,6 +51,20 @@ class KernelTwinsTest {
         assertThat(v.mismatch(s)).as("first differing byte of %s", what).isEqualTo(-1L);
     }
 
+    /**
+     * The build runs these twins once at the platform's width and again with the width forced to 128 and 512 bits
+     * (inference-engine's pom): each run must really compute at its width, or the forced runs test nothing new.
+     */
+    @Test
+    void theKernelsRunAtTheForcedWidthOrElseThePlatformsPreferredOne() {
+        String forced = System.getProperty(Kernels.VECTOR_BITS_PROPERTY);
+        int expected = forced == null || forced.isBlank()
+                ? jdk.incubator.vector.FloatVector.SPECIES_PREFERRED.length() : Integer.parseInt(forced.trim()) / 32;
+        assertThat(VECTOR.lanes()).as("float lanes with %s=%s", Kernels.VECTOR_BITS_PROPERTY, forced)
+                .isEqualTo(expected);
+        assertThat(VectorKernels.IS.length()).as("int lanes of the integer dot products").isEqualTo(expected);
+    }
+
     @Test
     void gemmVectorEqualsScalarBitForBitOnEveryTileShape() {
         SplittableRandom r = new SplittableRandom(1);
