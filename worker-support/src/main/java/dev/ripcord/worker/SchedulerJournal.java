@@ -47,6 +47,17 @@ public final class SchedulerJournal {
     }
 
     /**
+     * Runs {@code inOrder} under the journal's lock without recording an entry: for a lifecycle event that mirrors no
+     * journal entry but must take its place in the journal's order (and read what it says under the same lock as
+     * the entries' events are published). Quick and non-blocking, as for {@link #record}'s {@code alongside}.
+     */
+    public void inOrder(Runnable inOrder) {
+        synchronized (this) {
+            inOrder.run();
+        }
+    }
+
+    /**
      * Calls {@code listener} with every entry after it is recorded, on the recording thread, outside the journal's
      * lock. For in-process tests that must act at an exact point of a scheduler's work (a cancel that lands while a
      * chunk is computing is one that arrives when the chunk is journalled: nothing of the job has looked since).

@@ -60,7 +60,8 @@ import org.slf4j.LoggerFactory;
  *       engine loop, journalled {@code FREED}.</li>
  *   <li>The lifecycle log (docs/lifecycles.md): every journal entry this class writes, and every one a scheduler
  *       writes through {@link #record}, is published as a {@code LifecycleEvent} under the journal's lock, so the
- *       log's per-instance order is the journal's order (CANCEL_OBSERVED, ABORTED, JOB_FINISHED, PAGES_FREED here;
+ *       log's per-instance order is the journal's order (CANCEL_RECEIVED, which mirrors no journal entry,
+ *       CANCEL_OBSERVED, ABORTED, JOB_FINISHED, PAGES_FREED here;
  *       QUEUED, STARTED, CHUNK_DONE, JOB_ADMITTED, KV_LANDED from the schedulers). Publishing never blocks.</li>
  * </ul>
  *
@@ -169,13 +170,32 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
      */
     public Registration register(J job, CancelHandler<J> onCancel) {
         job.events.emitOn(loop);
-        Registration registration = context.registry().register(job.requestId(),
-                (id, reason, source) -> observe(job, reason, source, onCancel));
+        Registration registration = context.registry().register(job.requestId(), (id, reason, source) -> {
+            received(job, reason, source);
+            observe(job, reason, source, onCancel);
+        });
         job.registration = registration;
         if (job.isEnded()) {
             registration.complete(); // ended inside register(), before the handle existed
         }
         return registration;
+    }
+
+    /**
+     * {@code CANCEL_RECEIVED} on the lifecycle log: the registry handed the job its cancel (once per job, whatever
+     * the source: in band, Kafka, a tombstone at registration, the other worker, shutdown). Emitted before this worker
+     * does anything with it, so that the log holds every cancel a job got whatever happens to it next; the audit's
+     * {@code CANCEL_RECEIVED_THEN_OBSERVED} then asks that a job not yet ended observed it afterwards. The job's state
+     * ({@code detail}) is read under the journal's lock, where every end of a job but a refusal is published right
+     * after its CAS: a state read as not yet ended puts that end's {@code JOB_FINISHED} or {@code ABORTED} after this
+     * event in the log's order, so the event's "not yet ended" and the log's order never disagree.
+     */
+    private void received(J job, dev.ripcord.protocol.CancelReason reason, CancelSource source) {
+        if (!lifecycleLog.isEnabled()) {
+            return;
+        }
+        context.journal().inOrder(() -> lifecycleLog.emit(LifecycleEvent.of(LifecycleEventType.CANCEL_RECEIVED,
+                job.requestId()).withCancel(reason, source).withDetail(job.state().name())));
     }
 
     private void observe(J job, dev.ripcord.protocol.CancelReason reason, CancelSource source,
