@@ -47,13 +47,14 @@ public final class SchedulerJournal {
     }
 
     /**
-     * Runs {@code inOrder} under the journal's lock without recording an entry: for a lifecycle event that mirrors no
-     * journal entry but must take its place in the journal's order (and read what it says under the same lock as
-     * the entries' events are published). Quick and non-blocking, as for {@link #record}'s {@code alongside}.
+     * Runs {@code section} under the journal's lock and returns what it returns, recording no entry itself: for
+     * lifecycle events that must take their place in the journal's order (one that mirrors no entry, published with
+     * the entries {@code section} records through {@link #record}, which may be called inside: the lock is
+     * reentrant). Quick and non-blocking, as for {@link #record}'s {@code alongside}.
      */
-    public void inOrder(Runnable inOrder) {
+    public <T> T inOrder(java.util.function.Supplier<T> section) {
         synchronized (this) {
-            inOrder.run();
+            return section.get();
         }
     }
 

@@ -10,16 +10,18 @@ import dev.ripcord.lifecycle.LifecycleEventType;
 /**
  * {@link Invariant#CANCEL_RECEIVED_THEN_OBSERVED}: a job that received its cancel ({@code CANCEL_RECEIVED}, emitted
  * where the worker's cancellation registry hands the cancel to the job, before the worker acts on it) while it had
- * not ended observes that cancel afterwards ({@code CANCEL_OBSERVED}, or its {@code ABORTED}). A worker that received
- * a cancel and then let the job run on to another end, or to none, broke it.
+ * not ended observes that cancel ({@code CANCEL_OBSERVED}) after the receipt and before any other end of the job
+ * ({@code JOB_FINISHED}). A worker that received a cancel and then let the job run on to another end, or to none,
+ * broke it.
  *
  * <p>Judged by order within the one process that emitted both (sequence numbers), never by time. "Not ended" is
  * the job's own state as the receipt read it ({@code detail}: not {@code DONE}, {@code CANCELLED} or {@code FAILED})
- * and no end of the job logged before the receipt. A job that ends just as its cancel arrives cannot pass for a
- * violation: the worker observes every cancel its registry delivers, ended job or not, so the observation follows
- * the receipt whichever came first, and the check only asks that it follow. A missing observation is unverifiable
- * only when the process lost events after the receipt or died; a request in flight at an edge of the range is not
- * judged.
+ * and no end of the job logged before the receipt. The worker logs the receipt and the observation in one section
+ * under its journal's lock, where every end of a job is published right after the CAS that decided it, so a job
+ * that ends just as its cancel arrives ends before the receipt (which says so) or after the observation: nothing
+ * legitimate puts an end between them. A job whose end is in the log is judged even when its request is in flight
+ * at an edge of the range (its evidence is complete); one with no end and no observation after its receipt is not.
+ * A missing observation is unverifiable only when the process lost events after the receipt, or died.
  */
 final class CancelReceivedThenObserved extends JobCheck {
 
@@ -27,25 +29,28 @@ final class CancelReceivedThenObserved extends JobCheck {
 
     @Override
     void check(RequestHistory request, Job job, List<Finding> found) {
-        if (request.partial()) {
-            return;
-        }
         for (LifecycleEvent received : job.of(LifecycleEventType.CANCEL_RECEIVED)) {
-            if (!liveAt(job, received) || observedAfter(job, received)) {
+            if (!liveAt(job, received)) {
+                continue;
+            }
+            LifecycleEvent end = job.events().stream()
+                    .filter(e -> e.seq() > received.seq() && e.type() == LifecycleEventType.JOB_FINISHED)
+                    .findFirst().orElse(null);
+            long before = end == null ? Long.MAX_VALUE : end.seq();
+            boolean observed = job.events().stream().anyMatch(e -> e.seq() > received.seq() && e.seq() < before
+                    && (e.type() == LifecycleEventType.CANCEL_OBSERVED || e.type() == LifecycleEventType.ABORTED));
+            if (observed || (end == null && request.partial())) {
                 continue;
             }
             List<LifecycleEvent> evidence = new ArrayList<>();
             evidence.add(received);
-            LifecycleEvent end = job.events().stream()
-                    .filter(e -> e.seq() > received.seq() && e.type() == LifecycleEventType.JOB_FINISHED)
-                    .findFirst().orElse(null);
             if (end != null) {
                 evidence.add(end);
             }
             String ending = end == null ? "the job never ended"
-                    : "the job ended %s (seq %d)".formatted(end.outcome(), end.seq());
+                    : "the job ended %s (seq %d) without it".formatted(end.outcome(), end.seq());
             found.add(Finding.missing(request.requestId(), Invariant.CANCEL_RECEIVED_THEN_OBSERVED,
-                    "%s received a cancel for %s (%s via %s, seq %d) while the job was %s, but never observed it: %s"
+                    "%s received a cancel for %s (%s via %s, seq %d) while the job was %s, but did not observe it: %s"
                             .formatted(job.who(), job.requestId(), received.reason(), received.source(),
                                     received.seq(), received.detail() == null ? "not ended" : received.detail(),
                                     ending) + request.note(),
@@ -60,10 +65,5 @@ final class CancelReceivedThenObserved extends JobCheck {
         }
         return job.events().stream().noneMatch(e -> e.seq() < received.seq()
                 && (e.type() == LifecycleEventType.JOB_FINISHED || e.type() == LifecycleEventType.ABORTED));
-    }
-
-    private static boolean observedAfter(Job job, LifecycleEvent received) {
-        return job.events().stream().anyMatch(e -> e.seq() > received.seq()
-                && (e.type() == LifecycleEventType.CANCEL_OBSERVED || e.type() == LifecycleEventType.ABORTED));
     }
 }
