@@ -16,6 +16,12 @@ public enum LifecycleEventType {
     ROUTED,
     /** The gateway answered: the request's one terminal outcome ({@code outcome}, {@code tokens}, {@code reason}). */
     FINISHED,
+    /**
+     * The gateway wrote a terminal frame to the client ({@code detail}: {@code done}, a stream's {@code [DONE]},
+     * after an error event or not; {@code body}, a non-streamed answer's body). Emitted by the writer once per terminal
+     * frame it writes, so that two frames written for one request show as two events, whatever {@code FINISHED} says.
+     */
+    TERMINAL_FRAME,
 
     // ---- both workers (a job)
     /** Prefill queued the job ({@code detail}: jobs ahead of it). */
@@ -28,6 +34,13 @@ public enum LifecycleEventType {
     CHUNK_DONE,
     /** Decode's KV arrived and the job joins the batch. */
     KV_LANDED,
+    /**
+     * The worker's cancellation registry delivered a cancel to the job ({@code reason}, {@code source}: in band,
+     * Kafka, a tombstone at admission, the other worker, shutdown), before the worker acts on it; {@code detail}: the
+     * job's state then ({@code WAITING}, {@code RUNNING}, or a terminal one when it had ended already). A job that was
+     * not yet ended when it received its cancel must observe it ({@code CANCEL_OBSERVED}) after this event.
+     */
+    CANCEL_RECEIVED,
     /** The worker observed the job's cancel ({@code reason}, {@code source}; decode: {@code step}, the last step started). */
     CANCEL_OBSERVED,
     /** Decode's job left the batch for its cancel ({@code step}: the step it took no part in; {@code tokens}: generated). */

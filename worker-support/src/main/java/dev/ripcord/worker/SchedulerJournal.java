@@ -47,6 +47,18 @@ public final class SchedulerJournal {
     }
 
     /**
+     * Runs {@code section} under the journal's lock and returns what it returns, recording no entry itself: for
+     * lifecycle events that must take their place in the journal's order (one that mirrors no entry, published with
+     * the entries {@code section} records through {@link #record}, which may be called inside: the lock is
+     * reentrant). Quick and non-blocking, as for {@link #record}'s {@code alongside}.
+     */
+    public <T> T inOrder(java.util.function.Supplier<T> section) {
+        synchronized (this) {
+            return section.get();
+        }
+    }
+
+    /**
      * Calls {@code listener} with every entry after it is recorded, on the recording thread, outside the journal's
      * lock. For in-process tests that must act at an exact point of a scheduler's work (a cancel that lands while a
      * chunk is computing is one that arrives when the chunk is journalled: nothing of the job has looked since).

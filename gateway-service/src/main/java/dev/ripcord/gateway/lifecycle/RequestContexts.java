@@ -2,6 +2,7 @@ package dev.ripcord.gateway.lifecycle;
 
 import dev.ripcord.gateway.generation.DeadlineExceededException;
 import dev.ripcord.gateway.generation.RequestCancelledException;
+import dev.ripcord.gateway.generation.TerminalFrames;
 import dev.ripcord.lifecycle.LifecycleEvent;
 import dev.ripcord.lifecycle.LifecycleEventType;
 import dev.ripcord.lifecycle.LifecycleOutcome;
@@ -218,6 +219,17 @@ public final class RequestContexts {
             return finished.withOutcome(LifecycleOutcome.FAILED).withDetail(failure.getClass().getSimpleName());
         }
         return finished.withOutcome(LifecycleOutcome.COMPLETED);
+    }
+
+    /**
+     * Binds the endpoint's {@code frames} to the lifecycle log: every terminal frame its writer writes to the client
+     * from now on is one {@code TERMINAL_FRAME} under the request's internal ID ({@code detail}: the frame's kind),
+     * however many it writes and whatever {@link #close} decided; the audit's {@code ONE_TERMINAL_OUTCOME} counts them.
+     */
+    public void recordTerminalFrames(RequestContext ctx, TerminalFrames frames) {
+        String internalId = ctx.internalId();
+        frames.bind(kind -> lifecycle.emit(LifecycleEvent.of(LifecycleEventType.TERMINAL_FRAME, internalId)
+                .withDetail(kind)));
     }
 
     /**

@@ -17,6 +17,7 @@ import java.util.function.Supplier;
 
 import dev.ripcord.cancel.Sabotage;
 import dev.ripcord.gateway.generation.CachedPromptTokens;
+import dev.ripcord.gateway.generation.TerminalFrames;
 import dev.ripcord.gateway.generation.WarmUp;
 import dev.ripcord.gateway.generation.Admission;
 import dev.ripcord.gateway.generation.CancelCause;
@@ -297,6 +298,7 @@ final class OpenAiHandler {
         Admission admission = new Admission();
         AtomicBoolean headersSent = new AtomicBoolean();
         CachedPromptTokens cachedTokens = new CachedPromptTokens();
+        TerminalFrames frames = new TerminalFrames();
         Flux<byte[]> events = Flux.defer(() -> {
             ResponseShapes shapes = new ResponseShapes(request, created, codec, cachedTokens);
             return deltas(request)
@@ -331,7 +333,8 @@ final class OpenAiHandler {
                 .doFinally(signal -> admission.ended())
                 // The request ID is in the context already (RequestIdFilter); the cancel cause is this stream's own.
                 .contextWrite(Context.of(CancelCause.CONTEXT_KEY, cause, RequestTimings.CONTEXT_KEY, timings,
-                        Admission.CONTEXT_KEY, admission, CachedPromptTokens.CONTEXT_KEY, cachedTokens));
+                        Admission.CONTEXT_KEY, admission, CachedPromptTokens.CONTEXT_KEY, cachedTokens,
+                        TerminalFrames.CONTEXT_KEY, frames));
         AtomicReference<Subscription> generation = new AtomicReference<>();
         // Admitted by its workers, the stream's status and headers go out at once, ahead of the first token: an
         // empty first body element makes the server write and flush them (Admission).
@@ -353,7 +356,7 @@ final class OpenAiHandler {
                 .header(HttpHeaders.CACHE_CONTROL, "no-cache")
                 .body(oneSend(Flux.merge(headersNow, heartbeats, events.doOnSubscribe(generation::set)
                                 .doFinally(signal -> eventsEnded.tryEmitEmpty())), watch,
-                        request.requestId(), generation, lastWrite,
+                        request.requestId(), generation, lastWrite, frames,
                         whenClosed(http, request.requestId(), lastWrite,
                                 () -> cause.reason() == dev.ripcord.protocol.CancelReason.CLIENT_STALLED)));
     }
@@ -437,6 +440,7 @@ final class OpenAiHandler {
         long created = clock.instant().getEpochSecond();
         AtomicBoolean clientGone = new AtomicBoolean();
         CachedPromptTokens cachedTokens = new CachedPromptTokens();
+        TerminalFrames frames = new TerminalFrames();
         return deltas(request)
                 // Nothing is written until the end: the connection closing is the only sign the client left. Its
                 // completion ends the deltas (cancelling the generation); an error from it would not cancel them.
@@ -461,13 +465,14 @@ final class OpenAiHandler {
                                 last.completionTokens(), tokens));
                     }
                     ObjectNode body = new ResponseShapes(request, created, codec, cachedTokens).body(endings);
+                    frames.written(TerminalFrames.BODY); // the one answer: the audit's evidence of it
                     return json(HttpStatus.OK, body);
                 })
                 .onErrorResume(ClientGone.class, gone -> Mono.empty()) // nobody left to answer
                 .doOnCancel(() -> log.debug("requestId={} cancelled by the client", request.requestId()))
                 // the serving core reads why it was cancelled, and whether a stop string had completed the answer
                 .contextWrite(Context.of(CancelCause.CONTEXT_KEY, new CancelCause(),
-                        CachedPromptTokens.CONTEXT_KEY, cachedTokens));
+                        CachedPromptTokens.CONTEXT_KEY, cachedTokens, TerminalFrames.CONTEXT_KEY, frames));
     }
 
     // --- models -------------------------------------------------------------------------------------------------
@@ -522,10 +527,14 @@ final class OpenAiHandler {
      */
     private static BodyInserter<Flux<byte[]>, ReactiveHttpOutputMessage> oneSend(Flux<byte[]> events,
             StreamGuard.Watch watch, String requestId, AtomicReference<Subscription> generation, AtomicLong lastWrite,
-            Mono<Void> closed) {
+            TerminalFrames frames, Mono<Void> closed) {
         return (message, context) -> watch.write(message.writeWith(
                 watch.guard(events).map(event -> {
                     lastWrite.set(System.nanoTime());
+                    if (OpenAiJson.endsWithDone(event)) {
+                        // Here, where the frame goes to the response, once per [DONE] written: the audit's evidence.
+                        frames.written(TerminalFrames.DONE);
+                    }
                     return message.bufferFactory().wrap(event);
                 })))
                 // The connection closed (the client left, or the kernel gave up on it): stop at once, whether or not

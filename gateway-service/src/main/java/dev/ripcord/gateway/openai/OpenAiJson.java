@@ -23,6 +23,12 @@ final class OpenAiJson {
     /** The terminator of every stream. */
     static final byte[] SSE_DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.US_ASCII);
 
+    /** Whether an SSE frame ends the stream: its bytes end with {@link #SSE_DONE} (alone, or after an event). */
+    static boolean endsWithDone(byte[] frame) {
+        int from = frame.length - SSE_DONE.length;
+        return from >= 0 && java.util.Arrays.equals(frame, from, frame.length, SSE_DONE, 0, SSE_DONE.length);
+    }
+
     private static final byte[] SSE_PREFIX = "data: ".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] SSE_SUFFIX = "\n\n".getBytes(StandardCharsets.US_ASCII);
 

@@ -14,6 +14,7 @@ import dev.ripcord.gateway.lifecycle.RequestContext;
 import dev.ripcord.gateway.lifecycle.RequestContexts;
 import dev.ripcord.gateway.lifecycle.RequestPhase;
 import dev.ripcord.gateway.generation.CachedPromptTokens;
+import dev.ripcord.gateway.generation.TerminalFrames;
 import dev.ripcord.gateway.generation.Admission;
 import dev.ripcord.gateway.generation.CancelCause;
 import dev.ripcord.gateway.generation.DeadlineExceededException;
@@ -258,12 +259,16 @@ public final class DisaggregatedGenerator implements TokenGenerator {
      * @throws DuplicateRequestIdException if a request with its ID is in flight here
      */
     private RequestContext open(GenerationRequest request, ContextView view) {
+        RequestContext ctx;
         try {
-            return contexts.open(request.requestId(), ApiKeys.identity(view), request.timeout(), request.model(),
+            ctx = contexts.open(request.requestId(), ApiKeys.identity(view), request.timeout(), request.model(),
                     request.promptTokens().length, WarmUp.marked(view));
         } catch (RequestContexts.DuplicateRequestException e) {
             throw new DuplicateRequestIdException(request.requestId());
         }
+        // The endpoint's writer says each terminal frame it writes: the lifecycle log's TERMINAL_FRAME for the audit.
+        contexts.recordTerminalFrames(ctx, TerminalFrames.of(view));
+        return ctx;
     }
 
     /**

@@ -34,12 +34,24 @@ public final class ScriptedTokenGenerator implements TokenGenerator {
     private final List<CancelReason> cancelReasons = new CopyOnWriteArrayList<>();
     /** What the scripted prefill reports its worker's prefix cache served, as a real one does at its DONE. */
     private volatile int cachedPromptTokens;
+    /** Where generations open their request contexts, as the serving core does; null: none opened. */
+    private volatile dev.ripcord.gateway.lifecycle.RequestContexts contexts;
 
     @Override
     public Flux<GeneratedToken> generate(GenerationRequest request) {
         requests.add(request);
         return Flux.deferContextual(context -> {
                     contextRequestIds.add(context.getOrDefault(RequestIds.CONTEXT_KEY, "<none>"));
+                    dev.ripcord.gateway.lifecycle.RequestContexts recording = contexts;
+                    if (recording != null) {
+                        // As the serving core does: a context per request, the endpoint's terminal frames bound to it.
+                        dev.ripcord.gateway.lifecycle.RequestContext ctx = recording.open(request.requestId(),
+                                Duration.ofHours(1));
+                        recording.recordTerminalFrames(ctx,
+                                dev.ripcord.gateway.generation.TerminalFrames.of(context));
+                        return script.apply(request).doOnCancel(() -> cancelReasons.add(CancelCause.of(context)))
+                                .doFinally(signal -> recording.close(ctx));
+                    }
                     dev.ripcord.gateway.generation.CachedPromptTokens.of(context).record(cachedPromptTokens);
                     return script.apply(request).doOnCancel(() -> cancelReasons.add(CancelCause.of(context)));
                 })
@@ -57,6 +69,15 @@ public final class ScriptedTokenGenerator implements TokenGenerator {
         completions.set(0);
         cancelReasons.clear();
         cachedPromptTokens = 0;
+        contexts = null;
+    }
+
+    /**
+     * Every generation opens its request's context in {@code contexts} (closed when it ends) and binds the endpoint's
+     * terminal frames to it, as the serving core does: the lifecycle log of {@code contexts} then shows them.
+     */
+    void recordOn(dev.ripcord.gateway.lifecycle.RequestContexts contexts) {
+        this.contexts = contexts;
     }
 
     /** Every request's prefill reports {@code tokens} prompt tokens served from the prefix cache. */

@@ -2,7 +2,10 @@ package dev.ripcord.lifecycle.audit;
 
 /** The invariants {@link Auditor} checks (each one {@link InvariantCheck}); each {@link Violation} names one. */
 public enum Invariant {
-    /** Every request reaches exactly one terminal outcome (the gateway's FINISHED). */
+    /**
+     * Every request reaches exactly one terminal outcome: one gateway FINISHED, and at most one terminal frame written
+     * to the client (TERMINAL_FRAME).
+     */
     ONE_TERMINAL_OUTCOME,
     /** A cancel leads to at most one abort per worker instance. */
     AT_MOST_ONE_ABORT,
@@ -20,6 +23,11 @@ public enum Invariant {
     ROUTED_WORKERS_LOGGED,
     /** Every worker job of a request whose cancel was published observed the cancel, or had ended. */
     CANCEL_OBSERVED_OR_FINISHED,
+    /**
+     * A job that received its cancel from the worker's registry while not yet ended observes it afterwards: a cancel
+     * the worker received and then never acted on, the job ending otherwise, is what this catches.
+     */
+    CANCEL_RECEIVED_THEN_OBSERVED,
     /** A page enters the prefix cache only once complete: after the chunk that filled it completed. */
     PAGE_CACHED_WHEN_COMPLETE,
     /** A prefix-cache hit reads only pages that were cached (complete) and not evicted or cleared since. */

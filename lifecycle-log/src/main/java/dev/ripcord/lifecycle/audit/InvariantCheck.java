@@ -11,8 +11,8 @@ interface InvariantCheck {
     /** The invariants the audit checks, each its own unit (and its own test). */
     List<InvariantCheck> ALL = List.of(new OneTerminalOutcome(), new AtMostOneAbort(), new NoAbortAfterFinish(),
             new NoChunkAfterCancel(), new NoTokenAfterCancel(), new KvSessionReleasedOnce(), new PagesFreed(),
-            new RoutedWorkersLogged(), new CancelObservedOrFinished(), new PageCachedWhenComplete(),
-            new HitOnlyCachedPages(), new CacheReferencesDropped());
+            new RoutedWorkersLogged(), new CancelObservedOrFinished(), new CancelReceivedThenObserved(),
+            new PageCachedWhenComplete(), new HitOnlyCachedPages(), new CacheReferencesDropped());
 
     List<Finding> check(History history);
 }

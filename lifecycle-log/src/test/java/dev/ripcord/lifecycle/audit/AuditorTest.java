@@ -136,6 +136,29 @@ class AuditorTest {
                 .singleElement().satisfies(v -> assertThat(v.events()).hasSize(2));
     }
 
+    /**
+     * What the bench's {@code double-terminal} sabotage leaves: the context closed once (one FINISHED), the writer
+     * wrote {@code [DONE]} twice (two TERMINAL_FRAME). The audit fails the request on the writer's evidence.
+     */
+    @Test
+    void twoTerminalFramesWrittenForOneFinishedRequestFailTheAudit() {
+        AuditLogs log = new AuditLogs();
+        log.completed("req-frames");
+        log.gateway(LifecycleEvent.of(TERMINAL_FRAME, "req-frames").withDetail("done"));
+        log.gateway(LifecycleEvent.of(TERMINAL_FRAME, "req-frames").withDetail("done"));
+        log.completed("req-fine");
+        log.gateway(LifecycleEvent.of(TERMINAL_FRAME, "req-fine").withDetail("done"));
+
+        AuditReport report = Auditor.audit(log.events(), List.of(), WHOLE_LOG);
+
+        assertThat(report.passed()).isFalse();
+        assertThat(report.violations()).singleElement().satisfies(v -> {
+            assertThat(v.invariant()).isEqualTo(Invariant.ONE_TERMINAL_OUTCOME);
+            assertThat(v.requestId()).isEqualTo("req-frames");
+            assertThat(v.message()).contains("2 terminal frames");
+        });
+    }
+
     @Test
     void anAbortAfterANormalFinishIsAViolation() {
         AuditLogs log = new AuditLogs();

@@ -40,4 +40,37 @@ class OneTerminalOutcomeTest {
             assertThat(f.process()).isEqualTo("g1@one");
         });
     }
+
+    @Test
+    void twoTerminalFramesWrittenAreBrokenThoughTheContextClosedOnce() {
+        AuditLogs log = new AuditLogs();
+        log.completed("req-frames");
+        log.gateway(LifecycleEvent.of(TERMINAL_FRAME, "req-frames").withDetail("done"));
+        log.gateway(LifecycleEvent.of(TERMINAL_FRAME, "req-frames").withDetail("done"));
+        assertThat(Checks.run(check, log)).singleElement().satisfies(f -> {
+            assertThat(f.missing()).isFalse();
+            assertThat(f.message()).contains("2 terminal frames");
+            assertThat(f.events()).extracting(LifecycleEvent::type).containsExactly(TERMINAL_FRAME, TERMINAL_FRAME);
+        });
+    }
+
+    @Test
+    void oneTerminalFramePerRequestFindsNothingWithSeveralChoicesToo() {
+        AuditLogs log = new AuditLogs();
+        log.completed("req-one");
+        log.gateway(LifecycleEvent.of(TERMINAL_FRAME, "req-one").withDetail("done"));
+        // n = 2: each choice a job of its own under ID.k, one FINISHED and one frame for the request
+        log.gateway(LifecycleEvent.of(ADMITTED, "req-n"));
+        for (String choice : new String[] {"req-n.0", "req-n.1"}) {
+            log.decode(LifecycleEvent.of(JOB_ADMITTED, choice).withPages(1));
+            log.decode(LifecycleEvent.of(JOB_FINISHED, choice).withOutcome(LifecycleOutcome.COMPLETED));
+            log.decode(LifecycleEvent.of(PAGES_FREED, choice).withPages(1));
+        }
+        log.gateway(LifecycleEvent.of(FINISHED, "req-n").withOutcome(LifecycleOutcome.COMPLETED).withTokens(8));
+        log.gateway(LifecycleEvent.of(TERMINAL_FRAME, "req-n").withDetail("body"));
+        // a client that left: FINISHED, no frame written
+        log.gateway(LifecycleEvent.of(ADMITTED, "req-gone"));
+        log.gateway(LifecycleEvent.of(FINISHED, "req-gone").withOutcome(LifecycleOutcome.CANCELLED));
+        assertThat(Checks.run(check, log)).isEmpty();
+    }
 }

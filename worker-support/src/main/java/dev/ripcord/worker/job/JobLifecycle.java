@@ -61,7 +61,8 @@ import org.slf4j.LoggerFactory;
  *       engine loop, journalled {@code FREED}.</li>
  *   <li>The lifecycle log (docs/lifecycles.md): every journal entry this class writes, and every one a scheduler
  *       writes through {@link #record}, is published as a {@code LifecycleEvent} under the journal's lock, so the
- *       log's per-instance order is the journal's order (CANCEL_OBSERVED, ABORTED, JOB_FINISHED, PAGES_FREED here;
+ *       log's per-instance order is the journal's order (CANCEL_RECEIVED, which mirrors no journal entry, with
+ *       CANCEL_OBSERVED in one section, ABORTED, JOB_FINISHED, PAGES_FREED here;
  *       QUEUED, STARTED, CHUNK_DONE, JOB_ADMITTED, KV_LANDED from the schedulers). Publishing never blocks.</li>
  * </ul>
  *
@@ -179,47 +180,67 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
         return registration;
     }
 
+    /**
+     * The registry handed the job its cancel (once per job, whatever the source: in band, Kafka, a tombstone at
+     * registration, the other worker, shutdown). Two events on the lifecycle log, in one section under the journal's
+     * lock: {@code CANCEL_RECEIVED}, before this worker does anything with the cancel (so the log holds every cancel
+     * a job got, whatever happens to it next), with the job's state then; and {@code CANCEL_OBSERVED} as the cancel
+     * becomes the job's. Every end of a job but a refusal is published under that lock right after the CAS that
+     * decided it, so no end of the job comes between the two in the log's order: a job that ends as its cancel
+     * arrives ends either before the receipt (which then says so) or after the observation. The audit's
+     * {@code CANCEL_RECEIVED_THEN_OBSERVED} holds the log to exactly that.
+     */
     private void observe(J job, dev.ripcord.protocol.CancelReason reason, CancelSource source,
                          CancelHandler<J> onCancel) {
-        if (dropsCancel(job, reason, source)) {
-            return;
-        }
         JobCancel.Request cancel;
+        boolean[] dropped = {false};
         // The cancel becomes visible to the engine loop the moment it is recorded, and the loop may stop the job at
         // once; holding the job's monitor until CANCEL_OBSERVED is journaled (cancel() journals its stop under the
         // same monitor) keeps the journal in causal order: observed, then stopped. Found by the cancel hammer.
         synchronized (job) {
-            if (!job.requestCancel(reason, source)) {
-                return;
-            }
-            cancel = job.cancelRequest();
-            String where = observedAt.apply(job);
-            ToLongFunction<J> step = observedStep;
-            Integer chunk = observedChunk.apply(job);
-            LifecycleEvent observed = LifecycleEvent.of(LifecycleEventType.CANCEL_OBSERVED, job.requestId())
-                    .withCancel(reason, source);
-            if (chunk != null) {
-                observed = observed.withChunk(chunk);
-            }
-            context.journal().record(job.requestId(), "CANCEL_OBSERVED", reason + " via " + source + where,
-                    publishing(step == null ? observed : observed.withStep(step.applyAsLong(job))));
+            cancel = context.journal().inOrder(() -> {
+                if (lifecycleLog.isEnabled()) {
+                    lifecycleLog.emit(LifecycleEvent.of(LifecycleEventType.CANCEL_RECEIVED, job.requestId())
+                            .withCancel(reason, source).withDetail(job.state().name()));
+                }
+                if (dropsCancel(job)) {
+                    dropped[0] = true;
+                    return null;
+                }
+                if (!job.requestCancel(reason, source)) {
+                    return null;
+                }
+                String where = observedAt.apply(job);
+                ToLongFunction<J> step = observedStep;
+                Integer chunk = observedChunk.apply(job);
+                LifecycleEvent observed = LifecycleEvent.of(LifecycleEventType.CANCEL_OBSERVED, job.requestId())
+                        .withCancel(reason, source);
+                if (chunk != null) {
+                    observed = observed.withChunk(chunk);
+                }
+                context.journal().record(job.requestId(), "CANCEL_OBSERVED", reason + " via " + source + where,
+                        publishing(step == null ? observed : observed.withStep(step.applyAsLong(job))));
+                return job.cancelRequest();
+            });
         }
-        RequestLogging.with(job.requestId(), () -> onCancel.onCancel(job, cancel));
+        if (dropped[0]) {
+            log.warn("requestId={} sabotaged: drop-cancel (a bench-only switch) drops this cancel ({} via {}); the "
+                    + "job decodes on to its end", job.requestId(), reason, source);
+        }
+        if (cancel != null) {
+            RequestLogging.with(job.requestId(), () -> onCancel.onCancel(job, cancel));
+        }
     }
 
     /**
      * Bench-only ({@link Sabotage#DROP_CANCEL}, docs/operations.md): the decode worker's first cancel for a job not yet
      * ended goes nowhere. Here, where every source's cancel of a live job arrives, so that it is the cancel that is
-     * lost whichever way it came; the registry has delivered it, so no later cancel of the job arrives either.
+     * lost whichever way it came, after its receipt is logged; the registry has delivered it, so no later cancel of
+     * the job arrives either.
      */
-    private boolean dropsCancel(J job, dev.ripcord.protocol.CancelReason reason, CancelSource source) {
-        if (!Sabotage.DROP_CANCEL.service.equals(service) || job.isEnded() || job.isCancelRequested()
-                || !Sabotage.DROP_CANCEL.fire()) {
-            return false;
-        }
-        log.warn("requestId={} sabotaged: drop-cancel (a bench-only switch) drops this cancel ({} via {}); the job "
-                + "decodes on to its end", job.requestId(), reason, source);
-        return true;
+    private boolean dropsCancel(J job) {
+        return Sabotage.DROP_CANCEL.service.equals(service) && !job.isEnded() && !job.isCancelRequested()
+                && Sabotage.DROP_CANCEL.fire();
     }
 
     /**

@@ -7,6 +7,13 @@ import dev.ripcord.cancel.Sabotage;
 import dev.ripcord.engine.EngineOptions;
 import dev.ripcord.engine.InferenceEngine;
 import dev.ripcord.engine.Preset;
+import dev.ripcord.lifecycle.LifecycleEvent;
+import dev.ripcord.lifecycle.LifecycleEventType;
+import dev.ripcord.lifecycle.LifecyclePublisher;
+import dev.ripcord.lifecycle.audit.AuditReport;
+import dev.ripcord.lifecycle.audit.Auditor;
+import dev.ripcord.lifecycle.audit.Invariant;
+import dev.ripcord.lifecycle.audit.Violation;
 import dev.ripcord.protocol.CancelReason;
 import dev.ripcord.protocol.CancelSource;
 import dev.ripcord.protocol.Cancelled;
@@ -16,6 +23,8 @@ import dev.ripcord.worker.EngineLoop;
 import dev.ripcord.worker.SchedulerJournal;
 import dev.ripcord.worker.WorkerContext;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Clock;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.AfterEach;
@@ -48,6 +57,42 @@ class DropCancelSabotageTest {
                 .containsExactly("second");
     }
 
+    /**
+     * The lifecycle log's evidence of the sabotage: the dropped cancel was received (CANCEL_RECEIVED, the job
+     * WAITING) and never observed, and the audit's {@code CANCEL_RECEIVED_THEN_OBSERVED} names that job; not armed,
+     * every received cancel is observed after its receipt and the invariant holds.
+     */
+    @Test
+    void armedTheDroppedCancelIsReceivedNeverObservedAndTheAuditCatchesIt() {
+        Sabotage.arm("drop-cancel", "1");
+        List<LifecycleEvent> events = new CopyOnWriteArrayList<>();
+        runTwoCancelledJobs("decode", events);
+
+        assertThat(events).filteredOn(e -> "first".equals(e.requestId())).extracting(LifecycleEvent::type)
+                .contains(LifecycleEventType.CANCEL_RECEIVED, LifecycleEventType.JOB_FINISHED)
+                .doesNotContain(LifecycleEventType.CANCEL_OBSERVED);
+        AuditReport report = Auditor.audit(events, List.of(), new Auditor.Options(null, null, Duration.ZERO));
+        assertThat(report.violationsOf(Invariant.CANCEL_RECEIVED_THEN_OBSERVED)).extracting(Violation::requestId)
+                .containsExactly("first");
+    }
+
+    @Test
+    void notArmedEveryReceivedCancelIsObservedAfterItsReceipt() {
+        List<LifecycleEvent> events = new CopyOnWriteArrayList<>();
+        runTwoCancelledJobs("decode", events);
+
+        for (String id : List.of("first", "second")) {
+            assertThat(events).filteredOn(e -> id.equals(e.requestId())).extracting(LifecycleEvent::type).as(id)
+                    .containsSubsequence(LifecycleEventType.CANCEL_RECEIVED, LifecycleEventType.CANCEL_OBSERVED,
+                            LifecycleEventType.ABORTED);
+            assertThat(events).filteredOn(e -> id.equals(e.requestId())
+                    && e.type() == LifecycleEventType.CANCEL_RECEIVED).singleElement()
+                    .satisfies(e -> assertThat(e.detail()).isEqualTo("WAITING"));
+        }
+        AuditReport report = Auditor.audit(events, List.of(), new Auditor.Options(null, null, Duration.ZERO));
+        assertThat(report.violationsOf(Invariant.CANCEL_RECEIVED_THEN_OBSERVED)).isEmpty();
+    }
+
     @Test
     void notArmedEveryCancelIsObserved() {
         assertThat(runTwoCancelledJobs("decode")).containsExactly("first", "second");
@@ -66,12 +111,19 @@ class DropCancelSabotageTest {
      * {@code CANCEL_OBSERVED} entries say, checked against the handler's calls and the jobs' ends.
      */
     private static List<String> runTwoCancelledJobs(String service) {
+        return runTwoCancelledJobs(service, null);
+    }
+
+    /** As above, publishing the lifecycle log into {@code events} (when not null), flushed before this returns. */
+    private static List<String> runTwoCancelledJobs(String service, List<LifecycleEvent> events) {
+        LifecyclePublisher lifecycleLog = events == null ? LifecyclePublisher.disabled()
+                : new LifecyclePublisher(service, service + "-1", 100, events::add, Clock.systemUTC());
         try (InferenceEngine engine = InferenceEngine.create(Preset.TINY, 1,
                 EngineOptions.defaults().withThreads(1).withPageTokens(16).withKvPages(8))) {
             SchedulerJournal journal = new SchedulerJournal(64);
             CancellationRegistry registry = new CancellationRegistry();
             JobLifecycle<Job, Object> lifecycle = new JobLifecycle<>(service, new WorkerContext(engine, null, null,
-                    registry, new SimpleMeterRegistry(), journal, EngineLoop.Mode.MANUAL),
+                    registry, new SimpleMeterRegistry(), journal, EngineLoop.Mode.MANUAL, lifecycleLog),
                     () -> false, (Cancelled c) -> c, (Failed f) -> f);
             List<String> handled = new CopyOnWriteArrayList<>();
             Job first = new Job("first");
@@ -103,6 +155,9 @@ class DropCancelSabotageTest {
             assertThat(lifecycle.aborts()).isEqualTo(observed.size());
             assertThat(registry.liveRegistrations()).isZero();
             lifecycle.loop().close();
+            if (events != null) {
+                lifecycleLog.close(Duration.ofSeconds(10));
+            }
             return observed;
         }
     }
