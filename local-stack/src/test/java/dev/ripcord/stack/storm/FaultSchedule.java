@@ -72,8 +72,9 @@ final class FaultSchedule {
     }
 
     /**
-     * How long a partition lasts (past the services' Kafka request timeout, {@link FaultStack#KAFKA_REQUEST_TIMEOUT}, so
-     * that their clients give up on the cut connections), a paused worker stays stopped, a killed broker stays down.
+     * How long a partition lasts (past the services' Kafka request timeout,
+     * {@link FaultStack#KAFKA_REQUEST_TIMEOUT}, so that their clients give up on the cut connections), a paused
+     * worker stays stopped, a killed broker stays down.
      */
     static final Duration PARTITION = Duration.ofSeconds(13);
     static final Duration PAUSE = Duration.ofSeconds(3);

@@ -39,8 +39,8 @@ final class FaultStack implements AutoCloseable {
     private final TestStack stack;
     private boolean closed;
 
-    private FaultStack(KraftProcessCluster cluster, List<FaultProxy> kafkaProxies, Map<String, FaultProxy> workerProxies,
-                       TestStack stack) {
+    private FaultStack(KraftProcessCluster cluster, List<FaultProxy> kafkaProxies,
+                       Map<String, FaultProxy> workerProxies, TestStack stack) {
         this.cluster = cluster;
         this.kafkaProxies = kafkaProxies;
         this.workerProxies = workerProxies;
