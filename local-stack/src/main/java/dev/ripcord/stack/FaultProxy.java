@@ -30,12 +30,19 @@ import org.slf4j.LoggerFactory;
  *       forwarded when the partition heals (a network partition that ends before the peers give up);</li>
  *   <li>{@link #timeout}: a partition after which a connection that still waits is closed (a partition the
  *       peers do not outlast);</li>
- *   <li>{@link #blackhole}: bytes are read and dropped; connections stay open (a peer that swallows everything).</li>
+ *   <li>{@link #blackhole}: bytes are read and dropped; connections stay open (a peer that swallows everything);</li>
+ *   <li>{@link #drop}: a partition that drops: a new connection is refused (accepted and reset at once), every byte
+ *       read on an open one is dropped in either direction, and neither side learns that the other closed (a peer
+ *       that gives up on a connection, say at its request timeout, is counted: {@link #clientsGaveUp()}); when the
+ *       partition heals, every connection that lost a byte or a close is reset, as a connection whose
+ *       retransmissions ran out is, and the others go on (a partition that the peers outlast where they sent
+ *       nothing, and do not where they did).</li>
  * </ul>
  *
  * <p>One platform thread accepts; each connection has one virtual thread per direction. Counters
- * ({@link #bytesForwarded()}, {@link #bytesDropped()}, {@link #connectionsReset()}, {@link #openConnections()})
- * say what the proxy did, for tests and for a bench's summary.
+ * ({@link #bytesForwarded()}, {@link #bytesDropped()}, {@link #connectionsReset()}, {@link #connectionsRefused()},
+ * {@link #clientsGaveUp()}, {@link #connectionsCutOnHeal()}, {@link #openConnections()}) say what the proxy did, for
+ * tests and for a bench's summary.
  *
  * <p>Lifecycle: {@link #start} binds and accepts; {@link #close()} stops accepting and closes every connection;
  * idempotent. A connection is {@link ConnectionState#OPEN} until it is {@link ConnectionState#CLOSED}, once.
@@ -45,7 +52,7 @@ public final class FaultProxy implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(FaultProxy.class);
 
     /** The faults, one at a time (latency adds to any of them). */
-    public enum Fault { NONE, PARTITION, TIMEOUT, BLACKHOLE }
+    public enum Fault { NONE, PARTITION, TIMEOUT, BLACKHOLE, DROP }
 
     /** A proxied connection's lifecycle: {@code OPEN -> CLOSED}, once. */
     public enum ConnectionState {
@@ -71,6 +78,9 @@ public final class FaultProxy implements AutoCloseable {
     private final AtomicLong held = new AtomicLong();
     private final AtomicLong resets = new AtomicLong();
     private final AtomicLong accepted = new AtomicLong();
+    private final AtomicLong refused = new AtomicLong();
+    private final AtomicLong gaveUp = new AtomicLong();
+    private final AtomicLong cutOnHeal = new AtomicLong();
     private final Thread acceptor;
     private volatile boolean closed;
 
@@ -131,7 +141,15 @@ public final class FaultProxy implements AutoCloseable {
         setFault(Fault.BLACKHOLE, Duration.ZERO);
     }
 
-    /** Ends the fault (not the latency): held bytes are forwarded, in order. */
+    /** A partition that drops (see the class comment) until {@link #heal()}. */
+    public void drop() {
+        setFault(Fault.DROP, Duration.ZERO);
+    }
+
+    /**
+     * Ends the fault (not the latency): held bytes are forwarded, in order; after {@link #drop}, every connection
+     * that lost bytes or a close is reset.
+     */
     public void heal() {
         setFault(Fault.NONE, Duration.ZERO);
     }
@@ -154,11 +172,23 @@ public final class FaultProxy implements AutoCloseable {
     }
 
     private void setFault(Fault next, Duration after) {
+        Fault before;
         synchronized (faultChanged) {
+            before = fault;
             timeout = after;
             faultSince = System.nanoTime();
             fault = next;
             faultChanged.notifyAll();
+        }
+        if (before == Fault.DROP && next != Fault.DROP) {
+            int cut = 0;
+            for (Connection c : connections) {
+                if (c.broken && c.close(false, true)) {
+                    cut++;
+                }
+            }
+            cutOnHeal.addAndGet(cut);
+            log.info("fault proxy {}: {} connection(s) that lost bytes in the partition reset", name, cut);
         }
         log.info("fault proxy {} -> {}: {}{}", name, upstream(), next,
                 next == Fault.TIMEOUT ? " (close after " + after + ")" : "");
@@ -169,7 +199,7 @@ public final class FaultProxy implements AutoCloseable {
         return forwarded.get();
     }
 
-    /** Bytes dropped by a blackhole. */
+    /** Bytes dropped by a blackhole or a dropping partition. */
     public long bytesDropped() {
         return dropped.get();
     }
@@ -182,6 +212,24 @@ public final class FaultProxy implements AutoCloseable {
     /** Connections closed by {@link #reset()} or a {@link #timeout}. */
     public long connectionsReset() {
         return resets.get();
+    }
+
+    /** Connections refused (accepted and reset at once) by a dropping partition. */
+    public long connectionsRefused() {
+        return refused.get();
+    }
+
+    /**
+     * Connections whose client side closed (or reset) while a dropping partition cut them: the client gave up on
+     * them, at one of its timeouts.
+     */
+    public long clientsGaveUp() {
+        return gaveUp.get();
+    }
+
+    /** Connections reset when a dropping partition healed, because they had lost bytes or a close in it. */
+    public long connectionsCutOnHeal() {
+        return cutOnHeal.get();
     }
 
     /** Connections accepted since the start. */
@@ -238,6 +286,8 @@ public final class FaultProxy implements AutoCloseable {
         private final Socket client;
         private volatile Socket upstream;
         private final AtomicReference<ConnectionState> state = new AtomicReference<>(ConnectionState.OPEN);
+        /** Lost a byte or a close to a dropping partition: it cannot go on once the partition heals. */
+        private volatile boolean broken;
 
         Connection(Socket client) {
             this.client = client;
@@ -249,6 +299,11 @@ public final class FaultProxy implements AutoCloseable {
 
         void run() {
             try {
+                if (fault == Fault.DROP) {
+                    refused.incrementAndGet();
+                    close(false, true);
+                    return;
+                }
                 // A partition holds a new connection before it reaches upstream.
                 if (!awaitForwarding(this)) {
                     timedOut();
@@ -272,8 +327,8 @@ public final class FaultProxy implements AutoCloseable {
                     return;
                 }
                 Thread back = Thread.ofVirtual().name("fault-proxy-" + name + "-down")
-                        .start(() -> pump(up, client));
-                pump(client, up);
+                        .start(() -> pump(up, client, false));
+                pump(client, up, true);
                 back.join();
             } catch (IOException e) {
                 // upstream refused or gone: the client sees its connection closed
@@ -288,17 +343,33 @@ public final class FaultProxy implements AutoCloseable {
             close(true);
         }
 
-        private void pump(Socket from, Socket to) {
+        private void pump(Socket from, Socket to, boolean fromClient) {
             byte[] buffer = new byte[16 * 1024];
             try {
                 InputStream in = from.getInputStream();
                 OutputStream out = to.getOutputStream();
                 while (true) {
-                    int n = in.read(buffer);
+                    int n;
+                    try {
+                        n = in.read(buffer);
+                    } catch (IOException e) {
+                        if (lostToDrop(fromClient)) {
+                            return;
+                        }
+                        throw e;
+                    }
                     if (n < 0) {
+                        if (lostToDrop(fromClient)) {
+                            return; // the close is lost too: the other side learns of it when the partition heals
+                        }
                         // half-close: the other direction may still carry bytes
                         to.shutdownOutput();
                         return;
+                    }
+                    if (fault == Fault.DROP) {
+                        dropped.addAndGet(n);
+                        broken = true;
+                        continue;
                     }
                     if (fault == Fault.BLACKHOLE) {
                         dropped.addAndGet(n);
@@ -331,21 +402,44 @@ public final class FaultProxy implements AutoCloseable {
             }
         }
 
+        /**
+         * Whether a dropping partition swallows the end of this direction (its side closed or failed): counted as a
+         * client that gave up when {@code fromClient}; the connection is then broken, reset when the partition heals.
+         */
+        private boolean lostToDrop(boolean fromClient) {
+            if (fault != Fault.DROP || state() != ConnectionState.OPEN) {
+                return false;
+            }
+            if (fromClient) {
+                gaveUp.incrementAndGet();
+            }
+            broken = true;
+            return true;
+        }
+
         /** Closes both sockets, with a reset (counted) if {@code reset}; true if this call closed it. */
         boolean close(boolean reset) {
+            return close(reset, reset);
+        }
+
+        /**
+         * Closes both sockets, with a TCP reset if {@code rst}, counted among {@link #connectionsReset()} if
+         * {@code countReset}; true if this call closed it.
+         */
+        boolean close(boolean countReset, boolean rst) {
             ConnectionState now = state.get();
             if (!now.canBecome(ConnectionState.CLOSED) || !state.compareAndSet(now, ConnectionState.CLOSED)) {
                 return false;
             }
-            if (reset) {
+            if (countReset) {
                 // Counted before either side can see the connection end.
                 resets.incrementAndGet();
             }
             connections.remove(this);
-            closeSocket(client, reset);
+            closeSocket(client, rst);
             Socket up = upstream;
             if (up != null) {
-                closeSocket(up, reset);
+                closeSocket(up, rst);
             }
             synchronized (faultChanged) {
                 faultChanged.notifyAll();

@@ -92,8 +92,10 @@ public final class FreePorts {
      * read, 32768 (Linux's default, and inside IANA's dynamic range on other systems too).
      */
     static int ephemeralLow(Path file) {
-        try {
-            String[] parts = Files.readString(file).trim().split("\\s+");
+        // A line reader, not Files.readString: that sizes its read by the file's size, which a procfs file reports as
+        // 0, and on some kernels and sandboxes it then returned one byte ("3").
+        try (java.io.BufferedReader reader = Files.newBufferedReader(file)) {
+            String[] parts = reader.readLine().trim().split("\\s+");
             return Integer.parseInt(parts[0]);
         } catch (IOException | RuntimeException e) {
             return 32_768;

@@ -143,16 +143,7 @@ public final class KraftBroker implements AutoCloseable {
                 NodeState node = new NodeState(i + 1, resolved.get(i), dir, config(i + 1, n, resolved.get(i),
                         voters, dir));
                 states.add(node);
-                new Formatter()
-                        .setPrintStream(new java.io.PrintStream(java.io.OutputStream.nullOutputStream()))
-                        .setNodeId(node.id)
-                        .setClusterId(clusterId)
-                        .addDirectory(dir.toString())
-                        .setMetadataLogDirectory(dir.toString())
-                        .setControllerListenerName("CONTROLLER")
-                        .setReleaseVersion(MetadataVersion.LATEST_PRODUCTION)
-                        .setSupportedFeatures(Feature.PRODUCTION_FEATURES)
-                        .run();
+                format(node.id, clusterId, dir);
             }
             // Each node's startup waits for the controller quorum, which needs a majority of the nodes: all at once.
             List<CompletableFuture<Void>> starts = new ArrayList<>();
@@ -175,7 +166,22 @@ public final class KraftBroker implements AutoCloseable {
         }
     }
 
-    private static List<NodePorts> resolvePorts(List<NodePorts> ports) {
+    /** Formats {@code dir} as the log and metadata directory of node {@code id} of cluster {@code clusterId}. */
+    static void format(int id, String clusterId, Path dir) throws Exception {
+        new Formatter()
+                .setPrintStream(new java.io.PrintStream(java.io.OutputStream.nullOutputStream()))
+                .setNodeId(id)
+                .setClusterId(clusterId)
+                .addDirectory(dir.toString())
+                .setMetadataLogDirectory(dir.toString())
+                .setControllerListenerName("CONTROLLER")
+                .setReleaseVersion(MetadataVersion.LATEST_PRODUCTION)
+                .setSupportedFeatures(Feature.PRODUCTION_FEATURES)
+                .run();
+    }
+
+    /** {@code n} nodes' ports, with every 0 among the client and controller ports replaced by a free port. */
+    static List<NodePorts> resolvePorts(List<NodePorts> ports) {
         // All chosen at once, distinct from each other and from the ports given (FreePorts).
         java.util.Set<Integer> given = new java.util.HashSet<>();
         int wanted = 0;
@@ -192,7 +198,11 @@ public final class KraftBroker implements AutoCloseable {
         return resolved;
     }
 
-    private static Properties config(int id, int n, NodePorts ports, String voters, Path dir) {
+    /**
+     * The configuration of node {@code id} of an {@code n}-node cluster whose controller quorum is {@code voters}
+     * ({@code id@host:port,...}), its data in {@code dir}: shared with {@link KraftProcessCluster}'s nodes.
+     */
+    static Properties config(int id, int n, NodePorts ports, String voters, Path dir) {
         Properties props = new Properties();
         props.put("process.roles", "broker,controller");
         props.put("node.id", String.valueOf(id));
@@ -410,7 +420,7 @@ public final class KraftBroker implements AutoCloseable {
         return FreePorts.one();
     }
 
-    private static void deleteRecursively(Path dir) {
+    static void deleteRecursively(Path dir) {
         if (!Files.exists(dir)) {
             return;
         }

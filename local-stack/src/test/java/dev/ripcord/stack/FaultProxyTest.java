@@ -157,6 +157,40 @@ class FaultProxyTest {
     }
 
     @Test
+    void aDroppingPartitionRefusesNewConnectionsDropsTheBytesAndResetsTheConnectionsThatLostSomeWhenItHeals()
+            throws IOException {
+        try (Socket quiet = connect(); Socket busy = connect(); Socket givesUp = connect()) {
+            roundTrip(quiet, "q");
+            roundTrip(busy, "b");
+            roundTrip(givesUp, "g");
+            long received = echo.received.get();
+            proxy.drop();
+
+            try (Socket refused = connect()) {
+                assertThat(endOfStream(refused)).isTrue();
+            }
+            Awaitility.await().atMost(HANG_GUARD).until(() -> proxy.connectionsRefused() == 1);
+            busy.getOutputStream().write("lost".getBytes(StandardCharsets.US_ASCII));
+            Awaitility.await().atMost(HANG_GUARD).until(() -> proxy.bytesDropped() == 4);
+            givesUp.close(); // a client whose timeout ran out: the close is lost too
+            Awaitility.await().atMost(HANG_GUARD).until(() -> proxy.clientsGaveUp() == 1);
+            assertThat(echo.received.get()).isEqualTo(received);
+            assertThat(proxy.openConnections()).isEqualTo(3);
+
+            proxy.heal();
+
+            assertThat(endOfStream(busy)).isTrue();
+            assertThat(proxy.connectionsCutOnHeal()).isEqualTo(2);
+            assertThat(proxy.openConnections()).isEqualTo(1);
+            roundTrip(quiet, "still there");
+        }
+        assertThat(proxy.connectionsReset()).isZero();
+        try (Socket s = connect()) {
+            roundTrip(s, "after");
+        }
+    }
+
+    @Test
     void anUpstreamThatIsGoneClosesTheClientsConnection() throws IOException {
         // The upstream port stays bound (without SO_REUSEADDR, not listening) for the whole test: a connection to
         // it is refused, and no other socket on this host can take the port over, as one could once a closed

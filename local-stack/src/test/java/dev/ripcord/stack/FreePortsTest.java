@@ -30,6 +30,23 @@ class FreePortsTest {
         }
     }
 
+    /**
+     * Regression: the range was read with {@code Files.readString}, which sizes its read by the file's size, and a
+     * procfs file reports 0 (on some kernels and sandboxes the read then returned "3"): the ceiling came out as 3,
+     * every port was the kernel's ephemeral choice, and an outgoing connection took a service's port before it bound
+     * it ("Port ... was already in use").
+     */
+    @Test
+    void theKernelsRangeFileIsReadWhole() throws Exception {
+        Path kernel = Path.of("/proc/sys/net/ipv4/ip_local_port_range");
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isReadable(kernel), "no " + kernel + " on this system");
+        String first;
+        try (var reader = Files.newBufferedReader(kernel)) {
+            first = reader.readLine().trim().split("\\s+")[0];
+        }
+        assertThat(FreePorts.ephemeralLow(kernel)).isEqualTo(Integer.parseInt(first));
+    }
+
     @Test
     void theEphemeralRangeIsReadFromTheKernelsFileOrDefaults(@TempDir Path dir) throws Exception {
         Path file = dir.resolve("ip_local_port_range");

@@ -71,8 +71,12 @@ final class FaultSchedule {
         }
     }
 
-    /** How long a partition lasts, a paused worker stays stopped, a killed broker stays down. */
-    static final Duration PARTITION = Duration.ofSeconds(5);
+    /**
+     * How long a partition lasts (past the services' Kafka request timeout,
+     * {@link FaultStack#KAFKA_REQUEST_TIMEOUT}, so that their clients give up on the cut connections), a paused
+     * worker stays stopped, a killed broker stays down.
+     */
+    static final Duration PARTITION = Duration.ofSeconds(13);
     static final Duration PAUSE = Duration.ofSeconds(3);
     static final Duration BROKER_DOWN = Duration.ofSeconds(5);
     static final Duration DELAY = Duration.ofMillis(50);
@@ -176,7 +180,9 @@ final class FaultSchedule {
             case BROKER_KILL -> {
                 int partition = random.nextInt(3);
                 int leader = stack.cluster().leader("ripcord.cancellations", partition);
-                stack.cluster().kill(leader);
+                long pid = stack.cluster().pid(leader);
+                stack.cluster().kill(leader); // SIGKILL, returns once the process is reaped
+                boolean gone = ProcessHandle.of(pid).map(h -> !h.isAlive()).orElse(true);
                 int moved = awaitNewLeader(partition, leader);
                 publishProbes("broker", operator);
                 Thread.sleep(BROKER_DOWN);
@@ -184,11 +190,12 @@ final class FaultSchedule {
                 stack.cluster().restart(leader);
                 awaitInSync();
                 double recovery = recovered(healed);
-                yield new Injected(fault, "kafka-" + leader, "leader of ripcord.cancellations-" + partition
-                        + " killed, down " + BROKER_DOWN.toSeconds() + " s, restarted on its data; "
-                        + "every partition back to 3 in-sync replicas", recovery, load, from, Instant.now(),
-                        moved < 0 ? null : "leadership of ripcord.cancellations-" + partition + " moved from kafka-"
-                                + leader + " to kafka-" + moved);
+                yield new Injected(fault, "kafka-" + leader, "SIGKILL to the leader of ripcord.cancellations-"
+                        + partition + " (pid " + pid + "), down " + BROKER_DOWN.toSeconds()
+                        + " s, restarted on its data as pid " + stack.cluster().pid(leader)
+                        + "; every partition back to 3 in-sync replicas", recovery, load, from, Instant.now(),
+                        gone && moved >= 0 ? "pid " + pid + " gone after SIGKILL; leadership of ripcord.cancellations-"
+                                + partition + " moved from kafka-" + leader + " to kafka-" + moved : null);
             }
             case WORKER_PAUSE -> {
                 int index = random.nextInt(stack.stack().instances().prefills());
@@ -261,20 +268,24 @@ final class FaultSchedule {
                         reset > 0 ? reset + " connections reset" : null);
             }
             case NET_PARTITION -> {
-                List<FaultProxy> cut = new ArrayList<>(stack.kafkaProxies());
+                List<FaultProxy> kafka = stack.kafkaProxies();
                 List<FaultProxy> workers = new ArrayList<>(stack.workerProxies().values());
                 FaultProxy worker = workers.get(random.nextInt(workers.size()));
+                List<FaultProxy> cut = new ArrayList<>(kafka);
                 cut.add(worker);
-                cut.forEach(FaultProxy::partition);
+                Cut before = Cut.of(kafka, worker);
+                cut.forEach(FaultProxy::drop);
                 publishProbes("partition", operator);
                 Thread.sleep(PARTITION);
-                long held = cut.stream().mapToLong(FaultProxy::bytesHeld).sum();
+                Cut during = Cut.of(kafka, worker).minus(before);
                 long healed = System.nanoTime();
                 cut.forEach(FaultProxy::heal);
+                long cutOnHeal = Cut.of(kafka, worker).minus(before).cutOnHeal();
                 double recovery = recovered(healed);
                 yield new Injected(fault, "services<->kafka and " + worker.name(), PARTITION.toSeconds()
-                        + " s partition (bytes held, delivered when it heals)", recovery, load, from, Instant.now(),
-                        held > 0 ? held + " bytes held by the partition when it healed" : null);
+                        + " s partition that drops (new connections refused, bytes dropped both ways, the "
+                        + "connections that lost bytes reset when it healed: " + cutOnHeal + ")", recovery, load, from,
+                        Instant.now(), during.evidence());
             }
             case KV_NET -> {
                 skipped.put(fault.id, "prefill copies KV into decode's pages through shared memory "
@@ -284,6 +295,43 @@ final class FaultSchedule {
                 yield null;
             }
         };
+    }
+
+    /**
+     * What the proxies of a dropping partition counted, on the services-to-Kafka links and on the cut gateway-to-worker
+     * link: bytes dropped, connections refused, connections a client closed while cut (it gave up on them at one of
+     * its timeouts: for Kafka's clients, {@code request.timeout.ms}), and connections reset when it healed.
+     */
+    record Cut(long kafkaDropped, long kafkaRefused, long kafkaGaveUp, long workerDropped, long workerRefused,
+               long workerGaveUp, long cutOnHeal) {
+
+        static Cut of(List<FaultProxy> kafka, FaultProxy worker) {
+            return new Cut(kafka.stream().mapToLong(FaultProxy::bytesDropped).sum(),
+                    kafka.stream().mapToLong(FaultProxy::connectionsRefused).sum(),
+                    kafka.stream().mapToLong(FaultProxy::clientsGaveUp).sum(), worker.bytesDropped(),
+                    worker.connectionsRefused(), worker.clientsGaveUp(),
+                    kafka.stream().mapToLong(FaultProxy::connectionsCutOnHeal).sum() + worker.connectionsCutOnHeal());
+        }
+
+        Cut minus(Cut o) {
+            return new Cut(kafkaDropped - o.kafkaDropped, kafkaRefused - o.kafkaRefused, kafkaGaveUp - o.kafkaGaveUp,
+                    workerDropped - o.workerDropped, workerRefused - o.workerRefused, workerGaveUp - o.workerGaveUp,
+                    cutOnHeal - o.cutOnHeal);
+        }
+
+        /**
+         * The evidence that the partition dropped and outlasted a client's timeout, or null: bytes dropped on the
+         * Kafka links and a Kafka client that gave up on a cut connection, and the worker link cut (bytes dropped or
+         * connections refused).
+         */
+        String evidence() {
+            boolean kafkaCut = kafkaDropped > 0 && kafkaGaveUp > 0;
+            boolean workerCut = workerDropped > 0 || workerRefused > 0;
+            return kafkaCut && workerCut ? "services<->kafka: " + kafkaDropped + " bytes dropped, " + kafkaRefused
+                    + " connections refused, " + kafkaGaveUp + " connections the clients gave up on (their request "
+                    + "timeout); gateway->worker: " + workerDropped + " bytes dropped, " + workerRefused
+                    + " connections refused, " + workerGaveUp + " given up" : null;
+        }
     }
 
     /** The new leader of the cancellations topic's {@code partition} once {@code killed} is down, or -1 (30 s). */

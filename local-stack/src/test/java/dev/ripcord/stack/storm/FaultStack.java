@@ -11,6 +11,7 @@ import java.util.stream.Collectors;
 import dev.ripcord.cancel.Sabotage;
 import dev.ripcord.stack.FaultProxy;
 import dev.ripcord.stack.KraftBroker;
+import dev.ripcord.stack.KraftProcessCluster;
 import dev.ripcord.stack.LocalStack;
 import dev.ripcord.stack.Role;
 import dev.ripcord.stack.StackOptions;
@@ -18,25 +19,28 @@ import dev.ripcord.stack.TestStack;
 import dev.ripcord.stack.TestStacks;
 
 /**
- * A test stack built to be broken: a three-node KRaft cluster in this JVM whose services' listeners are reached
- * through one {@link FaultProxy} per node (services to Kafka), and gateways that reach every worker through one
- * proxy per worker (gateway to workers). The harness (audit, operator cancels, probes) reaches Kafka directly.
+ * A test stack built to be broken: a three-node KRaft cluster, each node its own process ({@link KraftProcessCluster}:
+ * a broker can be killed with SIGKILL), whose services' listeners are reached through one {@link FaultProxy} per node
+ * (services to Kafka), and gateways that reach every worker through one proxy per worker (gateway to workers). The
+ * harness (audit, operator cancels, probes) reaches Kafka directly.
  *
  * <p>Lifecycle: {@link #start} starts the cluster, the proxies and the stack; {@link #close()} stops the stack, the
- * proxies, then the cluster. Idempotent.
+ * proxies, then the cluster (every node process killed and reaped, also when a start fails). Idempotent.
  */
 final class FaultStack implements AutoCloseable {
 
     static final int BROKERS = 3;
+    /** The services' Kafka clients' {@code request.timeout.ms}: Kafka's consumer default is 30 s. */
+    static final java.time.Duration KAFKA_REQUEST_TIMEOUT = java.time.Duration.ofSeconds(10);
 
-    private final KraftBroker cluster;
+    private final KraftProcessCluster cluster;
     private final List<FaultProxy> kafkaProxies;
     private final Map<String, FaultProxy> workerProxies;
     private final TestStack stack;
     private boolean closed;
 
-    private FaultStack(KraftBroker cluster, List<FaultProxy> kafkaProxies, Map<String, FaultProxy> workerProxies,
-                       TestStack stack) {
+    private FaultStack(KraftProcessCluster cluster, List<FaultProxy> kafkaProxies,
+                       Map<String, FaultProxy> workerProxies, TestStack stack) {
         this.cluster = cluster;
         this.kafkaProxies = kafkaProxies;
         this.workerProxies = workerProxies;
@@ -57,7 +61,7 @@ final class FaultStack implements AutoCloseable {
                             PrintStream console, List<Sabotage> sabotage) {
         List<FaultProxy> kafkaProxies = new ArrayList<>();
         Map<String, FaultProxy> workerProxies = new LinkedHashMap<>();
-        KraftBroker cluster = null;
+        KraftProcessCluster cluster = null;
         try {
             List<KraftBroker.NodePorts> nodes = new ArrayList<>();
             for (int i = 1; i <= BROKERS; i++) {
@@ -66,11 +70,16 @@ final class FaultStack implements AutoCloseable {
                 kafkaProxies.add(proxy);
                 nodes.add(new KraftBroker.NodePorts(0, 0, services, proxy.port()));
             }
-            cluster = KraftBroker.start(nodes);
+            cluster = KraftProcessCluster.start(nodes, logDir);
 
             Map<String, String> properties = new LinkedHashMap<>(overrides);
             properties.put("ripcord.cancel.replication-factor", String.valueOf(BROKERS));
             properties.put("ripcord.lifecycle.replication-factor", String.valueOf(BROKERS));
+            // Every Kafka client of the services gives up on a request unanswered this long (the cancel producers'
+            // own setting is the same): a partition that lasts longer (FaultSchedule.PARTITION) cuts their
+            // connections, not only stalls them.
+            properties.putIfAbsent("spring.cloud.stream.kafka.binder.configuration.request.timeout.ms",
+                    String.valueOf(KAFKA_REQUEST_TIMEOUT.toMillis()));
             Map<String, String> stackProperties = TestStacks.withDefaults(properties);
             StackOptions planned = TestStacks.options(stackProperties, instances, logDir);
             Map<String, String> withProxies = new LinkedHashMap<>(stackProperties);
@@ -127,7 +136,7 @@ final class FaultStack implements AutoCloseable {
         return stack.localStack();
     }
 
-    KraftBroker cluster() {
+    KraftProcessCluster cluster() {
         return cluster;
     }
 

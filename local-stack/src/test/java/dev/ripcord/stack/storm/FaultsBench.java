@@ -238,10 +238,15 @@ public final class FaultsBench {
     }
 
     public static void main(String[] args) throws Exception {
+        // Standard output carries the summary alone (with --json, one JSON object that `jq` reads) or the report:
+        // everything else this JVM prints, its log lines above all (Kafka's clients, the stack's launcher), goes to
+        // standard error. Logback's console appender looks System.out up at every write, so this reaches it too.
+        PrintStream stdout = System.out;
+        System.setOut(System.err);
         Map<String, String> options = new LinkedHashMap<>();
         boolean json = false;
-        // The in-process cluster's nodes warn at every connection a fault breaks: expected here, and the report is
-        // what this bench prints. Errors still show.
+        // Kafka's clients here (the operator's producer, the admin that asks for leaders) warn at every connection a
+        // fault breaks: expected, and the report is what this bench prints. Errors still show.
         for (String name : new String[] {"kafka", "org.apache.kafka"}) {
             if (org.slf4j.LoggerFactory.getLogger(name) instanceof ch.qos.logback.classic.Logger logger) {
                 logger.setLevel(ch.qos.logback.classic.Level.ERROR);
@@ -249,7 +254,7 @@ public final class FaultsBench {
         }
         for (String arg : args) {
             if (arg.equals("--help")) {
-                System.out.println(USAGE);
+                stdout.println(USAGE);
                 System.exit(0);
             }
             if (arg.equals("--json")) {
@@ -289,7 +294,7 @@ public final class FaultsBench {
             System.exit(2);
             return;
         }
-        PrintStream report = json ? System.err : System.out;
+        PrintStream report = json ? System.err : stdout;
         // One directory per seed and sabotage: two runs side by side do not write into each other's logs.
         Path logDir = TestStacks.repositoryRoot().resolve("local-stack/target/bench-logs/faults-" + config.seed()
                 + (config.sabotage() == null ? "" : "-" + config.sabotage()));
@@ -299,7 +304,8 @@ public final class FaultsBench {
         summary.print(report);
         report.printf("machine after: load average %s%n", loadAverage());
         if (json) {
-            System.out.println(summary.json());
+            stdout.println(summary.json());
+            stdout.flush();
         }
         System.exit(summary.clean() ? 0 : 1);
     }

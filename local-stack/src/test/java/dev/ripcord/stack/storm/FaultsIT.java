@@ -11,11 +11,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The fault bench's small version ({@code ./ripcord bench faults} is the full one): a few hundred storm requests on
- * 2 gateways, 2 prefill, 2 decode and a 3-node KRaft cluster while the leader broker of a cancellations partition
- * is killed and restarted, a decode worker is killed (mid-transfer when one is open) and restarted, a prefill
- * worker is paused and resumed, and the proxies delay, reset and partition the gateway-to-worker and
- * service-to-Kafka links, with two API keys that share IDs and reuse them. Then every gate of the oracle
- * ({@link FaultsVerdict}) holds: counts, never times.
+ * 2 gateways, 2 prefill, 2 decode and a 3-node KRaft cluster (a process per node) while the leader broker of a
+ * cancellations partition is killed with SIGKILL and restarted, a decode worker is killed (mid-transfer when one is
+ * open) and restarted, a prefill worker is paused and resumed, and the proxies delay and reset the
+ * gateway-to-worker and service-to-Kafka links and cut them with a partition that drops
+ * (past the Kafka clients' request timeout), with two API keys that share IDs and reuse them. Then every gate of
+ * the oracle ({@link FaultsVerdict}) holds: counts, never times.
  *
  * <p>In the default suite, and CI's: on the 2-core machine it takes about two and a half minutes once the suite has
  * trained the services' AOT caches (docs/benchmarks.md), most of it starting the cluster and the six services and the

@@ -87,8 +87,10 @@ final class FaultsVerdict {
                 "503 service_unavailable", "stream service_unavailable"));
         // A paused prefill worker answers nothing for 3 s: the gateway may find no healthy worker.
         m.put(Fault.WORKER_PAUSE, Set.of("503 service_unavailable", "stream service_unavailable"));
-        // Bytes held 5 s on one gateway-to-worker link: its legs stall, then go on.
-        m.put(Fault.NET_PARTITION, Set.of("503 service_unavailable", "stream service_unavailable"));
+        // A partition that drops, on one gateway-to-worker link: new connections to that worker are refused (the
+        // gateway may find no healthy worker: 503), and the legs whose bytes it dropped are reset when it heals, as
+        // reset connections fail them. The services-to-Kafka side causes no client error: its clients retry.
+        m.put(Fault.NET_PARTITION, m.get(Fault.WORKER_KILL));
         // A broker kill and a 50 ms delay are below every timeout: no error is expected of them.
         m.put(Fault.BROKER_KILL, Set.of());
         m.put(Fault.NET_DELAY, Set.of());
