@@ -83,6 +83,35 @@ public final class CancelRelay implements AutoCloseable {
         volatile boolean refused;
     }
 
+    /** How long a starting gateway waits for the relay topic's partitions to be known to the broker it asks. */
+    static final Duration PARTITIONS_WAIT = Duration.ofSeconds(30);
+
+    /**
+     * The topic's partitions as {@code lookup} reports them, asked again (every 200 ms) while it reports none, until
+     * {@code wait} has passed. A topic another gateway has just created can be unknown for a moment to the broker
+     * this one asks (its metadata not propagated yet): one empty answer is not a topic without partitions.
+     */
+    static List<PartitionInfo> awaitPartitions(String topic, java.util.function.Function<Duration, List<PartitionInfo>>
+            lookup, Duration wait) {
+        long deadline = System.nanoTime() + wait.toNanos();
+        while (true) {
+            long left = Math.max(1, deadline - System.nanoTime());
+            List<PartitionInfo> found = lookup.apply(Duration.ofNanos(left));
+            if (found != null && !found.isEmpty()) {
+                return found;
+            }
+            if (System.nanoTime() - deadline >= 0) {
+                throw new IllegalStateException("topic " + topic + " has no partitions (asked for " + wait + ")");
+            }
+            try {
+                Thread.sleep(Math.min(200, Math.max(1, (deadline - System.nanoTime()) / 1_000_000)));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while waiting for the partitions of " + topic, e);
+            }
+        }
+    }
+
     /**
      * Connects to Kafka and positions the consumer at the end of the topic.
      *
@@ -102,11 +131,9 @@ public final class CancelRelay implements AutoCloseable {
         this.consumer = new KafkaConsumer<>(consumerSettings, new StringDeserializer(), new StringDeserializer());
         try {
             List<TopicPartition> partitions = new ArrayList<>();
-            for (PartitionInfo p : consumer.partitionsFor(properties.topic(), Duration.ofSeconds(30))) {
+            for (PartitionInfo p : awaitPartitions(properties.topic(),
+                    timeout -> consumer.partitionsFor(properties.topic(), timeout), PARTITIONS_WAIT)) {
                 partitions.add(new TopicPartition(p.topic(), p.partition()));
-            }
-            if (partitions.isEmpty()) {
-                throw new IllegalStateException("topic " + properties.topic() + " has no partitions");
             }
             consumer.assign(partitions);
             consumer.seekToEnd(partitions);
