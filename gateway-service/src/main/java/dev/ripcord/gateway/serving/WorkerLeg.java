@@ -252,8 +252,8 @@ final class WorkerLeg {
                 lease.failed(failure);
                 mayHoldIt.add(lease.instance());
             }
-            log.info("requestId={} {} failed before admission: {} ({})", requestId, lease.instance().name(), kind,
-                    failure.getMessage());
+            log.info("requestId={} {} failed before admission: {} ({}: {})", requestId, lease.instance().name(), kind,
+                    failure.getClass().getName(), failure.getMessage());
             return new LegFailure(role, kind, retriable.contains(kind), workerRetryAfter, failure);
         }
     }
