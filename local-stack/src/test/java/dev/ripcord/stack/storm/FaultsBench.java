@@ -157,6 +157,7 @@ public final class FaultsBench {
             // Per fault: its target, window, evidence, recovery, and the errors charged to it.
             Map<String, Map<String, Long>> errorsByFault = FaultsVerdict.errorsByFault(evidence);
             ObjectNode perFault = o.putObject("faults");
+            Map<String, Long> unavailableDuring = FaultsVerdict.unavailableSentDuring(evidence);
             for (FaultSchedule.Injected i : injected) {
                 ObjectNode f = perFault.putObject(i.fault().id);
                 f.put("target", i.target());
@@ -174,6 +175,7 @@ public final class FaultsBench {
                         evidence.errors().size()));
                 ObjectNode errs = f.putObject("errors");
                 errorsByFault.getOrDefault(i.fault().id, Map.of()).forEach(errs::put);
+                f.put("unavailable_sent_while_it_lasted", unavailableDuring.getOrDefault(i.fault().id, 0L));
             }
             ObjectNode unexpected = o.putObject("errors_unexplained");
             errorsByFault.get("unexpected").forEach(unexpected::put);

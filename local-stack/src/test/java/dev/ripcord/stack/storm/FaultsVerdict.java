@@ -104,7 +104,8 @@ final class FaultsVerdict {
     /**
      * How many errors {@code fault} may cause: each request in flight when it struck may fail once; a restarting
      * gateway also refuses every request sent to it while it is down, which the storm's and steady load's request
-     * count bounds.
+     * count bounds. The 503 answers to requests sent while a fault lasted are not counted here
+     * ({@link #unavailableSentDuring}).
      */
     static long budget(Fault fault, int inFlight, long requests) {
         return switch (fault) {
@@ -112,6 +113,28 @@ final class FaultsVerdict {
             case WORKER_KILL, NET_RESET, WORKER_PAUSE, NET_PARTITION -> inFlight;
             case BROKER_KILL, NET_DELAY, KV_NET -> 0;
         };
+    }
+
+    /** The answers a server gives when it has no worker for a request now: 503 with {@code Retry-After}. */
+    static final Set<String> UNAVAILABLE = Set.of("503 service_unavailable", "stream service_unavailable");
+
+    /**
+     * Per injected fault (by its id), the {@link #UNAVAILABLE} answers charged to it whose requests were sent after it
+     * struck. A fault that leaves a role without a reachable worker (a killed, paused or cut-off worker; reset
+     * connections that open the gateway's breakers) makes the gateway answer every request sent meanwhile with 503
+     * and {@code Retry-After}, as it should, until the stack serves again (the fault's window ends there): those
+     * answers are bounded by the window, not by the requests in flight when it struck, which is what
+     * {@link #budget} bounds (the requests the fault broke).
+     */
+    static Map<String, Long> unavailableSentDuring(Evidence e) {
+        Map<String, Long> by = new LinkedHashMap<>();
+        for (ErrorAnswer a : e.errors()) {
+            FaultWindow w = explaining(e.injected(), a);
+            if (w != null && UNAVAILABLE.contains(a.kind()) && !a.sent().isBefore(w.from())) {
+                by.merge(w.fault().id, 1L, Long::sum);
+            }
+        }
+        return by;
     }
 
     /** The errors charged to each injected fault (by its id), and the unexplained ones under {@code unexpected}. */
@@ -163,11 +186,14 @@ final class FaultsVerdict {
         List<String> errorProblems = new ArrayList<>();
         byFault.get("unexpected").forEach((kind, n) -> errorProblems.add(n + " x " + kind
                 + " outside every fault that explains it"));
+        Map<String, Long> unavailableSentDuring = unavailableSentDuring(e);
         for (FaultWindow w : e.injected()) {
-            long n = byFault.get(w.fault().id).values().stream().mapToLong(Long::longValue).sum();
+            long n = byFault.get(w.fault().id).values().stream().mapToLong(Long::longValue).sum()
+                    - unavailableSentDuring.getOrDefault(w.fault().id, 0L);
             long budget = budget(w.fault(), e.budgetScale(), e.errors().size());
             if (n > budget) {
-                errorProblems.add(w.fault().id + " caused " + n + " errors, over its budget of " + budget);
+                errorProblems.add(w.fault().id + " caused " + n + " errors, over its budget of " + budget
+                        + " (not counting the service_unavailable answers to requests sent while it lasted)");
             }
         }
         gates.add(new Gate("errors_by_kind", errorProblems.isEmpty(), e.errors().size(),

@@ -85,6 +85,31 @@ class FaultsVerdictTest {
     }
 
     @Test
+    void unavailableAnswersToRequestsSentWhileAFaultLastsAreNotRequestsItBroke() {
+        // A killed worker breaks the 20 requests in flight; every request sent until the stack serves again may be
+        // answered 503 with Retry-After (no worker for its role): that is the designed answer, not a broken request.
+        List<ErrorAnswer> broken = new ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+            broken.add(error("stream internal_error", 9, 11));
+        }
+        List<ErrorAnswer> withUnavailable = new ArrayList<>(broken);
+        for (int i = 0; i < 30; i++) {
+            withUnavailable.add(error("503 service_unavailable", 12, 12));
+        }
+        assertThat(FaultsVerdict.gates(with(b -> b.errors(withUnavailable)))).allMatch(Gate::passed);
+        // One more broken request is over the budget, however many 503s came beside it.
+        List<ErrorAnswer> oneMore = new ArrayList<>(withUnavailable);
+        oneMore.add(error("500 internal_error", 9, 11));
+        assertFailsOnly(with(b -> b.errors(oneMore)), "errors_by_kind");
+        // A 503 to a request that was in flight when the fault struck is one it broke: in the budget.
+        List<ErrorAnswer> inFlight503 = new ArrayList<>(broken);
+        inFlight503.add(error("503 service_unavailable", 9, 11));
+        assertFailsOnly(with(b -> b.errors(inFlight503)), "errors_by_kind");
+        // After the window (the stack served again) a 503 is explained by nothing.
+        assertFailsOnly(with(b -> b.errors(List.of(error("503 service_unavailable", 21, 21)))), "errors_by_kind");
+    }
+
+    @Test
     void aRefusedConnectionIsExplainedOnlyAtTheRestartedGateway() {
         FaultWindow restart = new FaultWindow(Fault.GATEWAY_RESTART, "gateway-2", T0.plusSeconds(50),
                 T0.plusSeconds(60), "pid 7 exited, restarted as pid 8");
