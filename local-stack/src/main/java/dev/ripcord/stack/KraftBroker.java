@@ -75,6 +75,15 @@ public final class KraftBroker implements AutoCloseable {
         public static NodePorts plain(int client) {
             return new NodePorts(client, 0, 0, 0);
         }
+
+        /**
+         * The port the services reach this node on: the {@code SERVICES} listener as advertised (a proxy's port when
+         * one stands in front of it), else the listener itself, else the plain listener when there is no
+         * {@code SERVICES} listener.
+         */
+        public int servicesPort() {
+            return services == 0 ? client : servicesAdvertised != 0 ? servicesAdvertised : services;
+        }
     }
 
     private final List<NodeState> nodes;
@@ -212,8 +221,7 @@ public final class KraftBroker implements AutoCloseable {
         String protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT";
         if (ports.services() != 0) {
             listeners += ",SERVICES://localhost:" + ports.services();
-            advertised += ",SERVICES://localhost:" + (ports.servicesAdvertised() != 0 ? ports.servicesAdvertised()
-                    : ports.services());
+            advertised += ",SERVICES://localhost:" + ports.servicesPort();
             protocols += ",SERVICES:PLAINTEXT";
         }
         props.put("listeners", listeners);
@@ -283,9 +291,7 @@ public final class KraftBroker implements AutoCloseable {
 
     /** The {@code SERVICES} listeners as advertised (the proxies' addresses), or the plain ones without them. */
     public String servicesBootstrapServers() {
-        return nodes.stream().map(n -> "localhost:" + (n.ports.services() == 0 ? n.ports.client()
-                : n.ports.servicesAdvertised() != 0 ? n.ports.servicesAdvertised() : n.ports.services()))
-                .collect(Collectors.joining(","));
+        return nodes.stream().map(n -> "localhost:" + n.ports.servicesPort()).collect(Collectors.joining(","));
     }
 
     /** How many nodes the cluster has. */

@@ -184,9 +184,7 @@ public final class KraftProcessCluster implements AutoCloseable {
 
     /** The {@code SERVICES} listeners as advertised (the proxies' addresses), or the plain ones without them. */
     public String servicesBootstrapServers() {
-        return nodes.stream().map(n -> "localhost:" + (n.ports.services() == 0 ? n.ports.client()
-                : n.ports.servicesAdvertised() != 0 ? n.ports.servicesAdvertised() : n.ports.services()))
-                .collect(Collectors.joining(","));
+        return nodes.stream().map(n -> "localhost:" + n.ports.servicesPort()).collect(Collectors.joining(","));
     }
 
     public int nodes() {

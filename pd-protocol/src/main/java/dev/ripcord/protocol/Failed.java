@@ -49,6 +49,11 @@ public record Failed(String code, String message,
         }
     }
 
+    /** {@code after} as a {@code Retry-After}: whole seconds, rounded up, at least 1. */
+    public static long retryAfterSeconds(java.time.Duration after) {
+        return Math.max(1, after.toSeconds() + (after.toNanosPart() > 0 ? 1 : 0));
+    }
+
     /** A failure with no retry estimate. */
     public Failed(String code, String message) {
         this(code, message, null);

@@ -216,12 +216,9 @@ final class CancelRetryBench {
         }
     }
 
+    /** {@link Stats#median} of the values that are not NaN (a round that failed has no ratio). */
     static double median(double[] values) {
-        double[] v = java.util.Arrays.stream(values).filter(d -> !Double.isNaN(d)).sorted().toArray();
-        if (v.length == 0) {
-            return Double.NaN;
-        }
-        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+        return Stats.median(java.util.Arrays.stream(values).filter(d -> !Double.isNaN(d)).toArray());
     }
 
     private static String describe(Leg leg) {

@@ -270,7 +270,7 @@ public final class WorkerRoutes {
      */
     public Mono<ServerResponse> busy(String requestId, String message, Duration after) {
         Duration wait = after != null ? after : retryAfter;
-        long seconds = Math.max(1, wait.toSeconds() + (wait.toNanosPart() > 0 ? 1 : 0));
+        long seconds = Failed.retryAfterSeconds(wait);
         log.info("requestId={} refused: {}; Retry-After {} s", requestId, message, seconds);
         return ServerResponse.status(HttpStatus.SERVICE_UNAVAILABLE)
                 .header(HttpHeaders.RETRY_AFTER, Long.toString(seconds))

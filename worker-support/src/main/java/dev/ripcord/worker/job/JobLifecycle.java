@@ -339,8 +339,8 @@ public final class JobLifecycle<J extends WorkerJob<E>, E> {
                 LifecycleEvent.of(LifecycleEventType.JOB_FINISHED, job.requestId())
                         .withOutcome(LifecycleOutcome.FAILED).withDetail(code)));
         log.warn("requestId={} {} failed: {}", job.requestId(), service, message);
-        end(job, failedEvent.apply(new Failed(code, message, retryAfter == null ? null
-                : Math.max(1, retryAfter.toSeconds() + (retryAfter.toNanosPart() > 0 ? 1 : 0)))));
+        end(job, failedEvent.apply(new Failed(code, message,
+                retryAfter == null ? null : Failed.retryAfterSeconds(retryAfter))));
         return true;
     }
 
